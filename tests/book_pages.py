@@ -1,0 +1,121 @@
+"""The book's pages and their committed reference outputs (used by tests and `make refresh`).
+
+Pages stay MyST markdown (`.md`) so that they diff well and build with Jupyter Book. nbval only
+reads `.ipynb`, so each page with code has an executed copy under `tests/references/`, at the
+same relative path. Those copies are the reviewed outputs that CI compares every re-execution
+against; `make refresh` rewrites them after a deliberate change.
+
+    python tests/book_pages.py refresh [PAGE.md ...]   # re-execute and rewrite references
+    python tests/book_pages.py list                    # pages in the table of contents
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCES = ROOT / "tests" / "references"
+CELL_TIMEOUT_SECONDS = 300
+
+
+def toc_pages() -> list[Path]:
+    """Every page listed in `_toc.yml`, as paths to existing source files, in reading order."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    names: list[str] = [toc["root"]]
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if "file" in node:
+                names.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk({key: value for key, value in toc.items() if key != "root"})
+    pages = []
+    for name in names:
+        candidates = [ROOT / f"{name}{suffix}" for suffix in (".md", ".ipynb")]
+        found = [path for path in candidates if path.exists()]
+        if not found:
+            raise FileNotFoundError(f"_toc.yml lists {name!r} but neither {name}.md nor {name}.ipynb exists")
+        pages.append(found[0])
+    return pages
+
+
+def read_page(page: Path) -> nbformat.NotebookNode:
+    """Read a MyST page as a notebook: only `{code-cell}` blocks become code cells."""
+    return jupytext.read(page, fmt="md:myst" if page.suffix == ".md" else None)
+
+
+def code_sources(notebook: nbformat.NotebookNode) -> list[str]:
+    """The source of every code cell, in order."""
+    return [cell.source for cell in notebook.cells if cell.cell_type == "code"]
+
+
+def has_code(page: Path) -> bool:
+    return bool(code_sources(read_page(page)))
+
+
+def reference_path(page: Path) -> Path:
+    """Where the committed, executed copy of ``page`` lives."""
+    return REFERENCES / page.resolve().relative_to(ROOT).with_suffix(".ipynb")
+
+
+def execute_page(page: Path) -> nbformat.NotebookNode:
+    """Execute a page from its own folder, exactly as the book build does."""
+    notebook = read_page(page)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    client = NotebookClient(
+        notebook,
+        timeout=CELL_TIMEOUT_SECONDS,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(page.parent)}},
+    )
+    client.execute()
+    for cell in notebook.cells:
+        cell.metadata.pop("execution", None)  # timestamps: they change on every run
+    return notebook
+
+
+def refresh(pages: list[Path]) -> None:
+    """Re-execute ``pages`` and overwrite their reference notebooks."""
+    for page in pages:
+        if not has_code(page):
+            continue
+        start = time.perf_counter()
+        executed = execute_page(page)
+        target = reference_path(page)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(executed, target)
+        print(f"refreshed {target.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in {"refresh", "list"}:
+        print(__doc__)
+        return 2
+    if argv[0] == "list":
+        for page in toc_pages():
+            print(page.relative_to(ROOT))
+        return 0
+    pages = [Path(arg).resolve() for arg in argv[1:]] or toc_pages()
+    listed = {page.resolve() for page in toc_pages()}
+    for page in pages:
+        if page not in listed:
+            print(f"{page} is not in _toc.yml; add it there first")
+            return 2
+    refresh(pages)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

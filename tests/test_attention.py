@@ -1,0 +1,131 @@
+"""transformer_lab.attention against PyTorch's own scaled_dot_product_attention."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_lab.attention import (
+    attention,
+    causal_mask,
+    max_weight_by_width,
+    soft_join,
+    toy_self_attention,
+)
+
+
+def random_inputs(seed, batch, lq, lk, d, dv, with_padding):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(batch, lq, d, generator=g, dtype=torch.float64)
+    k = torch.randn(batch, lk, d, generator=g, dtype=torch.float64)
+    v = torch.randn(batch, lk, dv, generator=g, dtype=torch.float64)
+    padding = None
+    if with_padding:
+        lengths = torch.randint(1, lk + 1, (batch,), generator=g)
+        padding = torch.arange(lk)[None, :] >= lengths[:, None]
+    return q, k, v, padding
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("with_padding", [False, True])
+def test_matches_scaled_dot_product_attention(seed, with_padding):
+    g = torch.Generator().manual_seed(1000 + seed)
+    batch, lq, lk, d, dv = (int(n) for n in torch.randint(1, 7, (5,), generator=g))
+    q, k, v, padding = random_inputs(seed, batch, lq, lk, d, dv, with_padding)
+    output, weights = attention(q, k, v, padding)
+    # SDPA's boolean mask means the opposite: True = may attend.
+    allowed = None if padding is None else ~padding[:, None, :]
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+    torch.testing.assert_close(output, expected)
+    assert weights.shape == (batch, lq, lk)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(batch, lq, dtype=torch.float64))
+    if padding is not None:
+        assert (weights.masked_select(padding[:, None, :].expand_as(weights)) == 0).all()
+
+
+def test_causal_matches_sdpa():
+    q, k, v, _ = random_inputs(3, 2, 5, 5, 4, 3, False)
+    output, weights = attention(q, k, v, causal=True)
+    torch.testing.assert_close(output, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    assert torch.equal(weights[0] > 0, ~causal_mask(5))
+
+
+def test_gradients_reach_queries_keys_and_values():
+    q, k, v, padding = random_inputs(4, 3, 4, 6, 5, 2, True)
+    for tensor in (q, k, v):
+        tensor.requires_grad_(True)
+    output, _ = attention(q, k, v, padding)
+    output.sum().backward()
+    for name, tensor in (("q", q), ("k", k), ("v", v)):
+        assert tensor.grad is not None and torch.isfinite(tensor.grad).all(), name
+        assert tensor.grad.abs().sum() > 0, name
+    # padded keys and values receive no gradient: nothing reads them
+    assert (v.grad.masked_select(padding[:, :, None].expand_as(v)) == 0).all()
+
+
+def test_every_key_masked_is_a_clear_error():
+    q, k, v, _ = random_inputs(0, 2, 2, 3, 4, 4, False)
+    padding = torch.tensor([[False, True, True], [True, True, True]])
+    with pytest.raises(ValueError, match="example 1, query 0: every key is masked"):
+        attention(q, k, v, padding)
+
+
+@pytest.mark.parametrize(
+    "shapes, message",
+    [
+        (((2, 3, 4), (2, 5, 4), (2, 5)), r"v should have shape \(B, Lk, Dv\).*got \(2, 5\)"),
+        (((3, 4), (2, 5, 4), (2, 5, 6)), r"q should have shape \(B, Lq, D\).*got \(3, 4\)"),
+        (((2, 3, 4), (1, 5, 4), (2, 5, 6)), r"k has shape \(1, 5, 4\) but its dimension 0 should be 2"),
+        (((2, 3, 4), (2, 5, 3), (2, 5, 6)), r"k has shape \(2, 5, 3\) but its dimension 2 should be 4"),
+        (((2, 3, 4), (2, 5, 4), (2, 4, 6)), r"v has shape \(2, 4, 6\) but its dimension 1 should be 5"),
+    ],
+)
+def test_wrong_shapes_name_expected_and_received(shapes, message):
+    q, k, v = (torch.zeros(shape) for shape in shapes)
+    with pytest.raises(ValueError, match=message):
+        attention(q, k, v)
+
+
+def test_padding_mask_shape_and_dtype_are_checked():
+    q = k = v = torch.zeros(2, 3, 4)
+    with pytest.raises(ValueError, match=r"padding should have shape \(2, 3\).*got \(3, 2\)"):
+        attention(q, k, v, torch.zeros(3, 2, dtype=torch.bool))
+    with pytest.raises(TypeError, match="boolean"):
+        attention(q, k, v, torch.zeros(2, 3))
+    with pytest.raises(TypeError, match="q must be a torch.Tensor"):
+        attention([[1.0]], k, v)
+
+
+def test_soft_join_becomes_a_lookup_as_temperature_falls():
+    keys = F.normalize(torch.randn(5, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64), dim=1)
+    values = torch.arange(10, dtype=torch.float64).reshape(5, 2)
+    order = torch.tensor([3, 0, 4, 4, 1])
+    warm, warm_weights = soft_join(keys[order], keys, values, temperature=1.0)
+    cold, cold_weights = soft_join(keys[order], keys, values, temperature=0.005)
+    torch.testing.assert_close(cold, values[order])
+    assert (warm - values[order]).abs().max() > 0.5
+    assert torch.equal(cold_weights.argmax(1), order)
+    with pytest.raises(ValueError, match="temperature must be positive"):
+        soft_join(keys, keys, values, temperature=0)
+
+
+def test_scaling_keeps_softmax_from_saturating():
+    result = max_weight_by_width([4, 64, 1024], n_keys=16, trials=100, seed=1)
+    assert result["unscaled"][0] < result["unscaled"][1] < result["unscaled"][2]
+    assert result["unscaled"][2] > 0.9
+    assert max(result["scaled"]) - min(result["scaled"]) < 0.05
+    expected_std = [math.sqrt(w) for w in result["width"]]
+    for measured, expected in zip(result["score_std"], expected_std):
+        assert measured == pytest.approx(expected, rel=0.15)
+
+
+def test_toy_matches_the_exercise_recipe():
+    """The exercise page rebuilds the toy with the global RNG; both must print the same table."""
+    tokens = ["login", "failed", "again"]
+    _, weights = toy_self_attention(tokens, width=4, seed=0)
+    torch.manual_seed(0)
+    embeddings = torch.randn(3, 4)
+    w_q, w_k, _ = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
+    expected = torch.softmax((embeddings @ w_q) @ (embeddings @ w_k).T / 2, dim=-1)
+    torch.testing.assert_close(weights, expected)
