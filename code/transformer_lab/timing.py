@@ -1,0 +1,25 @@
+"""Wall-clock timing, printed in one format that the nbval sanitizer recognises.
+
+Timings differ between runs and machines, so pages print them as ``"<n> s (wall)"`` and
+``tests/nbval_sanitize.cfg`` masks exactly that pattern — and nothing else on the line.
+"""
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+def format_wall_time(seconds: float) -> str:
+    """Format a duration as e.g. ``"1.23 s (wall)"``."""
+    return f"{seconds:.2f} s (wall)"
+
+
+@contextmanager
+def stopwatch() -> Iterator[dict[str, float]]:
+    """Measure a block: ``with stopwatch() as t: ...`` then ``t["seconds"]``."""
+    record = {"seconds": 0.0}
+    start = time.perf_counter()
+    try:
+        yield record
+    finally:
+        record["seconds"] = time.perf_counter() - start

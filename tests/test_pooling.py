@@ -1,0 +1,27 @@
+import pytest
+import torch
+
+from transformer_lab.pooling import masked_mean
+
+
+def test_matches_a_manual_loop():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(6, 7, 3, generator=g, dtype=torch.float64)
+    lengths = torch.randint(1, 8, (6,), generator=g)
+    padding = torch.arange(7)[None, :] >= lengths[:, None]
+    expected = torch.stack([x[i, : lengths[i]].mean(0) for i in range(6)])
+    torch.testing.assert_close(masked_mean(x, padding), expected)
+
+
+def test_padding_values_do_not_leak():
+    x = torch.tensor([[[2.0, 4.0], [4.0, 8.0], [900.0, 900.0]]])
+    torch.testing.assert_close(masked_mean(x, torch.tensor([[False, False, True]])), torch.tensor([[3.0, 6.0]]))
+
+
+def test_bad_input_is_explained():
+    with pytest.raises(ValueError, match="example 1 is all padding"):
+        masked_mean(torch.zeros(2, 2, 1), torch.tensor([[False, True], [True, True]]))
+    with pytest.raises(ValueError, match=r"padding should have shape \(2, 2\)"):
+        masked_mean(torch.zeros(2, 2, 1), torch.zeros(2, 3, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"x should have shape \(B, L, D\)"):
+        masked_mean(torch.zeros(2, 2), torch.zeros(2, 2, dtype=torch.bool))
