@@ -1,0 +1,96 @@
+"""transformer_lab.training: determinism, the best-validation checkpoint, and input checks."""
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+from transformer_lab.encoder import count_parameters
+from transformer_lab.set_classifier import SetClassifier
+from transformer_lab.set_task import make_sets
+from transformer_lab.training import TrainingResult, evaluate, train_classifier
+
+TRAIN = make_sets(384, seed=21)
+VAL = make_sets(128, seed=22)
+
+
+def fresh_model(seed=0, **kwargs):
+    torch.manual_seed(seed)
+    return SetClassifier(d_model=16, nhead=2, d_ff=16, **kwargs)
+
+
+def test_same_seed_gives_an_identical_loss_history():
+    model = fresh_model()
+    twin = copy.deepcopy(model)
+    first = train_classifier(model, TRAIN, VAL, epochs=3, batch_size=64, seed=5)
+    second = train_classifier(twin, TRAIN, VAL, epochs=3, batch_size=64, seed=5)
+    assert first.history == second.history
+    assert first.accuracy == second.accuracy
+    for a, b in zip(first.model.state_dict().values(), second.model.state_dict().values()):
+        assert torch.equal(a, b)
+
+
+def test_another_shuffle_seed_gives_another_history():
+    model = fresh_model()
+    twin = copy.deepcopy(model)
+    first = train_classifier(model, TRAIN, VAL, epochs=2, batch_size=64, seed=5)
+    second = train_classifier(twin, TRAIN, VAL, epochs=2, batch_size=64, seed=6)
+    assert first.history != second.history
+
+
+def test_result_keeps_the_best_validation_epoch():
+    result = train_classifier(fresh_model(1), TRAIN, VAL, epochs=6, learning_rate=3e-2, batch_size=32)
+    assert isinstance(result, TrainingResult)
+    assert len(result.history) == 6 and len(result.train_loss) == len(result.validation_loss) == 6
+    best = min(range(6), key=lambda i: result.validation_loss[i])
+    assert result.best_epoch == best + 1
+    loss, acc = evaluate(result.model, VAL)
+    assert loss == pytest.approx(result.validation_loss[best], abs=1e-6)
+    assert acc == result.accuracy
+    assert not result.model.training
+    assert result.parameters == count_parameters(result.model)
+    assert result.seconds > 0
+
+
+def test_training_lowers_the_training_loss():
+    result = train_classifier(fresh_model(2), TRAIN, VAL, epochs=5, batch_size=32)
+    assert result.train_loss[-1] < result.train_loss[0]
+
+
+def test_the_model_is_trained_in_place():
+    model = fresh_model(3, use_attention=False)
+    before = copy.deepcopy(model.state_dict())
+    result = train_classifier(model, TRAIN, VAL, epochs=1)
+    assert result.model is model
+    assert any(not torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_bad_input_is_explained():
+    model = fresh_model()
+    with pytest.raises(TypeError, match="model must be a torch.nn.Module"):
+        train_classifier("model", TRAIN, VAL)
+    with pytest.raises(TypeError, match=r"train_data must be a tuple \(x, padding, y\)"):
+        train_classifier(model, TRAIN[:2], VAL)
+    x, padding, y = VAL
+    with pytest.raises(ValueError, match=r"val_data y should have shape \(128,\)"):
+        train_classifier(model, TRAIN, (x, padding, y[:5]))
+    with pytest.raises(ValueError, match="epochs must be a positive integer, got 0"):
+        train_classifier(model, TRAIN, VAL, epochs=0)
+    with pytest.raises(ValueError, match="learning_rate must be positive"):
+        train_classifier(model, TRAIN, VAL, learning_rate=0.0)
+    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+        train_classifier(model, TRAIN, VAL, batch_size=2.5)
+
+
+def test_a_diverging_run_is_reported():
+    class Broken(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.zeros(1))
+
+        def forward(self, x, padding):
+            return self.w * x[:, 0, 0] + float("nan")
+
+    with pytest.raises(ValueError, match="never finite"):
+        train_classifier(Broken(), TRAIN, VAL, epochs=2)
