@@ -1,0 +1,172 @@
+"""The character-level praise classifier of chapter 4 (and of the week-20 starter script)."""
+
+import pandas as pd
+import pytest
+import torch
+
+from transformer_lab.char_transformer import (
+    LENGTH,
+    MAX_CHAR_ID,
+    PAD_ID,
+    PraiseSplit,
+    TinyTransformer,
+    compare_positions,
+    encode_text,
+    encode_texts,
+    load_praise_sample,
+    majority_baseline,
+    order_sensitive,
+    predict_logits,
+    split_sample,
+    train_and_score,
+    train_praise_model,
+)
+from transformer_lab.reproducibility import seed_everything
+
+
+def order_only_split(length: int = 6) -> PraiseSplit:
+    """A task only order can solve: 'ab…' is praise, 'ba…' is not; both have the same characters."""
+    texts = ["ab xy", "ba xy", "ab yx", "ba yx"] * 24
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0] * 24)
+    ids = encode_texts(texts, length)
+    return PraiseSplit(ids[:64], labels[:64], ids[64:], labels[64:], texts[64:])
+
+
+def test_encode_text_lowercases_caps_truncates_and_pads():
+    assert encode_text("Ab", length=4) == [ord("a"), ord("b"), PAD_ID, PAD_ID]
+    assert encode_text("café ’👍", length=8)[3:] == [MAX_CHAR_ID, ord(" "), MAX_CHAR_ID, MAX_CHAR_ID, PAD_ID]
+    assert encode_text("x" * 50) == [ord("x")] * LENGTH
+
+
+@pytest.mark.parametrize(
+    "text, length, error",
+    [(None, 4, TypeError), (17, 4, TypeError), ("", 4, ValueError), ("abc", 0, ValueError)],
+)
+def test_encode_text_rejects_bad_input(text, length, error):
+    with pytest.raises(error, match="text must be a str|text is empty|length must be at least 1"):
+        encode_text(text, length)
+
+
+def test_encode_texts_shape_and_dtype():
+    ids = encode_texts(["hello", "a much longer comment than that"], length=8)
+    assert ids.shape == (2, 8) and ids.dtype == torch.long
+    assert (ids[0, 5:] == PAD_ID).all() and (ids[1] != PAD_ID).all()
+
+
+def test_order_sensitive_rule_sees_only_the_visible_characters():
+    texts = ["not bad at all", "Great, but slow", "I can’t log in", "love it", "nothing", "notable", "x" * 40 + " not"]
+    assert order_sensitive(texts, length=32).tolist() == [True, True, True, False, True, False, False]
+
+
+def test_load_praise_sample_is_seeded_and_labelled():
+    sample = load_praise_sample(n=300, seed=4)
+    assert list(sample.columns) == ["feedback_text", "is_praise"] and len(sample) == 300
+    assert set(sample["is_praise"]) == {0, 1} and sample.index.is_unique
+    pd.testing.assert_frame_equal(sample, load_praise_sample(n=300, seed=4))
+    assert not sample.index.equals(load_praise_sample(n=300, seed=5).index)
+    with pytest.raises(ValueError, match="n must be between 1 and"):
+        load_praise_sample(n=0)
+
+
+def test_split_sample_partitions_the_sample_reproducibly():
+    sample = load_praise_sample(n=200, seed=0)
+    split = split_sample(sample, length=16, test_share=0.25, seed=3)
+    assert split.x_train.shape == (150, 16) and split.x_test.shape == (50, 16)
+    assert split.y_train.dtype == torch.float32 and len(split.texts_test) == 50
+    again = split_sample(sample, length=16, test_share=0.25, seed=3)
+    assert torch.equal(split.x_test, again.x_test) and split.texts_test == again.texts_test
+    assert torch.equal(encode_texts(split.texts_test, 16), split.x_test)
+    assert split.y_train.sum() + split.y_test.sum() == sample["is_praise"].sum()
+
+
+def test_split_sample_rejects_bad_input():
+    with pytest.raises(ValueError, match="missing \\['is_praise'\\]"):
+        split_sample(pd.DataFrame({"feedback_text": ["a"]}))
+    with pytest.raises(ValueError, match="test_share must be strictly between 0 and 1"):
+        split_sample(load_praise_sample(n=10), test_share=1.0)
+
+
+def test_without_positions_the_model_is_a_bag_of_characters():
+    seed_everything(0)
+    model = TinyTransformer(use_positions=False).eval()
+    ids = encode_texts(["used to be slow, now it's fast", "used to be fast, now it's slow"])
+    shuffled = ids[:, torch.randperm(LENGTH, generator=torch.Generator().manual_seed(1))]
+    with torch.no_grad():
+        logits = model(torch.cat([ids, shuffled]))
+    assert torch.allclose(logits, logits[0].expand(4), atol=1e-6)
+
+
+def test_with_positions_order_changes_the_output():
+    seed_everything(0)
+    model = TinyTransformer(use_positions=True).eval()
+    with torch.no_grad():
+        logits = model(encode_texts(["used to be slow, now it's fast", "used to be fast, now it's slow"]))
+    assert abs(logits[0] - logits[1]) > 1e-4
+
+
+def test_padding_does_not_change_the_prediction():
+    seed_everything(0)
+    model = TinyTransformer(use_positions=True).eval()
+    with torch.no_grad():
+        short, padded = model(encode_texts(["great app"], length=9)), model(encode_texts(["great app"], length=32))
+    assert torch.allclose(short, padded, atol=1e-6)
+
+
+def test_both_variants_start_from_the_same_weights():
+    seed_everything(7)
+    with_pos = TinyTransformer(use_positions=True).state_dict()
+    seed_everything(7)
+    without_pos = TinyTransformer(use_positions=False).state_dict()
+    assert all(torch.equal(with_pos[name], without_pos[name]) for name in with_pos)
+
+
+@pytest.mark.parametrize(
+    "ids, error, message",
+    [
+        ([[1, 2]], TypeError, "ids must be a torch.Tensor"),
+        (torch.ones(2, 3, 4, dtype=torch.long), ValueError, r"ids should have shape \(N, L\)"),
+        (torch.ones(2, 3), ValueError, "long integers"),
+        (torch.ones(2, LENGTH + 1, dtype=torch.long), ValueError, "L<=32"),
+    ],
+)
+def test_model_rejects_bad_ids(ids, error, message):
+    with pytest.raises(error, match=message):
+        TinyTransformer()(ids)
+
+
+def test_heads_must_divide_the_width():
+    with pytest.raises(ValueError, match="d_model=24, n_heads=5"):
+        TinyTransformer(n_heads=5)
+
+
+def test_positions_solve_an_order_only_task_that_a_bag_cannot():
+    split = order_only_split()
+    with_pos = train_and_score(True, seed=0, split=split, epochs=30, batch_size=16)
+    without_pos = train_and_score(False, seed=0, split=split, epochs=30, batch_size=16)
+    assert with_pos == 1.0
+    assert without_pos == 0.5  # identical bags of characters, opposite labels: a coin flip at best
+
+
+def test_training_is_reproducible_and_validated():
+    split = order_only_split()
+    first = predict_logits(train_praise_model(split, True, seed=3, epochs=2), split.x_test)
+    second = predict_logits(train_praise_model(split, True, seed=3, epochs=2), split.x_test)
+    assert torch.equal(first, second)
+    with pytest.raises(ValueError, match="epochs must be a positive integer"):
+        train_praise_model(split, True, epochs=0)
+
+
+def test_majority_baseline():
+    assert majority_baseline(torch.tensor([0.0, 0.0, 1.0]), torch.tensor([0.0, 1.0, 0.0, 0.0])) == 0.75
+    assert majority_baseline(torch.tensor([1.0, 1.0, 0.0]), torch.tensor([0.0, 1.0, 0.0, 0.0])) == 0.25
+
+
+def test_compare_positions_scores_every_seed_and_variant():
+    split = order_only_split()
+    result = compare_positions(split, seeds=(0, 1), epochs=2, batch_size=32)
+    assert list(result.scores.columns) == ["seed", "positions", "all", "order-sensitive", "rest"]
+    assert result.scores[["seed", "positions"]].values.tolist() == [[0, "with"], [0, "without"], [1, "with"], [1, "without"]]
+    assert set(result.logits) == {(0, True), (0, False), (1, True), (1, False)}
+    assert result.logits[0, True].shape == (len(split.y_test),)
+    with pytest.raises(ValueError, match="at least one seed"):
+        compare_positions(split, seeds=())
