@@ -1,0 +1,315 @@
+"""Byte-pair-encoding (BPE) tokenizers trained with Hugging Face ``tokenizers``, and their cost.
+
+Two flavours are trained here:
+
+- ``train_bpe_tokenizer``: **character-level** BPE. A ``Whitespace`` pre-tokenizer first cuts the
+  text into words and punctuation runs (whitespace is dropped); BPE then starts from the Unicode
+  characters it saw and merges the most frequent adjacent pair inside those words, again and again.
+  A character never seen in training becomes ``[UNK]``.
+- ``train_byte_level_bpe_tokenizer``: **byte-level** BPE (GPT-2 style). A ``ByteLevel``
+  pre-tokenizer turns the UTF-8 bytes of the text into 256 printable stand-in characters (a space
+  becomes ``Ġ``) and keeps the space inside the next word. BPE starts from all 256 bytes, so any
+  text can be encoded without ``[UNK]``, and decoding gives the text back exactly.
+
+A *word* in this module is one piece produced by the ``Whitespace`` pre-tokenizer (a run of letters
+and digits, or a run of punctuation), because that is the unit BPE merges within.
+"""
+
+import json
+import os
+import string
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+
+# The Rust library may count pairs on several threads and warns when a process forks after it did.
+# Like PyTorch's thread pin in ``reproducibility``, the package fixes this for every caller: one
+# thread, the same merges on every machine, and no warning in a page's output.
+os.environ["TOKENIZERS_PARALLELISM"] = "false"
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+
+# A corpus small enough to read in one glance: with a vocabulary of 80 the merges stay visible.
+# Pets are frequent, transformer vocabulary is mixed, some words appear exactly once.
+TINY_CORPUS = (
+    "the cat sat on the mat and the dog slept by the door",
+    "a cat and a dog can share one sofa",
+    "my cat ignores the dog all day",
+    "attention lets every token look at every other token",
+    "self-attention compares each word with the whole sentence",
+    "the tokenizer cuts raw text into subword tokens",
+    "attention weights come from queries and keys",
+    "position encodings tell the model where each token sits",
+    "the encoder reads the whole input at once",
+    "byte pair encoding merges the most frequent pair of symbols",
+)
+
+SPECIAL_TOKENS = ("[UNK]", "[PAD]")
+WHITESPACE = pre_tokenizers.Whitespace()
+UNKNOWN_TOKEN = SPECIAL_TOKENS[0]
+BYTE_LEVEL_SPECIAL_TOKENS = ("[PAD]",)
+BYTE_ALPHABET_SIZE = 256
+
+
+def check_corpus(corpus: Iterable[str], name: str = "corpus") -> list[str]:
+    """Return ``corpus`` as a list after checking it is a non-empty collection of strings.
+
+    Any iterable of texts works (list, tuple, pandas Series); a single string does not.
+    """
+    if isinstance(corpus, str | bytes | Mapping) or not isinstance(corpus, Iterable):
+        raise ValueError(
+            f"{name} must be a list of strings (one text per item), got {type(corpus).__name__}"
+        )
+    texts = list(corpus)
+    if not texts:
+        raise ValueError(f"{name} is empty: expected at least one text to train on")
+    for position, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise ValueError(
+                f"{name}[{position}] must be a str, got {type(text).__name__} ({text!r})"
+            )
+    if not any(text.strip() for text in texts):
+        raise ValueError(f"{name} holds only empty or whitespace texts: there is nothing to train on")
+    return texts
+
+
+def check_vocab_size(vocab_size: int, minimum: int, why: str) -> None:
+    """Raise unless ``vocab_size`` is an int of at least ``minimum`` (``why`` explains the bound)."""
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
+        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    if vocab_size < minimum:
+        raise ValueError(f"vocab_size={vocab_size} is too small: it must be at least {minimum} ({why})")
+
+
+def pre_tokenize(text: str) -> list[str]:
+    """Split ``text`` into the words BPE merges within, exactly as the ``Whitespace`` pre-tokenizer does.
+
+    >>> pre_tokenize("self-attention, again")
+    ['self', '-', 'attention', ',', 'again']
+    """
+    return [piece for piece, _ in WHITESPACE.pre_tokenize_str(text)]
+
+
+def count_words(texts: Iterable[str]) -> int:
+    """Total number of pre-tokenized words in ``texts``."""
+    return sum(len(WHITESPACE.pre_tokenize_str(text)) for text in check_corpus(texts, name="texts"))
+
+
+def word_frequencies(corpus: Iterable[str]) -> Counter[str]:
+    """Count every pre-tokenized word of ``corpus``: the counts the BPE trainer starts from."""
+    texts = check_corpus(corpus)
+    return Counter(word for text in texts for word in pre_tokenize(text))
+
+
+def pair_frequencies(corpus: Iterable[str]) -> Counter[tuple[str, str]]:
+    """Adjacent character pairs inside the words of ``corpus``, each counted once per occurrence.
+
+    This is the table BPE's first merge is chosen from: the most common pair becomes a token.
+    """
+    pairs: Counter[tuple[str, str]] = Counter()
+    for word, count in word_frequencies(corpus).items():
+        for pair in zip(word, word[1:]):
+            pairs[pair] += count
+    return pairs
+
+
+def word_occurrences(corpus: Iterable[str], word: str) -> dict[str, int]:
+    """How often ``word`` occurs in ``corpus``, counting space-separated words (edge punctuation stripped).
+
+    Returns ``{"as a word": n, "inside a word": m}``: ``n`` words equal ``word``, ``m >= n`` contain it
+    (``"attention"`` is inside ``"self-attention"``).
+    """
+    texts = check_corpus(corpus)
+    if not isinstance(word, str) or not word.strip():
+        raise ValueError(f"word must be a non-empty str, got {word!r}")
+    spaced = [token.strip(string.punctuation) for text in texts for token in text.split()]
+    return {
+        "as a word": sum(token == word for token in spaced),
+        "inside a word": sum(word in token for token in spaced),
+    }
+
+
+def alphabet(corpus: Iterable[str]) -> list[str]:
+    """The distinct characters character-level BPE starts from (whitespace excluded), sorted."""
+    characters = set("".join(check_corpus(corpus)))
+    # A lone character survives the pre-tokenizer unless it is whitespace (by the library's own rule).
+    return sorted(c for c in characters if WHITESPACE.pre_tokenize_str(c))
+
+
+def minimum_vocab_size(corpus: Iterable[str]) -> int:
+    """Smallest vocabulary ``train_bpe_tokenizer`` accepts: the alphabet plus the special tokens."""
+    return len(alphabet(corpus)) + len(SPECIAL_TOKENS)
+
+
+def train_bpe_tokenizer(corpus: Iterable[str], vocab_size: int) -> Tokenizer:
+    """Train a character-level BPE tokenizer on ``corpus`` with at most ``vocab_size`` tokens.
+
+    Model ``BPE(unk_token="[UNK]")``, ``Whitespace`` pre-tokenizer, ``BpeTrainer`` with the
+    special tokens ``[UNK]`` (id 0) and ``[PAD]`` (id 1). The vocabulary is the special tokens, then
+    the alphabet, then one new token per merge, so ``vocab_size`` must at least hold the first two.
+    The result may be smaller than ``vocab_size`` when no pair is left to merge.
+    """
+    texts = check_corpus(corpus)
+    characters = len(alphabet(texts))
+    check_vocab_size(
+        vocab_size,
+        characters + len(SPECIAL_TOKENS),
+        f"{characters} distinct characters in the corpus + {len(SPECIAL_TOKENS)} special tokens",
+    )
+    tokenizer = Tokenizer(models.BPE(unk_token=UNKNOWN_TOKEN))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False
+    )
+    tokenizer.train_from_iterator(texts, trainer)
+    return tokenizer
+
+
+def train_byte_level_bpe_tokenizer(corpus: Iterable[str], vocab_size: int) -> Tokenizer:
+    """Train a byte-level BPE tokenizer (GPT-2 style) on ``corpus`` with at most ``vocab_size`` tokens.
+
+    ``ByteLevel`` pre-tokenizer and decoder, all 256 byte symbols in the starting alphabet and one
+    special token, ``[PAD]``. No ``[UNK]`` is needed: every string is a sequence of bytes. The
+    vocabulary must at least hold the 256 bytes and the special token. No space is added before
+    the first word (as in GPT-2), so ``decode(encode(text).ids) == text`` exactly.
+    """
+    texts = check_corpus(corpus)
+    check_vocab_size(
+        vocab_size,
+        BYTE_ALPHABET_SIZE + len(BYTE_LEVEL_SPECIAL_TOKENS),
+        f"{BYTE_ALPHABET_SIZE} byte symbols + {len(BYTE_LEVEL_SPECIAL_TOKENS)} special token",
+    )
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=list(BYTE_LEVEL_SPECIAL_TOKENS),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tokenizer.train_from_iterator(texts, trainer)
+    return tokenizer
+
+
+def check_tokenizer(tokenizer: Tokenizer) -> None:
+    """Raise ``TypeError`` unless ``tokenizer`` is a ``tokenizers.Tokenizer``."""
+    if not isinstance(tokenizer, Tokenizer):
+        raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, got {type(tokenizer).__name__}")
+
+
+def merges(tokenizer: Tokenizer) -> list[tuple[str, str]]:
+    """The learned merges of a BPE ``tokenizer``, in the order training made them."""
+    check_tokenizer(tokenizer)
+    model = json.loads(tokenizer.to_str())["model"]
+    if model.get("type") != "BPE":
+        raise ValueError(f"tokenizer must use a BPE model, got {model.get('type')!r}")
+    # Older releases store a merge as "a b", newer ones as ["a", "b"].
+    return [tuple(pair.split(" ", 1)) if isinstance(pair, str) else tuple(pair) for pair in model["merges"]]
+
+
+def tokens_per_word(tokenizer: Tokenizer, words: Iterable[str]) -> dict[str, int]:
+    """Encode each word on its own and return ``{word: number of tokens}``, in input order."""
+    check_tokenizer(tokenizer)
+    if isinstance(words, str | bytes | Mapping) or not isinstance(words, Iterable):
+        raise ValueError(f"words must be a list of strings, got {type(words).__name__}")
+    counts = {}
+    for word in words:
+        if not isinstance(word, str) or not word.strip() or any(c.isspace() for c in word):
+            raise ValueError(f"each word must be a non-empty str without spaces, got {word!r}")
+        counts[word] = len(tokenizer.encode(word, add_special_tokens=False).ids)
+    return counts
+
+
+def tokens_per_word_by_vocab(
+    corpus: Iterable[str], words: Sequence[str], vocab_sizes: Iterable[int]
+) -> dict[int, dict[str, int]]:
+    """``{vocab size reached: tokens_per_word(...)}`` for a tokenizer trained at each of ``vocab_sizes``.
+
+    Sizes beyond what training can reach (no pair left to merge) collapse onto the largest reached.
+    """
+    texts = check_corpus(corpus)
+    table = {}
+    for size in vocab_sizes:
+        tokenizer = train_bpe_tokenizer(texts, size)
+        table[tokenizer.get_vocab_size()] = tokens_per_word(tokenizer, words)
+    return table
+
+
+def count_tokens(tokenizer: Tokenizer, texts: Iterable[str]) -> dict[str, int]:
+    """Encode ``texts`` in one batch; return the total number of tokens and of ``[UNK]`` tokens."""
+    check_tokenizer(tokenizer)
+    encodings = tokenizer.encode_batch(check_corpus(texts, name="texts"), add_special_tokens=False)
+    return {
+        "tokens": sum(len(encoding.ids) for encoding in encodings),
+        "unknown": sum(encoding.tokens.count(UNKNOWN_TOKEN) for encoding in encodings),
+    }
+
+
+def average_tokens_per_word(tokenizer: Tokenizer, texts: Iterable[str]) -> float:
+    """Tokens per pre-tokenized word over all ``texts``: total tokens / total words.
+
+    For a ``train_bpe_tokenizer`` tokenizer this is at least 1, and exactly 1 when every word is in
+    its vocabulary. Words are always counted with the ``Whitespace`` pre-tokenizer, whatever
+    ``tokenizer`` uses, so different tokenizers are compared on the same words.
+    """
+    texts = check_corpus(texts, name="texts")
+    return count_tokens(tokenizer, texts)["tokens"] / count_words(texts)
+
+
+def count_word_tokens(tokenizer: Tokenizer, words: Counter[str]) -> dict[str, int]:
+    """Like ``count_tokens`` on the texts behind ``words`` (from ``word_frequencies``), but faster.
+
+    Exact for ``train_bpe_tokenizer`` tokenizers: with a ``Whitespace`` pre-tokenizer BPE encodes
+    each word independently, so each distinct word is encoded once and weighted by its count.
+    """
+    check_tokenizer(tokenizer)
+    if not isinstance(words, Mapping):
+        raise TypeError(
+            f"words must map each word to its count (see word_frequencies), got {type(words).__name__}"
+        )
+    distinct = list(words)
+    encodings = tokenizer.encode_batch(distinct, add_special_tokens=False)
+    return {
+        "tokens": sum(words[word] * len(e.ids) for word, e in zip(distinct, encodings)),
+        "unknown": sum(words[word] * e.tokens.count(UNKNOWN_TOKEN) for word, e in zip(distinct, encodings)),
+    }
+
+
+def vocabulary_sweep(
+    train_texts: Iterable[str], held_out_texts: Iterable[str], vocab_sizes: Sequence[int]
+) -> list[dict[str, float]]:
+    """Train one character-level BPE tokenizer per size; measure tokens per word on both text sets.
+
+    Returns one row per requested size: ``requested``, ``vocab_size`` (what training reached),
+    ``merges``, ``train`` and ``held_out`` average tokens per word, and ``unknown_share`` (the
+    fraction of held-out tokens that are ``[UNK]``, i.e. characters training never saw).
+    """
+    train = check_corpus(train_texts, name="train_texts")
+    seen_words = word_frequencies(train)
+    unseen_words = word_frequencies(check_corpus(held_out_texts, name="held_out_texts"))
+    rows = []
+    for size in vocab_sizes:
+        tokenizer = train_bpe_tokenizer(train, size)
+        seen = count_word_tokens(tokenizer, seen_words)
+        unseen = count_word_tokens(tokenizer, unseen_words)
+        rows.append(
+            {
+                "requested": size,
+                "vocab_size": tokenizer.get_vocab_size(),
+                "merges": len(merges(tokenizer)),
+                "train": seen["tokens"] / seen_words.total(),
+                "held_out": unseen["tokens"] / unseen_words.total(),
+                "unknown_share": unseen["unknown"] / unseen["tokens"],
+            }
+        )
+    return rows
+
+
+def embedding_parameters(vocab_size: int, d: int) -> int:
+    """Trainable parameters of an embedding matrix of shape (vocab_size, d): ``vocab_size * d``."""
+    for name, value in (("vocab_size", vocab_size), ("d", d)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value}")
+    return vocab_size * d
