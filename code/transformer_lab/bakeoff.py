@@ -1,0 +1,364 @@
+"""The Customer 360 bake-off: trees, a linear model and two neural networks on one churn table.
+
+For every seed the table is split once, stratified by the label, and *every* model is fitted on
+that same training split and scored on that same test split. Preprocessing — standardising the six
+numeric columns, one-hot encoding the plan tier — sits inside each model's scikit-learn
+``Pipeline``, so its statistics are learnt from the training rows only.
+
+Rows are customers, N of them; F = 10 columns come out of the preprocessor (6 scaled numbers, then
+4 plan-tier indicators), and the transformer turns them into T = 7 tokens, one per original
+feature, each of width D.
+"""
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import train_test_split
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from threadpoolctl import threadpool_limits
+from torch import nn
+
+from transformer_lab.cloudwave import PLAN_TIERS
+from transformer_lab.metrics import accuracy
+from transformer_lab.reproducibility import seed_everything
+from transformer_lab.shapes import describe, require_rank, require_tensor
+from transformer_lab.timing import stopwatch
+
+NUMERIC_COLUMNS = ("tenure_months", "seats", "monthly_spend", "support_tickets_90d", "logins_30d", "nps_score")
+CATEGORICAL_COLUMN = "plan_tier"
+FEATURE_COLUMNS = NUMERIC_COLUMNS + (CATEGORICAL_COLUMN,)
+LABEL_COLUMN = "churned"
+MODEL_NAMES = ("gradient-boosted trees", "logistic regression", "MLP", "transformer")
+
+
+def check_frame(frame: pd.DataFrame) -> None:
+    """Raise ``TypeError``/``ValueError`` unless ``frame`` looks like the Customer 360 table.
+
+    Needs the 7 feature columns and a 0/1 ``churned`` label with both classes, no missing values,
+    and plan tiers drawn from ``PLAN_TIERS``.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame, got {type(frame).__name__}")
+    missing = [c for c in FEATURE_COLUMNS + (LABEL_COLUMN,) if c not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"frame is missing column(s) {missing}; expected {list(FEATURE_COLUMNS) + [LABEL_COLUMN]}, "
+            f"got {list(frame.columns)}"
+        )
+    used = frame[list(FEATURE_COLUMNS) + [LABEL_COLUMN]]
+    if used.isna().any().any():
+        raise ValueError(f"frame has missing values in {used.columns[used.isna().any()].tolist()}")
+    labels = set(pd.unique(frame[LABEL_COLUMN]).tolist())
+    if labels != {0, 1}:
+        raise ValueError(f"{LABEL_COLUMN} must hold both classes 0 and 1 and nothing else, got {sorted(labels)}")
+    unknown = sorted(set(frame[CATEGORICAL_COLUMN]) - set(PLAN_TIERS))
+    if unknown:
+        raise ValueError(f"{CATEGORICAL_COLUMN} must be one of {list(PLAN_TIERS)}, got unknown {unknown}")
+
+
+def stratified_split(labels: Sequence[int], seed: int, test_size: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+    """Split row positions 0..N-1 into sorted (train, test) arrays with the same class shares.
+
+    The same ``labels`` and ``seed`` always give the same split; every model of a bake-off run
+    receives exactly these positions.
+    """
+    if not 0.0 < test_size < 1.0:
+        raise ValueError(f"test_size must be a fraction between 0 and 1, got {test_size}")
+    labels = np.asarray(labels)
+    train, test = train_test_split(
+        np.arange(len(labels)), test_size=test_size, stratify=labels, random_state=seed
+    )
+    return np.sort(train), np.sort(test)
+
+
+def make_preprocessor() -> ColumnTransformer:
+    """Scale the numeric columns and one-hot the plan tier: (N, 7) frame → (N, F=10) array.
+
+    Output columns: the 6 ``NUMERIC_COLUMNS`` standardised, then one indicator per ``PLAN_TIERS``.
+    The categories are fixed, so a tier absent from a small training split still gets its column.
+    """
+    return ColumnTransformer(
+        [
+            ("numeric", StandardScaler(), list(NUMERIC_COLUMNS)),
+            ("plan", OneHotEncoder(categories=[list(PLAN_TIERS)], sparse_output=False), [CATEGORICAL_COLUMN]),
+        ],
+        verbose_feature_names_out=False,
+    )
+
+
+def token_of_column() -> list[int]:
+    """For each of the F = 10 preprocessed columns, the index of the feature token it feeds.
+
+    The numeric columns get tokens 0..5; all four plan-tier indicators feed token 6, so the
+    transformer sees 7 tokens, one per original feature.
+    """
+    return list(range(len(NUMERIC_COLUMNS))) + [len(NUMERIC_COLUMNS)] * len(PLAN_TIERS)
+
+
+class ColumnTokenizer(nn.Module):
+    """Turn a row of F preprocessed numbers into T feature tokens of width D.
+
+    token_t = bias_t + Σ_{columns j of feature t} x_j · weight_j. A numeric feature gives a learned
+    direction scaled by its value (plus a learned offset); for the one-hot plan tier exactly one
+    indicator is 1, so its token is an embedding lookup. Each feature has its own parameters, so
+    the tokens say which column they came from without a position embedding.
+    x (B, F) → tokens (B, T, D).
+    """
+
+    def __init__(self, token_of_column: Sequence[int], width: int):
+        super().__init__()
+        n_tokens = max(token_of_column) + 1
+        if sorted(set(token_of_column)) != list(range(n_tokens)):
+            raise ValueError(f"token_of_column must use every token 0..{n_tokens - 1}, got {list(token_of_column)}")
+        assignment = torch.zeros(len(token_of_column), n_tokens)
+        assignment[torch.arange(len(token_of_column)), torch.tensor(token_of_column)] = 1.0
+        self.register_buffer("assignment", assignment)  # (F, T)
+        self.weight = nn.Parameter(torch.randn(len(token_of_column), width) * 0.1)  # (F, D)
+        self.bias = nn.Parameter(torch.randn(n_tokens, width) * 0.1)  # (T, D)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        require_tensor("x", x)
+        require_rank("x", x, ("B", "F"))
+        if x.shape[1] != self.weight.shape[0]:
+            raise ValueError(f"x should have F={self.weight.shape[0]} columns, got shape {describe(x.shape)}")
+        scaled = x[:, :, None] * self.weight[None]  # (B, F, D)
+        return torch.einsum("bfd,ft->btd", scaled, self.assignment) + self.bias[None]
+
+
+class ColumnTransformerNet(nn.Module):
+    """A small transformer over columns: tokenize, one encoder layer, mean over tokens, linear head.
+
+    x (B, F) → logits (B,). Every token is a real feature, so the mean needs no padding mask.
+    """
+
+    def __init__(
+        self,
+        token_of_column: Sequence[int],
+        width: int = 16,
+        heads: int = 2,
+        feedforward: int = 32,
+        dropout: float = 0.1,
+    ):
+        super().__init__()
+        self.tokenizer = ColumnTokenizer(token_of_column, width)
+        self.encoder = nn.TransformerEncoderLayer(
+            width, heads, dim_feedforward=feedforward, dropout=dropout, batch_first=True
+        )
+        self.head = nn.Linear(width, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        tokens = self.encoder(self.tokenizer(x))  # (B, T, D)
+        return self.head(tokens.mean(dim=1)).squeeze(-1)
+
+
+def make_mlp(n_inputs: int, hidden: int = 32) -> nn.Module:
+    """Two hidden ReLU layers: x (B, n_inputs) → logits (B, 1)."""
+    return nn.Sequential(
+        nn.Linear(n_inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+    )
+
+
+class TorchClassifier(ClassifierMixin, BaseEstimator):
+    """A scikit-learn-style binary classifier around a PyTorch network, so it fits in a Pipeline.
+
+    ``kind`` is ``"mlp"`` or ``"transformer"``. ``fit`` runs Adam on binary cross-entropy for a
+    fixed number of epochs, shuffling with a generator seeded by ``seed``; ``decision_function``
+    returns logits (N,), ``predict_proba`` (N, 2).
+    """
+
+    def __init__(
+        self,
+        kind: str = "mlp",
+        epochs: int = 25,
+        learning_rate: float = 5e-3,
+        batch_size: int = 256,
+        weight_decay: float = 1e-4,
+        seed: int = 0,
+    ):
+        self.kind = kind
+        self.epochs = epochs
+        self.learning_rate = learning_rate
+        self.batch_size = batch_size
+        self.weight_decay = weight_decay
+        self.seed = seed
+
+    def _build(self, n_features: int) -> nn.Module:
+        if self.kind == "mlp":
+            return make_mlp(n_features)
+        if self.kind == "transformer":
+            columns = token_of_column()
+            if n_features != len(columns):
+                raise ValueError(f"the transformer expects the {len(columns)} preprocessed columns, got {n_features}")
+            return ColumnTransformerNet(columns)
+        raise ValueError(f"kind must be 'mlp' or 'transformer', got {self.kind!r}")
+
+    def fit(self, X, y) -> "TorchClassifier":
+        """X (N, F) numbers, y (N,) in {0, 1}."""
+        x = _as_matrix(X)
+        target = torch.as_tensor(np.asarray(y), dtype=torch.float32)
+        if target.shape != (x.shape[0],):
+            raise ValueError(f"y should have shape ({x.shape[0]},) to match X, got {describe(target.shape)}")
+        generator = seed_everything(self.seed)
+        self.module_ = self._build(x.shape[1])
+        optimiser = torch.optim.Adam(self.module_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
+        loss_fn = nn.BCEWithLogitsLoss()
+        self.module_.train()
+        for _ in range(self.epochs):
+            for batch in torch.randperm(len(target), generator=generator).split(self.batch_size):
+                optimiser.zero_grad()
+                loss_fn(self.module_(x[batch]).reshape(-1), target[batch]).backward()
+                optimiser.step()
+        self.module_.eval()
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def decision_function(self, X) -> np.ndarray:
+        """Logits (N,): positive means 'churn' is more likely than not."""
+        with torch.no_grad():
+            return self.module_(_as_matrix(X)).reshape(-1).numpy().astype(np.float64)
+
+    def predict_proba(self, X) -> np.ndarray:
+        churn = 1.0 / (1.0 + np.exp(-self.decision_function(X)))
+        return np.column_stack([1.0 - churn, churn])
+
+    def predict(self, X) -> np.ndarray:
+        return (self.decision_function(X) > 0).astype(int)
+
+
+def _as_matrix(X) -> torch.Tensor:
+    """A 2-D float32 tensor (N, F) from an array-like."""
+    x = torch.as_tensor(np.asarray(X, dtype=np.float32))
+    require_rank("X", x, ("N", "F"))
+    return x
+
+
+def make_models(seed: int) -> dict[str, BaseEstimator]:
+    """The four unfitted models of the bake-off, seeded with ``seed``, keyed by ``MODEL_NAMES``."""
+    return {
+        "gradient-boosted trees": HistGradientBoostingClassifier(early_stopping=False, random_state=seed),
+        "logistic regression": LogisticRegression(max_iter=1000, random_state=seed),
+        "MLP": TorchClassifier("mlp", seed=seed),
+        "transformer": TorchClassifier("transformer", seed=seed),
+    }
+
+
+def make_pipeline(model: BaseEstimator) -> Pipeline:
+    """Preprocessing then ``model``; fitting the pipeline fits both on the same (training) rows."""
+    return Pipeline([("prepare", make_preprocessor()), ("model", model)])
+
+
+def fit_and_score(pipeline: Pipeline, frame: pd.DataFrame, train: np.ndarray, test: np.ndarray) -> dict[str, float]:
+    """Fit ``pipeline`` on rows ``train`` of ``frame`` only, score it on rows ``test``.
+
+    Returns ROC AUC and accuracy (logit threshold 0, i.e. probability 0.5) on the test rows and
+    the wall-clock seconds of fitting (preprocessing included), measured on one thread.
+    """
+    overlap = np.intersect1d(train, test)
+    if overlap.size:
+        raise ValueError(f"train and test must not share rows, got {overlap.size} shared, e.g. {overlap[:3].tolist()}")
+    features, labels = frame[list(FEATURE_COLUMNS)], frame[LABEL_COLUMN].to_numpy()
+    with threadpool_limits(limits=1):
+        with stopwatch() as fitting:
+            pipeline.fit(features.iloc[train], labels[train])
+        logits = np.asarray(pipeline.decision_function(features.iloc[test]), dtype=np.float64)
+    return {
+        "roc_auc": float(roc_auc_score(labels[test], logits)),
+        "accuracy": accuracy(torch.from_numpy(logits), torch.from_numpy(labels[test].astype(np.float64))),
+        "train_seconds": fitting["seconds"],
+    }
+
+
+def run_bakeoff(
+    frame: pd.DataFrame,
+    seeds: Sequence[int] = (0, 1, 2),
+    test_size: float = 0.25,
+    models: Callable[[int], Mapping[str, BaseEstimator]] = make_models,
+) -> pd.DataFrame:
+    """Fit every model on every seed's shared stratified split; one row per model × seed.
+
+    Each seed draws one split (used by every model) and seeds every model. Columns: ``model``,
+    ``seed``, ``roc_auc``, ``accuracy``, ``majority_accuracy`` (always predicting the training
+    majority class), ``train_seconds``, ``n_train``, ``n_test``.
+    """
+    check_frame(frame)
+    if len(seeds) == 0:
+        raise ValueError("seeds must hold at least one seed, got an empty sequence")
+    labels = frame[LABEL_COLUMN].to_numpy()
+    rows = []
+    for seed in seeds:
+        train, test = stratified_split(labels, seed, test_size)
+        majority = int(labels[train].mean() > 0.5)
+        for name, model in models(seed).items():
+            scores = fit_and_score(make_pipeline(model), frame, train, test)
+            rows.append(
+                {
+                    "model": name,
+                    "seed": seed,
+                    **scores,
+                    "majority_accuracy": float((labels[test] == majority).mean()),
+                    "n_train": len(train),
+                    "n_test": len(test),
+                }
+            )
+    columns = ["model", "seed", "roc_auc", "accuracy", "majority_accuracy", "train_seconds", "n_train", "n_test"]
+    return pd.DataFrame(rows)[columns]
+
+
+def summarise(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard deviation over seeds per model (rows in first-seen order).
+
+    Columns: ``auc_mean``, ``auc_std``, ``accuracy_mean``, ``accuracy_std``, ``train_seconds_mean``,
+    ``seeds``. The standard deviation is the sample one (ddof=1); it is NaN for a single seed.
+    """
+    needed = {"model", "seed", "roc_auc", "accuracy", "train_seconds"}
+    if not isinstance(results, pd.DataFrame) or not needed <= set(results.columns):
+        got = list(results.columns) if isinstance(results, pd.DataFrame) else type(results).__name__
+        raise ValueError(f"results must be a run_bakeoff DataFrame with columns {sorted(needed)}, got {got}")
+    grouped = results.groupby("model", sort=False)
+    return pd.DataFrame(
+        {
+            "auc_mean": grouped["roc_auc"].mean(),
+            "auc_std": grouped["roc_auc"].std(),
+            "accuracy_mean": grouped["accuracy"].mean(),
+            "accuracy_std": grouped["accuracy"].std(),
+            "train_seconds_mean": grouped["train_seconds"].mean(),
+            "seeds": grouped["seed"].nunique(),
+        }
+    )
+
+
+def paired_difference(results: pd.DataFrame, first: str, second: str, metric: str = "roc_auc") -> pd.Series:
+    """``metric`` of model ``first`` minus that of ``second``, seed by seed (same split each time).
+
+    Pairing by seed removes the split-to-split noise both models share. Returns a Series indexed
+    by seed.
+    """
+    if metric not in results.columns:
+        raise ValueError(f"metric must be a column of results such as 'roc_auc' or 'accuracy', got {metric!r}")
+    table = results.pivot(index="seed", columns="model", values=metric)
+    for name in (first, second):
+        if name not in table.columns:
+            raise ValueError(f"model {name!r} is not in results; got {list(table.columns)}")
+    return (table[first] - table[second]).rename(f"{first} - {second}")
+
+
+def consistency(differences: pd.Series) -> str:
+    """Describe paired differences honestly: 'ahead on every seed', 'behind on every seed', or a count.
+
+    Mixed (or tied) results read e.g. 'ahead on 2 of 3 seeds'.
+    """
+    if len(differences) == 0:
+        raise ValueError("differences must hold at least one seed, got none")
+    if (differences > 0).all():
+        return "ahead on every seed"
+    if (differences < 0).all():
+        return "behind on every seed"
+    return f"ahead on {int((differences > 0).sum())} of {len(differences)} seeds"
