@@ -3,16 +3,22 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
+# npm packages the book serves (MathJax) or its browser tests inject (axe-core): package-lock.json.
+NPM_STAMP := node_modules/.installed
+# Debian packages are installed with apt-get: directly as root (CI), else through sudo.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 # -W: warnings are errors; -n: nitpicky cross-references; --all: rebuild (and so re-execute) every page.
 BOOK_FLAGS := -W -n --keep-going --all
 
-.PHONY: help setup book test refresh bench data clean
+.PHONY: help setup browser book test refresh bench data clean
 
 help:
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
-	@echo "make test     set up, build the book with -W, then run every test (pages via nbval, package, browser)"
+	@echo "make test     set up (and Debian's chromium), build the book with -W, then run every test"
+	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
-	@echo "make bench    time a clean build page by page (writes _build/bench.md)"
+	@echo "make bench    time a clean forced-execution build page by page, with peak memory (_build/bench.md)"
 	@echo "make data     regenerate the synthetic CloudWave data in data/"
 	@echo "make clean    remove _build (keeps .venv)"
 
@@ -23,16 +29,31 @@ $(STAMP): requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
-setup: $(STAMP)
+$(NPM_STAMP): package.json package-lock.json
+	command -v npm >/dev/null || { $(APT_INSTALL) update && $(APT_INSTALL) install -y nodejs npm; }
+	npm ci --no-audit --no-fund
+	touch $@
+
+setup: $(STAMP) $(NPM_STAMP)
+
+# Debian's chromium for the browser tests, driven by Playwright (never `playwright install`).
+browser:
+	command -v chromium >/dev/null || { $(APT_INSTALL) update && $(APT_INSTALL) install -y chromium; }
 
 book: setup
 	$(VENV)/bin/jupyter-book build . $(BOOK_FLAGS)
 
-test: book
+test: browser book
 	$(PY) -m pytest
 
 refresh: setup
 	$(PY) tests/book_pages.py refresh
+
+data: setup
+	$(PY) -m transformer_lab.cloudwave
+
+bench: setup
+	$(PY) tests/bench.py
 
 clean:
 	rm -rf _build

@@ -1,0 +1,45 @@
+"""Sphinx extension (local to this book): repairs to the HTML that Jupyter Book 1 writes.
+
+Registered in _config.yml under ``sphinx.local_extensions``. The browser tests
+(tests/browser/) fail without it.
+
+Duplicate inline scripts. Sphinx 7.4 records a script added after the builder starts (as
+sphinx-togglebutton and sphinx-thebe do) twice: once with the file name ``None`` and once with
+``''``. Each page then repeats those inline scripts, and the repeated
+``const THEBE_JS_URL = ...`` throws "Identifier 'THEBE_JS_URL' has already been declared" in
+every reader's console. This extension drops the repeated copies before each page is written.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sphinx.application import Sphinx
+
+
+def _script_key(script: Any) -> tuple:
+    filename = getattr(script, "filename", script) or ""
+    attributes = getattr(script, "attributes", {}) or {}
+    return (str(filename), tuple(sorted((key, str(value)) for key, value in attributes.items())))
+
+
+def drop_duplicate_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
+                           doctree: Any) -> None:
+    """Keep the first of each identical script (same file, same inline body, same attributes)."""
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen: set[tuple] = set()
+    unique = []
+    for script in scripts:
+        key = _script_key(script)
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    scripts[:] = unique
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    # Late (priority 900): after myst-nb and the theme have added their per-page scripts.
+    app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}

@@ -1,0 +1,315 @@
+"""The built book as a reader sees it: served on 127.0.0.1, opened in Debian's headless chromium.
+
+Shared by the browser tests (tests/browser/test_browser_*.py). Nothing here downloads anything:
+chromium comes from Debian (installed by `make test`), Playwright drives it through
+``executable_path`` (never ``playwright install``), and axe-core is read from node_modules/
+(installed by `make setup` from package-lock.json).
+
+Which build is tested: ``$BOOK_HTML`` if set (e.g. ``/tmp/build-me/_build/html``), else
+``_build/html``. Screenshots go to the ``screenshots/`` folder beside it (``_build/screenshots``).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import threading
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import yaml
+
+from book_pages import ROOT, read_page
+
+HTML_DIR_VARIABLE = "BOOK_HTML"
+HOST = "127.0.0.1"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+# axe-core findings that come from the theme's own chrome, not from the book's content, and that
+# _config.yml and CSS cannot fix. Each entry: axe rule id -> {CSS selector of the theme element:
+# why it is excused}. A finding is excused only if its element matches the selector. The
+# accessibility test fails when an entry no longer matches anything, so the list cannot rot.
+THEME_EXCEPTIONS: dict[str, dict[str, str]] = {
+    "label-content-name-mismatch": {
+        # pydata-sphinx-theme's search buttons (navbar and sidebar): accessible name "Search",
+        # visible text "Search Ctrl+K". The name holds the label a voice user would say; the extra
+        # visible text is the keyboard-shortcut hint.
+        "button.search-button-field.search-button__button":
+            "theme search button: name 'Search', visible 'Search Ctrl+K' (shortcut hint)",
+        # pydata-sphinx-theme's colour-mode toggle: accessible name "Color mode"; axe counts the
+        # titles of its three icons (Light / Dark / System Settings) as visible text.
+        "button.theme-switch-button":
+            "theme colour-mode toggle: name 'Color mode', icon titles Light/Dark/System Settings",
+    },
+}
+
+AXE_SCRIPT = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+VIEWPORT = {"width": 1280, "height": 900}
+# Collapsible content inside the page's article (the theme's navigation also uses <details>).
+DETAILS = "article details"
+TOGGLE_ADMONITIONS = "article .admonition.toggle, article .admonition.dropdown"
+TIMEOUT_MS = 60_000  # generous: the machine is shared and chromium is slow to start under load
+
+
+def html_dir() -> Path:
+    """The folder of the built HTML under test (``$BOOK_HTML`` or ``_build/html``)."""
+    return Path(os.environ.get(HTML_DIR_VARIABLE) or ROOT / "_build" / "html").resolve()
+
+
+def screenshot_dir() -> Path:
+    return html_dir().parent / "screenshots"
+
+
+def page_html(page: Path) -> str:
+    """The built HTML path of a source page, relative to the HTML root (``chapters/01-x.html``)."""
+    return page.resolve().relative_to(ROOT).with_suffix(".html").as_posix()
+
+
+def page_id(page: Path) -> str:
+    return page.resolve().relative_to(ROOT).as_posix()
+
+
+def is_notebook(page: Path) -> bool:
+    """True when the page is executed (it declares a kernel), so it gets a launch button."""
+    return bool(read_page(page).metadata.get("kernelspec"))
+
+
+def book_config() -> dict:
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium")
+    if path is None:
+        raise RuntimeError(
+            "Debian's `chromium` is not installed: run `make test` (its set-up installs it with "
+            "apt-get), or `apt-get install -y chromium`. Never `playwright install`."
+        )
+    return path
+
+
+class _RecordingHandler(SimpleHTTPRequestHandler):
+    """Serve files quietly, recording every (path, status) on the server (``server.served``)."""
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+        pass
+
+    def log_request(self, code: object = "-", size: object = "-") -> None:
+        self.server.served.append((self.path, int(getattr(code, "value", code))))
+
+
+class BookServer:
+    """Serve ``root`` on 127.0.0.1 on a free port, from a background thread."""
+
+    def __init__(self, root: Path) -> None:
+        handler = functools.partial(_RecordingHandler, directory=str(root))
+        self._server = ThreadingHTTPServer((HOST, 0), handler)
+        self._server.served = []  # type: ignore[attr-defined]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self.origin = f"http://{HOST}:{self._server.server_address[1]}"
+
+    def __enter__(self) -> BookServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=10)
+
+    def url(self, relative: str) -> str:
+        return f"{self.origin}/{relative}"
+
+    @property
+    def served(self) -> list[tuple[str, int]]:
+        """Every request answered so far, in order: (path, HTTP status)."""
+        return self._server.served  # type: ignore[attr-defined]
+
+    def errors_since(self, start: int) -> list[str]:
+        """Requests answered with an HTTP error after the first ``start`` ones."""
+        return [f"{path}: HTTP {status} (server side)" for path, status in self.served[start:] if status >= 400]
+
+
+def is_local(url: str) -> bool:
+    """Requests the book may make: to the test server (127.0.0.1) or not over the network at all."""
+    parts = urlsplit(url)
+    if parts.scheme in {"data", "blob", "about", "file"}:
+        return True
+    return parts.hostname == HOST
+
+
+@dataclass
+class PageReport:
+    """Everything observed while a reader's browser loaded one page (no interaction)."""
+
+    url: str
+    status: int | None
+    console_errors: list[str] = field(default_factory=list)
+    failed_requests: list[str] = field(default_factory=list)
+    third_party_requests: list[str] = field(default_factory=list)
+    math: dict = field(default_factory=dict)
+    images_without_alt: list[str] = field(default_factory=list)
+    figures_without_alt: list[str] = field(default_factory=list)
+    image_count: int = 0
+    links: list[str] = field(default_factory=list)
+    dropdowns: int = 0
+    axe_violations: dict[str, list[dict]] = field(default_factory=dict)
+    screenshot: Path | None = None
+
+
+def watch(page, console_errors: list[str], failed: list[str]) -> None:
+    """Record console errors, uncaught exceptions and failed local requests of ``page``.
+
+    Requests to other hosts are handled by ``block_third_party`` (recorded and aborted).
+    """
+    page.on("console", lambda message: message.type == "error" and console_errors.append(
+        f"console.error: {message.text} (at {message.location.get('url', '?')})"))
+    page.on("pageerror", lambda error: console_errors.append(f"uncaught exception: {error}"))
+
+    def on_failed(request) -> None:
+        if is_local(request.url):
+            failed.append(f"{request.url}: {request.failure}")
+
+    def on_response(response) -> None:
+        if response.status >= 400:
+            failed.append(f"{response.url}: HTTP {response.status}")
+
+    page.on("requestfailed", on_failed)
+    page.on("response", on_response)
+
+
+def block_third_party(context, third_party: list[str]) -> None:
+    """Abort, and record, every request that leaves 127.0.0.1 (it must not happen at all)."""
+
+    def handle(route) -> None:
+        url = route.request.url
+        if is_local(url):
+            route.continue_()
+        else:
+            third_party.append(url)
+            route.abort("blockedbyclient")
+
+    context.route("**/*", handle)
+
+
+def wait_for_math(page) -> None:
+    """Wait until MathJax (if the page loaded it) has typeset the page."""
+    page.evaluate(
+        """async () => {
+            if (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) {
+                await window.MathJax.startup.promise;
+            }
+            await document.fonts.ready;
+        }"""
+    )
+
+
+MATH_PROBE = r"""() => {
+    const maths = Array.from(document.querySelectorAll('.math'));
+    const untypeset = maths.filter(m => !m.querySelector('mjx-container'))
+                           .map(m => m.textContent.trim().slice(0, 80));
+    const merrors = Array.from(document.querySelectorAll('mjx-merror'))
+                         .map(e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 80));
+    // Prose only: code, outputs and typeset maths may legitimately hold backslashes and dollars.
+    const skip = 'pre, code, script, style, textarea, mjx-container, .highlight, .cell_output, .output';
+    const article = document.querySelector('article') || document.body;
+    const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+    const raw = [];
+    const tex = /\$\$|\\[()\[\]]|\\(begin|end)\{|\\[A-Za-z]{2,}/;
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (node.parentElement && node.parentElement.closest(skip)) continue;
+        const text = node.textContent;
+        if (tex.test(text)) raw.push(text.trim().slice(0, 80));
+    }
+    return {
+        math_elements: maths.length,
+        mathjax_loaded: !!(window.MathJax && window.MathJax.startup && window.MathJax.version),
+        mathjax_version: window.MathJax && window.MathJax.version || null,
+        untypeset: untypeset,
+        errors: merrors,
+        raw_tex: raw,
+    };
+}"""
+
+IMAGE_PROBE = r"""() => {
+    const describe = el => el.outerHTML.slice(0, 160);
+    const images = Array.from(document.querySelectorAll('img'));
+    const noAlt = images.filter(img => !(img.getAttribute('alt') || '').trim()).map(describe);
+    const figures = Array.from(document.querySelectorAll('figure'));
+    const figuresNoAlt = figures.filter(fig => {
+        // Typeset maths (MathJax SVG, in captions) and hidden icons are not the figure's picture.
+        const pictures = Array.from(fig.querySelectorAll('img, svg, [role="img"]')).filter(
+            p => !p.closest('mjx-container, [aria-hidden="true"]'));
+        if (!pictures.length) return true;
+        return !pictures.every(p => (p.getAttribute('alt') || p.getAttribute('aria-label') || '').trim());
+    }).map(describe);
+    return {count: images.length, no_alt: noAlt, figures_no_alt: figuresNoAlt};
+}"""
+
+
+class _Ids(HTMLParser):
+    """Collect the anchors a page offers: every ``id`` and every ``<a name>``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        for name, value in attrs:
+            if value and (name == "id" or (tag == "a" and name == "name")):
+                self.ids.add(value)
+
+
+def anchors_of(html: str) -> set[str]:
+    parser = _Ids()
+    parser.feed(html)
+    return parser.ids
+
+
+class _Resources(HTMLParser):
+    """Collect every URL a page *loads* (not links it offers): scripts, styles, images, frames."""
+
+    LOADS = {
+        "script": ("src",),
+        "img": ("src", "srcset"),
+        "iframe": ("src",),
+        "source": ("src", "srcset"),
+        "video": ("src", "poster"),
+        "audio": ("src",),
+        "embed": ("src",),
+        "object": ("data",),
+        "track": ("src",),
+        "input": ("src",),
+    }
+    LINK_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "shortcut", "manifest",
+                 "apple-touch-icon", "preconnect", "dns-prefetch"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        for name in self.LOADS.get(tag, ()):
+            if values.get(name):
+                self.urls.extend(part.strip().split(" ")[0] for part in values[name].split(","))
+        if tag == "link" and values.get("href"):
+            rels = set((values.get("rel") or "").lower().split())
+            if rels & self.LINK_RELS:
+                self.urls.append(values["href"])
+
+
+def loaded_urls(html: str) -> list[str]:
+    parser = _Resources()
+    parser.feed(html)
+    return parser.urls
