@@ -24,6 +24,7 @@ from transformer_lab.bakeoff import (
     stratified_split,
     summarise,
     token_of_column,
+    warm_up_models,
 )
 from transformer_lab.cloudwave import CUSTOMER360_COLUMNS
 
@@ -256,3 +257,23 @@ def test_bad_input_is_explained(frame):
         paired_difference(run_bakeoff(frame, seeds=(0,), models=lambda s: {"a": SpyModel()}), "a", "CNN")
     with pytest.raises(ValueError, match="every token 0..2"):
         ColumnTokenizer([0, 2, 2], width=4)
+
+
+def test_warm_up_fits_clones_on_a_small_slice_and_leaves_scores_alone(frame, results):
+    fitted_sizes = []
+
+    class CountingSpy(SpyModel):
+        def fit(self, X, y):
+            fitted_sizes.append((len(X), int(np.sum(y))))
+            return super().fit(X, y)
+
+    originals = [CountingSpy(), CountingSpy()]
+    train, _ = stratified_split(frame["churned"].to_numpy(), seed=0)
+    warm_up_models(frame, originals, train, rows=20)
+    assert fitted_sizes == [(40, 20), (40, 20)]  # 20 rows of each class, once per model
+    assert not any(hasattr(model, "fitted_on_") for model in originals)
+    network = TorchClassifier("mlp", epochs=25)
+    warm_up_models(frame, [network], train)
+    assert network.epochs == 25 and not hasattr(network, "module_")  # the clone trained, not the model
+    cold = run_bakeoff(frame, seeds=(0, 1), warm_up=False)
+    pd.testing.assert_frame_equal(results.drop(columns="train_seconds"), cold.drop(columns="train_seconds"))

@@ -19,7 +19,9 @@ def regenerated(tmp_path_factory):
     return out
 
 
-@pytest.mark.parametrize("name", [cloudwave.FEEDBACK_FILE, cloudwave.CUSTOMER360_FILE])
+@pytest.mark.parametrize(
+    "name", [cloudwave.FEEDBACK_FILE, cloudwave.CUSTOMER360_FILE, cloudwave.USAGE_GRID_FILE, cloudwave.EVENTS_FILE]
+)
 def test_regeneration_is_byte_identical_to_committed_files(regenerated, name):
     fresh, committed = (regenerated / name).read_bytes(), (DATA / name).read_bytes()
     assert fresh == committed, (
@@ -112,3 +114,81 @@ def test_data_card_numbers_match_the_files():
 def test_generate_feedback_rejects_no_customers():
     with pytest.raises(ValueError, match="at least one customer id"):
         cloudwave.generate_feedback([], 3)
+
+
+def test_generators_of_the_new_data_sets_are_seeded_and_reject_no_customers():
+    customers = cloudwave.generate_customers(40)
+    assert cloudwave.generate_usage_grid(customers, 3) == cloudwave.generate_usage_grid(customers, 3)
+    assert cloudwave.generate_usage_grid(customers, 3, seed=1) != cloudwave.generate_usage_grid(customers, 3, seed=2)
+    assert cloudwave.generate_events(customers, 20) == cloudwave.generate_events(customers, 20)
+    with pytest.raises(ValueError, match="at least one customer row"):
+        cloudwave.generate_usage_grid([], 3)
+    with pytest.raises(ValueError, match="at least one customer row"):
+        cloudwave.generate_events([], 3)
+
+
+def test_usage_grid_schema_and_weekly_pattern():
+    grid = pd.read_csv(DATA / cloudwave.USAGE_GRID_FILE)
+    customers = pd.read_csv(DATA / cloudwave.CUSTOMER360_FILE).set_index("customer_id")
+    assert tuple(grid.columns) == cloudwave.USAGE_GRID_COLUMNS
+    assert len(grid) == cloudwave.N_GRID_CUSTOMERS * 7 * 24
+    assert (grid.groupby("customer_id").size() == 168).all()
+    assert grid["day_of_week"].between(0, 6).all() and grid["hour"].between(0, 23).all()
+    assert (grid["active_users"] >= 0).all()
+    assert (grid["active_users"] <= customers.loc[grid["customer_id"], "seats"].to_numpy()).all()
+    assert (DATA / cloudwave.USAGE_GRID_FILE).stat().st_size < 2_000_000
+    # working hours beat nights, weekdays beat weekends
+    by_hour = grid.groupby("hour")["active_users"].mean()
+    assert by_hour[10] > 10 * by_hour[3]
+    by_day = grid.groupby("day_of_week")["active_users"].mean()
+    assert by_day[:5].min() > 3 * by_day[5:].max()
+    # churners fade out over the week; customers who stay do not
+    churned = customers.loc[grid["customer_id"], "churned"].to_numpy() == 1
+    per_day = grid.groupby([churned, grid["day_of_week"]])["active_users"].mean()
+    assert per_day[True, 4] < 0.7 * per_day[True, 0]
+    assert per_day[False, 4] > 0.9 * per_day[False, 0]
+
+
+def test_events_schema_order_and_lockouts():
+    records = [json.loads(line) for line in (DATA / cloudwave.EVENTS_FILE).read_text(encoding="utf-8").splitlines()]
+    assert all(tuple(record) == cloudwave.EVENTS_COLUMNS for record in records)
+    assert {r["event"] for r in records} == set(cloudwave.EVENT_TYPES)
+    assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", r["timestamp"]) for r in records)
+    sessions: dict[str, list[dict]] = {}
+    for record in records:
+        sessions.setdefault(record["session_id"], []).append(record)
+    assert list(sessions) == [f"S-{i:06d}" for i in range(1, cloudwave.N_SESSIONS + 1)]
+    starts = [steps[0]["timestamp"] for steps in sessions.values()]
+    assert starts == sorted(starts)
+    for steps in sessions.values():
+        assert [s["timestamp"] for s in steps] == sorted(s["timestamp"] for s in steps)
+        assert len({s["customer_id"] for s in steps}) == 1
+    # the same lock-out opening ends both ways, so the order of what follows carries the meaning
+    lockout = ("login_failed", "login_failed", "password_reset")
+    following = [tuple(s["event"] for s in steps)[3] for steps in sessions.values()
+                 if tuple(s["event"] for s in steps)[:3] == lockout]
+    assert following.count("logout") + following.count("contact_support") > 50 and following.count("login") > 50
+    customer_ids = set(pd.read_csv(DATA / cloudwave.CUSTOMER360_FILE)["customer_id"])
+    assert {r["customer_id"] for r in records} <= customer_ids
+
+
+def test_data_card_numbers_for_the_grid_and_the_events():
+    card = " ".join((DATA / "README.md").read_text(encoding="utf-8").split())  # line breaks as spaces
+    grid = pd.read_csv(DATA / cloudwave.USAGE_GRID_FILE)
+    customers = pd.read_csv(DATA / cloudwave.CUSTOMER360_FILE).set_index("customer_id")
+    ids = grid["customer_id"].drop_duplicates()
+    assert f"{len(grid):,} cells ({len(ids)} customers × 7 days × 24 hours)" in card
+    assert f"({int(customers.loc[ids, 'churned'].sum())} of them churned)" in card
+    assert f"0–{grid['active_users'].max():,} (never more" in card
+    events = pd.read_json(DATA / cloudwave.EVENTS_FILE, lines=True, dtype=False)
+    sessions = events.groupby("session_id", sort=False)["event"].agg(tuple)
+    assert f"{len(events):,} events in {len(sessions):,} sessions of {events['customer_id'].nunique():,} distinct customers" in card
+    lengths = sessions.str.len()
+    assert f"Sessions hold {lengths.min()}–{lengths.max()} events (median {lengths.median():.0f})" in card
+    for event, count in events["event"].value_counts().items():
+        assert f"{event} {count:,}" in card, event
+    assert f"About {(sessions.str[-1] != 'logout').mean():.0%} of sessions end without".replace("%", " %") in card
+    lockout = sessions[sessions.str[:3] == ("login_failed", "login_failed", "password_reset")].str[3]
+    assert f"In {int((lockout != 'login').sum())} sessions the" in card
+    assert f"in {int((lockout == 'login').sum())} the reset works" in card
+    assert f"`{events['timestamp'].min()}` … `{events['timestamp'].max()}`" in card

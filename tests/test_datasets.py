@@ -4,11 +4,21 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from transformer_lab import cloudwave
-from transformer_lab.datasets import DATA_DIR_ENV, find_data_dir, load_customer360, load_feedback
+from transformer_lab.datasets import (
+    DATA_DIR_ENV,
+    event_sequences,
+    find_data_dir,
+    load_customer360,
+    load_events,
+    load_feedback,
+    load_usage_grid,
+    usage_grid_array,
+)
 
 REPO_DATA = Path(__file__).resolve().parents[1] / "data"
 FEEDBACK_LINE = {
@@ -139,3 +149,121 @@ def test_customer360_empty_and_bad_values(tmp_path):
     labels = write_lines(tmp_path / "labels.csv", [header, "C-00001,3,Team,4,76.00,1,20,7,2"])
     with pytest.raises(ValueError, match="churned should hold only 0 and 1"):
         load_customer360(labels)
+
+
+EVENT_LINE = {"session_id": "S-000001", "customer_id": "C-00001", "timestamp": "2026-03-02T09:00:00", "event": "login"}
+
+
+def grid_lines(customer: str = "C-00001") -> list[str]:
+    return [f"{customer},{day},{hour},{day + hour}" for day in range(7) for hour in range(24)]
+
+
+def test_load_usage_grid_and_pivot_to_an_array():
+    frame = load_usage_grid()
+    assert tuple(frame.columns) == cloudwave.USAGE_GRID_COLUMNS
+    assert all(frame[c].dtype == "int64" for c in cloudwave.USAGE_GRID_COLUMNS[1:])
+    ids, grid = usage_grid_array(frame)
+    assert grid.shape == (cloudwave.N_GRID_CUSTOMERS, 7, 24) and len(ids) == len(set(ids))
+    first = frame[frame["customer_id"] == ids[1]]
+    cell = first[(first["day_of_week"] == 2) & (first["hour"] == 10)]["active_users"].item()
+    assert grid[1, 2, 10] == cell
+    assert grid.sum() == frame["active_users"].sum()
+
+
+def test_usage_grid_array_keeps_each_cell_in_place(tmp_path):
+    header = ",".join(cloudwave.USAGE_GRID_COLUMNS)
+    path = write_lines(tmp_path / "grid.csv", [header] + grid_lines("C-2")[::-1] + grid_lines("C-1"))
+    ids, grid = usage_grid_array(load_usage_grid(path))
+    assert ids == ["C-2", "C-1"]
+    np.testing.assert_array_equal(grid[0], np.add.outer(np.arange(7), np.arange(24)))
+    with pytest.raises(TypeError, match="DataFrame from load_usage_grid, got list"):
+        usage_grid_array([1, 2])
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda lines: lines[:-1], r"customer C-00001 has 167 cells, expected 7 × 24 = 168"),
+        (lambda lines: lines + [lines[-1]], r"data row 169 repeats a \(customer_id, day_of_week, hour\) cell"),
+        (lambda lines: ["C-00001,7,0,3"] + lines[1:], r"column day_of_week should hold whole numbers 0-6, got '7' \(data row 1\)"),
+        (lambda lines: ["C-00001,0,0,-1"] + lines[1:], r"column active_users should hold whole numbers 0 or more, got '-1'"),
+        (lambda lines: ["C-00001,0,0,many"] + lines[1:], r"column active_users should hold whole numbers 0 or more, got 'many'"),
+        (lambda lines: ["C-00001,0,2.5,1"] + lines[1:], r"column hour should hold whole numbers 0-23, got '2.5'"),
+    ],
+)
+def test_usage_grid_with_bad_cells(tmp_path, change, message):
+    header = ",".join(cloudwave.USAGE_GRID_COLUMNS)
+    path = write_lines(tmp_path / "grid.csv", [header] + change(grid_lines()))
+    with pytest.raises(ValueError, match=message):
+        load_usage_grid(path)
+
+
+def test_usage_grid_empty_or_missing_column(tmp_path):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="is empty.*make data"):
+        load_usage_grid(empty)
+    header_only = write_lines(tmp_path / "header.csv", [",".join(cloudwave.USAGE_GRID_COLUMNS)])
+    with pytest.raises(ValueError, match="header but no rows"):
+        load_usage_grid(header_only)
+    no_hour = write_lines(tmp_path / "no_hour.csv", ["customer_id,day_of_week,active_users", "C-1,0,3"])
+    with pytest.raises(ValueError, match=r"missing column\(s\) hour; expected customer_id, day_of_week, hour"):
+        load_usage_grid(no_hour)
+
+
+def test_load_events_and_pad_the_sequences():
+    events = load_events()
+    assert tuple(events.columns) == cloudwave.EVENTS_COLUMNS and len(events) > 10_000
+    sessions, codes, lengths = event_sequences(events)
+    assert codes.shape == (events["session_id"].nunique(), lengths.max()) and lengths.sum() == len(events)
+    assert sessions[:2] == ["S-000001", "S-000002"]
+    first = events[events["session_id"] == sessions[0]]["event"].tolist()
+    assert [cloudwave.EVENT_TYPES[k - 1] for k in codes[0, : lengths[0]]] == first
+    assert (codes[0, lengths[0]:] == 0).all() and (codes[np.arange(len(lengths)), lengths - 1] > 0).all()
+
+
+def test_event_sequences_keep_the_order_within_a_session():
+    frame = pd.DataFrame(
+        [
+            EVENT_LINE | {"session_id": "S-2", "event": "login_failed"},
+            EVENT_LINE | {"session_id": "S-1", "event": "logout"},
+            EVENT_LINE | {"session_id": "S-2", "event": "password_reset"},
+        ]
+    )
+    sessions, codes, lengths = event_sequences(frame)
+    index = {name: k + 1 for k, name in enumerate(cloudwave.EVENT_TYPES)}
+    assert sessions == ["S-2", "S-1"] and lengths.tolist() == [2, 1]
+    assert codes.tolist() == [[index["login_failed"], index["password_reset"]], [index["logout"], 0]]
+    with pytest.raises(ValueError, match=r"unknown event type\(s\) \['dance'\]"):
+        event_sequences(frame.assign(event="dance"))
+    with pytest.raises(TypeError, match="DataFrame from load_events, got dict"):
+        event_sequences({})
+
+
+@pytest.mark.parametrize(
+    "lines, message",
+    [
+        ([json.dumps(EVENT_LINE), "{oops"], r"line 2: not valid JSON"),
+        (["[1, 2]"], r"line 1: expected a JSON object, got list"),
+        ([json.dumps({k: v for k, v in EVENT_LINE.items() if k != "event"})], r"line 1, is missing column\(s\) event"),
+        ([json.dumps(EVENT_LINE | {"event": "dance"})], r"line 1: event should be one of login, .*got 'dance'"),
+        ([json.dumps(EVENT_LINE | {"timestamp": "yesterday"})], r"line 1: timestamp should be ISO .*got 'yesterday'"),
+        (
+            [json.dumps(EVENT_LINE), json.dumps(EVENT_LINE | {"timestamp": "2026-03-02T08:59:59"})],
+            r"line 2: session S-000001 goes back in time",
+        ),
+        ([""], r"holds no events.*make data"),
+    ],
+)
+def test_bad_event_files_name_the_line(tmp_path, lines, message):
+    path = write_lines(tmp_path / "events.json", lines)
+    with pytest.raises(ValueError, match=message):
+        load_events(path)
+
+
+def test_new_loaders_find_their_file_or_explain(no_override, monkeypatch, tmp_path):
+    monkeypatch.setenv(DATA_DIR_ENV, str(make_data_dir(tmp_path / "only_two")))
+    with pytest.raises(FileNotFoundError, match=r"lacks usage_grid.csv.*make data"):
+        load_usage_grid()
+    with pytest.raises(FileNotFoundError, match=r"lacks events.json.*make data"):
+        load_events()

@@ -58,3 +58,22 @@ def test_pages_follow_the_book_conventions(page):
     assert "**By the end of this page you will be able to**" in text
     assert text.index("Predict before you run") < text.index("\n## ")
     assert "\n## Summary\n" in text
+
+
+def test_week20_page_keeps_the_seed_after_you_run_section():
+    # The client's exercise page ends with "After you run": a soft join, a block diagram you can
+    # read, and what this week does not expect (FlashAttention, CUDA kernels).
+    text = (ROOT / "exercises/week-20/index.md").read_text(encoding="utf-8")
+    assert "\n## After you run\n" in text
+    section = text.split("\n## After you run\n", 1)[1].split("\n## ", 1)[0]
+    for phrase in ("soft join", "block diagram", "FlashAttention", "CUDA kernels"):
+        assert phrase in section, phrase
+    assert text.index("\n## After you run\n") < text.index("\n## Summary\n")
+
+
+def test_homework_answers_what_a_classifier_may_see():
+    section = " ".join(tasks("exercises/homework/index.md")["ex-homework-attention"].split())
+    assert "Which information should a classifier of whole sets be allowed to see?" in section
+    answer = section.split("**What success looks like.**", 1)[1]  # the worked answer comes with it
+    for phrase in ("both directions", "no causal mask", "never see padding", "labels", "validation set"):
+        assert phrase in answer, phrase

@@ -489,8 +489,9 @@ def test_accuracy_mean_of_booleans_gets_a_hint():
 # ---------------------------------------------------------------------------------------------
 
 
-def bpe(corpus, vocab_size, pre_tokenizer=pre_tokenizers.Whitespace, specials=("[UNK]", "[PAD]"), size=None):
-    tokenizer = Tokenizer(models.BPE())
+def bpe(corpus, vocab_size, pre_tokenizer=pre_tokenizers.Whitespace, specials=("[UNK]", "[PAD]"), size=None,
+        unk_token="[UNK]"):
+    tokenizer = Tokenizer(models.BPE(unk_token=unk_token))
     if pre_tokenizer is not None:
         tokenizer.pre_tokenizer = pre_tokenizer()
     trainer = trainers.BpeTrainer(vocab_size=size or vocab_size, special_tokens=list(specials), show_progress=False)
@@ -502,14 +503,14 @@ def bpe_as_in_the_exercise(corpus, vocab_size):
     return bpe(corpus, vocab_size)
 
 
-def bpe_with_unk_token(corpus, vocab_size):
+def bpe_with_progress_bar(corpus, vocab_size):  # hint 3 of the page, which leaves show_progress on
     tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"]))
     return tokenizer
 
 
-@pytest.mark.parametrize("implementation", [bpe_as_in_the_exercise, bpe_with_unk_token])
+@pytest.mark.parametrize("implementation", [bpe_as_in_the_exercise, bpe_with_progress_bar])
 def test_correct_tokenizer_training_passes(implementation):
     result = check_train_bpe_tokenizer(implementation)
     assert result.status == PASSED, result.finding or result.summary
@@ -537,12 +538,26 @@ def bpe_limited_alphabet(corpus, vocab_size):
         (lambda corpus, vocab_size: None, "returned_none", ["none"]),
         (lambda corpus, vocab_size: trainers.BpeTrainer(vocab_size=vocab_size), "returned_trainer", ["trainer"]),
         (lambda corpus, vocab_size: Tokenizer(models.BPE()), "untrained", ["never trained"]),
+        (lambda corpus, vocab_size: bpe(corpus, vocab_size, unk_token=None), "missing_unk_token",
+         ["no unk_token", "vanish", "[unk]"]),
+        (lambda corpus, vocab_size: bpe(corpus, vocab_size, unk_token="[PAD]"), "wrong_unk_token", ["'[pad]'"]),
     ],
     ids=["hard-coded-80", "default-size", "no-specials", "specials-swapped", "no-pre-tokenizer", "whitespace-split",
-         "byte-level", "limited-alphabet", "no-return", "returns-trainer", "never-trained"],
+         "byte-level", "limited-alphabet", "no-return", "returns-trainer", "never-trained", "no-unk-token",
+         "pad-as-unk-token"],
 )
 def test_tokenizer_mistakes_are_named(implementation, code, phrases):
     assert_diagnosis(check_train_bpe_tokenizer(implementation), code, *phrases)
+
+
+def test_a_model_without_unk_token_shows_the_vanished_characters():
+    # The trainer learns the same vocabulary with or without unk_token; only encoding unseen
+    # characters tells them apart: the reference writes [UNK], the other drops é and the emoji.
+    result = check_train_bpe_tokenizer(lambda corpus, vocab_size: bpe(corpus, vocab_size, unk_token=None))
+    assert result.code == "missing_unk_token"
+    assert "'f', '[UNK]', 's'" in result.finding.expected and result.finding.expected.endswith("'[UNK]']")
+    assert "'f', 's'" in result.finding.received and "[UNK]" not in result.finding.received
+    assert 'models.BPE(unk_token="[UNK]")' in result.finding.advice
 
 
 def test_training_on_a_global_corpus_is_named():
@@ -653,7 +668,7 @@ def accuracy(logits, labels):
 
 
 def train_bpe_tokenizer(corpus, vocab_size):
-    tokenizer = Tokenizer(models.BPE())
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"])
     tokenizer.train_from_iterator(corpus, trainer)

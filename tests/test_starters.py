@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import torch
 
 from transformer_lab.attention import toy_self_attention
 from transformer_lab.char_transformer import (
@@ -79,6 +80,10 @@ def test_untouched_homework_starter_runs_and_says_not_done():
                      r"per-head weights \(1, 2, 8, 8\)", out, flags=re.DOTALL)
     assert re.search(r"== Exercise 3: [^\n]*\nencoder outputs shuffled along with the tokens: True\n"
                      r"not done yet: Exercise 3 \(masked_mean\)", out)
+    # the prediction check uses the package's model, so it runs before masked_mean is written
+    assert ("== Exercise 3: shuffle a set, predict\n"
+            "SetClassifier logits unchanged by the shuffle (evaluation mode): True\n"
+            "predicted class changed in 0 of 64 sets\n") in out
     for exercise in ("Exercise 7", "Exercise 8", "Exercise 9"):
         assert re.search(rf"== {exercise}: .*\nnot done yet: Exercise 6 \(train_bpe_tokenizer\)", out)
 
@@ -89,6 +94,9 @@ def test_homework_training_experiment_runs_small():
     assert re.search(r"mean baseline: validation accuracy 0\.\d{3} \(best epoch 1\)", out)
     assert re.search(r"transformer: validation accuracy 0\.\d{3} \(best epoch 1\)", out)
     assert "(finish Exercise 4 to see your accuracy() here too)" in out
+    # each trained model is shuffled too: the baseline and the transformer
+    assert out.count("  SetClassifier logits unchanged by the shuffle (evaluation mode): True\n"
+                     "  predicted class changed in 0 of 64 sets\n") == 2
 
 
 SOLUTIONS = {
@@ -100,7 +108,7 @@ SOLUTIONS = {
     "masked_mean": ["keep = (~padding).unsqueeze(-1).to(x.dtype)", "return (x * keep).sum(1) / keep.sum(1)"],
     "accuracy": ["return ((logits > 0).float() == labels.float()).float().mean().item()"],
     "train_bpe_tokenizer": [
-        "tokenizer = Tokenizer(models.BPE())",
+        "tokenizer = Tokenizer(models.BPE(unk_token='[UNK]'))",
         "tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()",
         "trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=['[UNK]', '[PAD]'], show_progress=False)",
         "tokenizer.train_from_iterator(corpus, trainer)",
@@ -128,3 +136,27 @@ def test_finished_homework_starter_runs_every_demo(tmp_path):
     assert "vocab_size=50,000  ->  d=128: 6,400,000, d=512: 25,600,000, d=768: 38,400,000" in out
     assert "one encoder layer (d=512, 8 heads, d_ff=2048): 3,152,384" in out
     assert "not done yet" not in out and "raised" not in out
+
+
+class FirstKey(torch.nn.Module):
+    """A 'classifier' that reads the first position only: reordering the set changes its answer."""
+
+    def __init__(self):
+        super().__init__()
+        self.dropout = torch.nn.Dropout(0.5)
+
+    def forward(self, x, padding):
+        return self.dropout(x[:, 0, 0])
+
+
+def test_prediction_shuffle_check_catches_an_order_dependent_model(capsys):
+    from transformer_lab.selfcheck import load_module
+
+    starter = load_module(ROOT / HOMEWORK)
+    model = FirstKey()
+    starter.prediction_shuffle_check(model)
+    out = capsys.readouterr().out
+    assert not model.training, "the check must run the model in evaluation mode"
+    assert "SetClassifier logits unchanged by the shuffle (evaluation mode): False\n" in out
+    flipped = int(re.search(r"predicted class changed in (\d+) of 64 sets", out).group(1))
+    assert flipped > 0

@@ -8,10 +8,13 @@ import torch
 from tokenizers import Tokenizer
 
 from transformer_lab.tokenizer import (
+    CHARACTER_CLASSES,
+    FREQUENCY_BINS,
     SPECIAL_TOKENS,
     TINY_CORPUS,
     alphabet,
     average_tokens_per_word,
+    character_classes,
     count_tokens,
     count_word_tokens,
     embedding_parameters,
@@ -20,6 +23,7 @@ from transformer_lab.tokenizer import (
     pair_frequencies,
     pre_tokenize,
     tokens_per_word,
+    tokens_per_word_by_frequency,
     tokens_per_word_by_vocab,
     train_bpe_tokenizer,
     train_byte_level_bpe_tokenizer,
@@ -80,6 +84,21 @@ def test_unseen_character_becomes_unknown(tiny):
     assert tiny.encode("café").tokens[-1] == "[UNK]"
 
 
+def test_without_unk_token_unseen_characters_are_silently_dropped(tiny):
+    no_unk = train_bpe_tokenizer(TINY_CORPUS, 80, unk_token=None)
+    assert no_unk.get_vocab() == tiny.get_vocab() and merges(no_unk) == merges(tiny)
+    text = "the café 🙂"
+    with_unk, without = tiny.encode(text), no_unk.encode(text)
+    assert with_unk.tokens.count("[UNK]") == 2 and "[UNK]" not in without.tokens
+    # the same tokens once the two [UNK] placeholders are removed: é and 🙂 just vanish
+    assert [t for t in with_unk.tokens if t != "[UNK]"] == without.tokens
+    assert len(without.tokens) == len(with_unk.tokens) - 2
+    # seen characters encode identically
+    assert no_unk.encode("the cat").ids == tiny.encode("the cat").ids
+    with pytest.raises(ValueError, match=r"unk_token must be '\[UNK\]' or None, got '<unk>'"):
+        train_bpe_tokenizer(TINY_CORPUS, 80, unk_token="<unk>")
+
+
 def test_tokens_per_word_counts_each_word_alone(tiny):
     counts = tokens_per_word(tiny, WORDS)
     assert list(counts) == WORDS
@@ -115,6 +134,57 @@ def test_word_counting_helpers():
     assert alphabet(["ab", "b c"]) == ["a", "b", "c"]
     assert alphabet(["a\u00a0b\tc\u2003d"]) == ["a", "b", "c", "d"]  # no-break and em spaces dropped
     assert minimum_vocab_size(["ab", "b c"]) == 3 + len(SPECIAL_TOKENS)
+
+
+def test_character_classes():
+    classes = character_classes(["a", "B", "é", "ß", "7", "-", "$", "—", "’", "👍", "\u00a0"])
+    assert list(classes) == list(CHARACTER_CLASSES)
+    assert classes["lowercase letters"] == ["a", "é", "ß"] and classes["capital letters"] == ["B"]
+    assert classes["digits"] == ["7"] and classes["ASCII punctuation"] == ["-", "$"]
+    assert classes["other punctuation"] == ["—", "’"] and classes["symbols"] == ["👍"]
+    assert classes["other"] == ["\u00a0"] and classes["other letters"] == []
+    letters = character_classes(alphabet(TINY_CORPUS))
+    assert len(letters["lowercase letters"]) == 25 and letters["ASCII punctuation"] == ["-"]
+    for bad, message in [("abc", "list of single characters, got str"), (["ab"], "length 1, got 'ab'")]:
+        with pytest.raises(ValueError, match=message):
+            character_classes(bad)
+
+
+def test_tokens_per_word_by_frequency_bins_the_words():
+    tokenizer = train_bpe_tokenizer(TINY_CORPUS, minimum_vocab_size(TINY_CORPUS))  # characters only
+    words = {"a": 1, "ab": 3, "abc": 4, "cab": 25, "x": 7}
+    rows = pd.DataFrame(tokens_per_word_by_frequency(tokenizer, words)).set_index("frequency")
+    assert list(rows.index) == ["1", "2–4", "5–19", "20–99", "100+"]
+    assert list(rows["words"]) == [1, 2, 1, 1, 0] and list(rows["occurrences"]) == [1, 7, 7, 25, 0]
+    assert rows.loc["2–4", "tokens_per_word"] == 2.5 and rows.loc["2–4", "characters"] == 2.5
+    assert rows.loc["1", "one_token"] == 1.0 and rows.loc["2–4", "one_token"] == 0.0
+    assert rows.loc["2–4", "examples"] == "ab, abc" and rows.loc["100+", "examples"] == ""
+    one = tokens_per_word_by_frequency(tokenizer, words, examples=1)
+    assert [row["examples"] for row in one] == ["a", "ab", "x", "cab", ""]
+    with pytest.raises(ValueError, match="examples must be an int >= 0, got -1"):
+        tokens_per_word_by_frequency(tokenizer, words, examples=-1)
+    assert rows.loc["100+"].isna()[["characters", "tokens_per_word", "one_token"]].all()
+    # a frequent word becomes whole once the merges reach it
+    whole = train_bpe_tokenizer(["cab " * 30, "ab ab a"], 100)
+    binned = tokens_per_word_by_frequency(whole, {"cab": 30, "zzz": 1}, bins=[(1, 1), (2, None)])
+    assert [row["tokens_per_word"] for row in binned] == [3.0, 1.0]  # zzz: unseen, 3 x [UNK]
+    assert FREQUENCY_BINS[-1] == (100, None)
+
+
+@pytest.mark.parametrize(
+    "bins",
+    [[], [(0, 1)], [(1, 4), (3, 9)], [(5, 2)], [(1, None), (5, 9)], [(1, 2.5)], "1-4", [(1,)]],
+)
+def test_tokens_per_word_by_frequency_rejects_bad_bins(tiny, bins):
+    with pytest.raises(ValueError, match="bins"):
+        tokens_per_word_by_frequency(tiny, {"cat": 2}, bins=bins)
+
+
+def test_tokens_per_word_by_frequency_needs_counts(tiny):
+    with pytest.raises(TypeError, match=r"map each word to its count .*got list"):
+        tokens_per_word_by_frequency(tiny, ["cat", "dog"])
+    with pytest.raises(TypeError, match="tokenizers.Tokenizer, got dict"):
+        tokens_per_word_by_frequency({}, {"cat": 2})
 
 
 def test_byte_level_round_trips_any_text():

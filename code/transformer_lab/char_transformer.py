@@ -120,7 +120,8 @@ class TinyTransformer(nn.Module):
     """Embed characters, optionally add positions, one encoder layer, masked mean, one logit.
 
     Input ids (N, L) long with ``PAD_ID`` for padding; output logits (N,). Without positions the
-    model is permutation invariant: any reordering of a comment's characters gives the same logit.
+    model is permutation invariant: any reordering of the encoded ids (the first L = 32 characters
+    of a comment) gives the same logit.
     """
 
     def __init__(

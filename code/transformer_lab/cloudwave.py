@@ -1,4 +1,4 @@
-"""Synthetic CloudWave data: customer feedback comments and the Customer 360 churn table.
+"""Synthetic CloudWave data: feedback comments, the Customer 360 table, usage grids and events.
 
 CloudWave is the course's fictional SaaS company. Everything here is invented by a seeded
 generator, so the files in ``data/`` can be rebuilt byte for byte:
@@ -25,6 +25,8 @@ from pathlib import Path
 
 FEEDBACK_FILE = "feedback.json"
 CUSTOMER360_FILE = "customer360.csv"
+USAGE_GRID_FILE = "usage_grid.csv"
+EVENTS_FILE = "events.json"
 FEEDBACK_COLUMNS = ("feedback_id", "customer_id", "created_at", "channel", "category", "feedback_text", "rating")
 CUSTOMER360_COLUMNS = (
     "customer_id",
@@ -40,6 +42,19 @@ CUSTOMER360_COLUMNS = (
 CHANNELS = ("email", "in_app", "chat", "survey", "app_review")
 CATEGORIES = ("praise", "bug", "billing", "feature_request", "performance", "onboarding")
 PLAN_TIERS = ("Starter", "Team", "Business", "Enterprise")
+USAGE_GRID_COLUMNS = ("customer_id", "day_of_week", "hour", "active_users")
+EVENTS_COLUMNS = ("session_id", "customer_id", "timestamp", "event")
+EVENT_TYPES = (
+    "login",
+    "login_failed",
+    "password_reset",
+    "view_dashboard",
+    "edit_task",
+    "export_report",
+    "invite_user",
+    "contact_support",
+    "logout",
+)
 
 N_CUSTOMERS = 5000
 N_FEEDBACK = 12000
@@ -47,6 +62,12 @@ CUSTOMER_SEED = 360
 FEEDBACK_SEED = 20
 FIRST_DAY = dt.date(2025, 4, 1)
 LAST_DAY = dt.date(2026, 3, 31)
+N_GRID_CUSTOMERS = 300
+N_SESSIONS = 3000
+USAGE_SEED = 168  # 7 days × 24 hours
+EVENTS_SEED = 404
+EVENTS_FIRST_DAY = dt.date(2026, 3, 2)  # a Monday; sessions span the four weeks to 29 March
+EVENTS_DAYS = 28
 
 # --- Customer 360 --------------------------------------------------------------------------------
 
@@ -456,18 +477,175 @@ def feedback_jsonl(records: Sequence[dict[str, object]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# --- Usage grid ----------------------------------------------------------------------------------
+
+
+def _hour_share(hours_into_day: int) -> float:
+    """Share of a team's busy-hour activity at ``hours_into_day`` after its working day starts."""
+    if 0 <= hours_into_day <= 8:
+        return 0.6 if hours_into_day in (3, 4) else 1.0  # working hours, with a lunch dip
+    return {-1: 0.25, 9: 0.3, 10: 0.15, 11: 0.08}.get(hours_into_day, 0.02)
+
+
+def _count(rng: random.Random, mean: float) -> int:
+    """A count with the given mean: Poisson when small, its normal approximation when large."""
+    if mean < 30.0:
+        return _poisson(rng, mean)
+    return int(round(max(0.0, rng.gauss(mean, math.sqrt(mean)))))
+
+
+def generate_usage_grid(
+    customers: Sequence[dict[str, object]], n: int = N_GRID_CUSTOMERS, seed: int = USAGE_SEED
+) -> list[dict[str, object]]:
+    """Hourly active users in the last week before renewal for ``n`` of ``customers`` (long format).
+
+    One dict per (customer, day_of_week 0=Monday … 6, hour 0 … 23), keyed as ``USAGE_GRID_COLUMNS``,
+    in customer-id order: ``n`` × 168 rows. Each team works a nine-hour day from its own start hour
+    (7–10, its time zone) with a lunch dip, little at night and a team-specific weekend level; the
+    level follows its ``logins_30d`` per seat. Churners fade out: their activity falls day by day.
+    """
+    if not customers:
+        raise ValueError("generate_usage_grid needs at least one customer row, got an empty sequence")
+    rng = random.Random(seed)
+    chosen = sorted(rng.sample(range(len(customers)), min(n, len(customers))))
+    rows = []
+    for index in chosen:
+        customer = customers[index]
+        seats = int(customer["seats"])
+        busy_share = min(0.9, int(customer["logins_30d"]) / seats / 12.0)  # seats active in a busy hour
+        start = rng.choice((7, 8, 8, 9, 9, 9, 10))
+        weekend = rng.choice((0.03, 0.05, 0.1, 0.25))
+        fade = rng.uniform(0.55, 0.9) if customer["churned"] else 0.0
+        for day in range(7):
+            level = (weekend if day >= 5 else 1.0) * (1.0 - fade * day / 6)
+            for hour in range(24):
+                mean = seats * busy_share * level * _hour_share(hour - start)
+                rows.append(
+                    {
+                        "customer_id": customer["customer_id"],
+                        "day_of_week": day,
+                        "hour": hour,
+                        "active_users": min(seats, _count(rng, mean)),
+                    }
+                )
+    return rows
+
+
+def usage_grid_csv(rows: Sequence[dict[str, object]]) -> str:
+    """Format usage-grid rows as CSV text (header, comma-separated, ``\\n`` line ends)."""
+    lines = [",".join(USAGE_GRID_COLUMNS)]
+    lines += [f"{r['customer_id']},{r['day_of_week']:d},{r['hour']:d},{r['active_users']:d}" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+# --- Event stream --------------------------------------------------------------------------------
+
+# Seconds until the next event, by the event just logged: (shortest, longest).
+EVENT_GAPS = {
+    "login": (5, 60),
+    "login_failed": (4, 40),
+    "password_reset": (60, 300),
+    "view_dashboard": (10, 400),
+    "edit_task": (30, 900),
+    "export_report": (20, 240),
+    "invite_user": (20, 180),
+    "contact_support": (120, 900),
+}
+WORK_EVENTS = ("view_dashboard", "edit_task", "export_report", "invite_user", "contact_support")
+
+
+def _session_events(rng: random.Random, troubled: bool) -> list[str]:
+    """The events of one session in order. ``troubled`` customers get locked out and ask for help more.
+
+    Locked out: two failed logins and a password reset, then either gone (``logout``, sometimes after
+    ``contact_support``) or back in (``login`` and work). The same events in another order, e.g.
+    ``password_reset`` then ``login``, tell a different story.
+    """
+    draw = rng.random()
+    lockout = 0.15 if troubled else 0.04
+    events = []
+    if draw < lockout:
+        events += ["login_failed", "login_failed", "password_reset"]
+        if rng.random() < 0.6:  # gives up
+            return events + (["contact_support", "logout"] if rng.random() < 0.3 else ["logout"])
+    elif draw < lockout + 0.08:  # one typo, then in
+        events.append("login_failed")
+    events.append("login")
+    support = 0.15 if troubled else 0.04
+    weights = (0.5, 0.33, 0.09, 0.04, support)
+    events += rng.choices(WORK_EVENTS, weights=weights, k=rng.randint(1, 6))
+    if rng.random() < 0.85:  # otherwise the session times out without a logout
+        events.append("logout")
+    return events
+
+
+def generate_events(
+    customers: Sequence[dict[str, object]], n: int = N_SESSIONS, seed: int = EVENTS_SEED
+) -> list[dict[str, object]]:
+    """Product events of ``n`` sessions, one dict per event keyed as ``EVENTS_COLUMNS``.
+
+    Sessions start on working-day hours between ``EVENTS_FIRST_DAY`` and four weeks later (UTC,
+    ISO timestamps to the second) and are numbered ``S-000001`` … in order of their start; within
+    a session the events are in time order. Churners and customers with 4+ recent tickets are
+    ``troubled`` (see ``_session_events``).
+    """
+    if not customers:
+        raise ValueError("generate_events needs at least one customer row, got an empty sequence")
+    rng = random.Random(seed)
+    start_of_day = dt.datetime.combine(EVENTS_FIRST_DAY, dt.time())
+    hour_weights = [_hour_share(hour - 9) for hour in range(24)]
+    sessions = []
+    for _ in range(n):
+        customer = rng.choice(customers)
+        troubled = bool(customer["churned"]) or int(customer["support_tickets_90d"]) >= 4
+        day = rng.randrange(EVENTS_DAYS)
+        if day % 7 >= 5 and rng.random() < 0.8:  # few people work at weekends: most move to a weekday
+            day = day - day % 7 + rng.randrange(5)
+        hour = rng.choices(range(24), weights=hour_weights)[0]
+        moment = start_of_day + dt.timedelta(days=day, hours=hour, seconds=rng.randrange(3600))
+        stamps = []
+        events = _session_events(rng, troubled)
+        for event in events:
+            stamps.append(moment)
+            if event in EVENT_GAPS:
+                moment += dt.timedelta(seconds=rng.randint(*EVENT_GAPS[event]))
+        sessions.append((stamps[0], customer["customer_id"], list(zip(stamps, events))))
+    sessions.sort(key=lambda session: session[0])  # stable: ties keep generation order
+    return [
+        {"session_id": f"S-{number:06d}", "customer_id": customer_id, "timestamp": stamp.isoformat(), "event": event}
+        for number, (_, customer_id, steps) in enumerate(sessions, start=1)
+        for stamp, event in steps
+    ]
+
+
+def events_jsonl(records: Sequence[dict[str, object]]) -> str:
+    """Format event records as JSON lines (keys in ``EVENTS_COLUMNS`` order)."""
+    lines = [json.dumps({key: record[key] for key in EVENTS_COLUMNS}) for record in records]
+    return "\n".join(lines) + "\n"
+
+
 # --- Writing -------------------------------------------------------------------------------------
 
 
 def write_data(out_dir: Path | str) -> list[Path]:
-    """Generate both data sets and write them into ``out_dir``; return the two paths."""
+    """Generate the four data sets and write them into ``out_dir``; return their paths.
+
+    Each data set draws from its own seeded ``random.Random``, so adding one never changes another.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     customers = generate_customers()
     feedback = generate_feedback([row["customer_id"] for row in customers])
-    paths = [out / CUSTOMER360_FILE, out / FEEDBACK_FILE]
-    for path, text in zip(paths, [customers_csv(customers), feedback_jsonl(feedback)]):
-        path.write_bytes(text.encode("utf-8"))
+    texts = {
+        CUSTOMER360_FILE: customers_csv(customers),
+        FEEDBACK_FILE: feedback_jsonl(feedback),
+        USAGE_GRID_FILE: usage_grid_csv(generate_usage_grid(customers)),
+        EVENTS_FILE: events_jsonl(generate_events(customers)),
+    }
+    paths = []
+    for name, text in texts.items():
+        paths.append(out / name)
+        paths[-1].write_bytes(text.encode("utf-8"))
     return paths
 
 

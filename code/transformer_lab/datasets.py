@@ -17,9 +17,20 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
-from transformer_lab.cloudwave import CUSTOMER360_COLUMNS, CUSTOMER360_FILE, FEEDBACK_COLUMNS, FEEDBACK_FILE
+from transformer_lab.cloudwave import (
+    CUSTOMER360_COLUMNS,
+    CUSTOMER360_FILE,
+    EVENT_TYPES,
+    EVENTS_COLUMNS,
+    EVENTS_FILE,
+    FEEDBACK_COLUMNS,
+    FEEDBACK_FILE,
+    USAGE_GRID_COLUMNS,
+    USAGE_GRID_FILE,
+)
 
 DATA_DIR_ENV = "CLOUDWAVE_DATA_DIR"
 DATA_FILES = (FEEDBACK_FILE, CUSTOMER360_FILE)
@@ -139,3 +150,120 @@ def load_customer360(path: Path | str | None = None) -> pd.DataFrame:
     if not frame["churned"].isin([0, 1]).all():
         raise ValueError(f"{path}: churned should hold only 0 and 1, got {sorted(frame['churned'].unique())}")
     return frame
+
+
+def _read_csv(path: Path, dtype: dict[str, type]) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, dtype=dtype)
+    except pd.errors.EmptyDataError:
+        raise ValueError(f"{path} is empty; {REGENERATE_HINT}") from None
+
+
+def load_usage_grid(path: Path | str | None = None) -> pd.DataFrame:
+    """Hourly active users per customer in long format, columns of ``USAGE_GRID_COLUMNS`` (in order).
+
+    ``path`` defaults to ``usage_grid.csv`` in ``find_data_dir``. Raises ``ValueError`` for an
+    empty file, a missing column, a value that is not a whole number, a day outside 0–6, an hour
+    outside 0–23, a negative count, a repeated cell, or a customer without all 7 × 24 cells.
+    """
+    path = Path(path) if path is not None else find_data_dir(files=(USAGE_GRID_FILE,)) / USAGE_GRID_FILE
+    frame = _read_csv(path, {"customer_id": str})
+    _require_columns(str(path), frame.columns, USAGE_GRID_COLUMNS)
+    frame = frame[list(USAGE_GRID_COLUMNS)]
+    if frame.empty:
+        raise ValueError(f"{path} has a header but no rows; {REGENERATE_HINT}")
+    for column, low, high in (("day_of_week", 0, 6), ("hour", 0, 23), ("active_users", 0, None)):
+        values = pd.to_numeric(frame[column], errors="coerce")
+        bad = values.isna() | (values != values.round()) | (values < low) | (values > (high if high is not None else np.inf))
+        if bad.any():
+            row = int(bad.to_numpy().nonzero()[0][0])
+            allowed = f"{low}-{high}" if high is not None else f"{low} or more"
+            raise ValueError(
+                f"{path}: column {column} should hold whole numbers {allowed}, got {str(frame[column].iloc[row])!r} "
+                f"(data row {row + 1})"
+            )
+        frame[column] = values.astype("int64")
+    cells = frame.duplicated(["customer_id", "day_of_week", "hour"])
+    if cells.any():
+        row = int(cells.to_numpy().nonzero()[0][0])
+        raise ValueError(f"{path}: data row {row + 1} repeats a (customer_id, day_of_week, hour) cell")
+    counts = frame.groupby("customer_id", sort=False).size()
+    if (counts != 7 * 24).any():
+        customer = counts.index[(counts != 7 * 24).to_numpy()][0]
+        raise ValueError(f"{path}: customer {customer} has {counts[customer]} cells, expected 7 × 24 = 168")
+    return frame
+
+
+def usage_grid_array(frame: pd.DataFrame) -> tuple[list[str], np.ndarray]:
+    """Pivot a ``load_usage_grid`` frame into customer ids and an array (customers, 7 days, 24 hours).
+
+    Customers come in first-seen order; ``array[i, d, h]`` is the active users of customer ``i`` on
+    day ``d`` (0 = Monday) at hour ``h``.
+    """
+    if not isinstance(frame, pd.DataFrame):
+        raise TypeError(f"frame must be a pandas DataFrame from load_usage_grid, got {type(frame).__name__}")
+    _require_columns("frame", frame.columns, USAGE_GRID_COLUMNS)
+    ids = list(pd.unique(frame["customer_id"]))
+    grid = np.zeros((len(ids), 7, 24), dtype=np.int64)
+    rows = pd.Index(ids).get_indexer(frame["customer_id"])
+    grid[rows, frame["day_of_week"].to_numpy(), frame["hour"].to_numpy()] = frame["active_users"].to_numpy()
+    return ids, grid
+
+
+def load_events(path: Path | str | None = None) -> pd.DataFrame:
+    """Product events, one row per event, columns of ``EVENTS_COLUMNS`` (in order), in file order.
+
+    ``path`` defaults to ``events.json`` in ``find_data_dir``. Every line must be a JSON object with
+    the four fields, an ISO ``timestamp`` and an ``event`` from ``EVENT_TYPES``; within a session
+    the timestamps must not go backwards. Raises ``ValueError`` naming the line otherwise.
+    """
+    path = Path(path) if path is not None else find_data_dir(files=(EVENTS_FILE,)) / EVENTS_FILE
+    records, last_seen = [], {}
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg}, column {error.colno})") from None
+            if not isinstance(record, dict):
+                raise ValueError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
+            _require_columns(f"{path}, line {number},", record, EVENTS_COLUMNS)
+            if record["event"] not in EVENT_TYPES:
+                raise ValueError(f"{path}, line {number}: event should be one of {', '.join(EVENT_TYPES)}, got {record['event']!r}")
+            try:
+                moment = pd.Timestamp(record["timestamp"])
+            except (TypeError, ValueError):
+                raise ValueError(f"{path}, line {number}: timestamp should be ISO like 2026-03-02T09:15:00, got {record['timestamp']!r}") from None
+            session = record["session_id"]
+            if session in last_seen and moment < last_seen[session]:
+                raise ValueError(f"{path}, line {number}: session {session} goes back in time ({record['timestamp']})")
+            last_seen[session] = moment
+            records.append({key: record[key] for key in EVENTS_COLUMNS})
+    if not records:
+        raise ValueError(f"{path} holds no events; {REGENERATE_HINT}")
+    return pd.DataFrame.from_records(records, columns=list(EVENTS_COLUMNS)).astype(str)
+
+
+def event_sequences(events: pd.DataFrame) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Each session's events as ids in time order, padded: (session ids, ids (S, L), lengths (S,)).
+
+    Event ``EVENT_TYPES[k]`` gets id ``k + 1``; id 0 pads the sequences shorter than the longest, L.
+    Sessions come in first-seen order and keep their events in file order.
+    """
+    if not isinstance(events, pd.DataFrame):
+        raise TypeError(f"events must be a pandas DataFrame from load_events, got {type(events).__name__}")
+    _require_columns("events", events.columns, EVENTS_COLUMNS)
+    unknown = sorted(set(events["event"]) - set(EVENT_TYPES))
+    if unknown:
+        raise ValueError(f"events hold unknown event type(s) {unknown}; expected {list(EVENT_TYPES)}")
+    codes = events["event"].map({name: k + 1 for k, name in enumerate(EVENT_TYPES)})
+    groups = list(codes.groupby(events["session_id"], sort=False))
+    sessions = [str(session) for session, _ in groups]
+    sequences = [group.to_numpy() for _, group in groups]
+    lengths = np.array([len(sequence) for sequence in sequences], dtype=np.int64)
+    padded = np.zeros((len(sequences), int(lengths.max(initial=0))), dtype=np.int64)
+    for row, sequence in enumerate(sequences):
+        padded[row, : len(sequence)] = sequence
+    return sessions, padded, lengths

@@ -40,7 +40,9 @@ def heatmap(
     """Draw a labelled weights table (rows = queries, columns = keys) on ``ax``; return the image."""
     matrix = np.asarray(matrix, dtype=float)
     image = ax.imshow(matrix, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=vmax)
-    ax.set_xticks(range(len(col_labels)), labels=list(col_labels))
+    # Long column names (plan names, words) collide when horizontal; tilt them only when needed.
+    tilt = {"rotation": 30, "ha": "right"} if max(len(str(label)) for label in col_labels) > 6 else {}
+    ax.set_xticks(range(len(col_labels)), labels=list(col_labels), **tilt)
     ax.set_yticks(range(len(row_labels)), labels=list(row_labels))
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     ax.grid(False)

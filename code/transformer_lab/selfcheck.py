@@ -713,6 +713,8 @@ def check_accuracy(function: Callable) -> CheckResult:
 TOKENIZER_SIZES = (80, 40)  # both reachable on the tiny corpus, so the size must follow the argument
 OTHER_CORPUS = ("zebras quietly jump over lazy foxes", "quiet zebras jump", "lazy foxes never jump")
 UNSEEN_SENTENCE = "the transformer decoder generates text"
+# 'é' and the emoji never occur in TINY_CORPUS: the reference encodes each of them as [UNK].
+UNSEEN_CHARACTERS = "the cat café serves tea 🙂"
 
 
 @contextlib.contextmanager
@@ -752,7 +754,7 @@ def _require_tokenizer(result, what: str) -> None:
 
     if isinstance(result, Tokenizer):
         return
-    advice = "build tokenizer = Tokenizer(models.BPE()), train it, and `return tokenizer`"
+    advice = "build tokenizer = Tokenizer(models.BPE(unk_token=\"[UNK]\")), train it, and `return tokenizer`"
     if result is None:
         fail("returned_none", f"{what} is None: the function has no `return`", "a trained tokenizers.Tokenizer", "None", advice)
     if isinstance(result, trainers.Trainer):
@@ -806,6 +808,24 @@ def _vocab_difference(student, reference) -> tuple[str, str]:
             f"{len(received)} tokens" + (f", including {extra}" if extra else "") + (f", without {missing}" if missing else ""))
 
 
+def _check_unknown_characters(student, reference) -> None:
+    """Characters the corpus never contained must become [UNK], not vanish from the encoding."""
+    ref = _tokenizer_module()
+    expected = reference.encode(UNSEEN_CHARACTERS).tokens
+    received = student.encode(UNSEEN_CHARACTERS).tokens
+    if received == expected:
+        return
+    advice = f'Tokenizer(models.BPE(unk_token="{ref.UNKNOWN_TOKEN}")): the model needs to know its unknown token'
+    unk_token = getattr(student.model, "unk_token", None)
+    if received == [token for token in expected if token != ref.UNKNOWN_TOKEN]:
+        fail("missing_unk_token", f"the BPE model has no unk_token: characters the corpus never contained "
+             f"(é, 🙂) vanish from the encoding instead of becoming {ref.UNKNOWN_TOKEN}",
+             f"{UNSEEN_CHARACTERS!r} -> {expected}", f"-> {received}", advice)
+    if unk_token is not None and unk_token != ref.UNKNOWN_TOKEN:
+        fail("wrong_unk_token", f"the BPE model's unk_token is {unk_token!r}, not {ref.UNKNOWN_TOKEN!r}",
+             f"{UNSEEN_CHARACTERS!r} -> {expected}", f"-> {received}", advice)
+
+
 def check_train_bpe_tokenizer(function: Callable) -> CheckResult:
     """Check ``train_bpe_tokenizer(corpus, vocab_size)`` against the package's version."""
 
@@ -847,8 +867,9 @@ def check_train_bpe_tokenizer(function: Callable) -> CheckResult:
                 expected, received = _vocab_difference(student, reference)
                 fail("vocabulary_differs", f"with vocab_size={size} the learned vocabulary differs from the reference",
                      expected, received,
-                     "BPE() model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and the two special tokens; "
-                     "no other options")
+                     "BPE(unk_token=\"[UNK]\") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and "
+                     "the two special tokens; no other options")
+        _check_unknown_characters(student, reference)
         tokens = student.encode(UNSEEN_SENTENCE).tokens
         expected_tokens = reference.encode(UNSEEN_SENTENCE).tokens
         if tokens != expected_tokens:

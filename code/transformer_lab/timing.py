@@ -1,7 +1,8 @@
 """Wall-clock timing, printed in one format that the nbval sanitizer recognises.
 
-Timings differ between runs and machines, so pages print them as ``"<n> s (wall)"`` and
-``tests/nbval_sanitize.cfg`` masks exactly that pattern — and nothing else on the line.
+Timings differ between runs and machines, so pages print them as ``"<n> s (wall)"`` (or, inside
+a sentence, ``"<n> seconds of wall-clock time"``) and ``tests/nbval_sanitize.cfg`` masks exactly
+those patterns — and nothing else on the line.
 """
 
 import time
@@ -10,8 +11,16 @@ from contextlib import contextmanager
 
 
 def format_wall_time(seconds: float) -> str:
-    """Format a duration as e.g. ``"1.23 s (wall)"``."""
+    """Format a duration for printed output, e.g. ``"1.23 s (wall)"``."""
     return f"{seconds:.2f} s (wall)"
+
+
+def format_wall_time_prose(seconds: float) -> str:
+    """Format a duration for a sentence (a glued value), e.g. ``"1.23 seconds of wall-clock time"``.
+
+    The sanitizer masks this pattern too, so prose can quote a timing without a bracketed tag.
+    """
+    return f"{seconds:.2f} seconds of wall-clock time"
 
 
 @contextmanager

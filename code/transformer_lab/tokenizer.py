@@ -16,8 +16,10 @@ and digits, or a run of punctuation), because that is the unit BPE merges within
 """
 
 import json
+import math
 import os
 import string
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -48,6 +50,18 @@ WHITESPACE = pre_tokenizers.Whitespace()
 UNKNOWN_TOKEN = SPECIAL_TOKENS[0]
 BYTE_LEVEL_SPECIAL_TOKENS = ("[PAD]",)
 BYTE_ALPHABET_SIZE = 256
+# Word-frequency bins (lowest, highest count; None = no upper end) for tokens_per_word_by_frequency.
+FREQUENCY_BINS = ((1, 1), (2, 4), (5, 19), (20, 99), (100, None))
+CHARACTER_CLASSES = (
+    "lowercase letters",
+    "capital letters",
+    "other letters",
+    "digits",
+    "ASCII punctuation",
+    "other punctuation",
+    "symbols",
+    "other",
+)
 
 
 def check_corpus(corpus: Iterable[str], name: str = "corpus") -> list[str]:
@@ -135,19 +149,60 @@ def alphabet(corpus: Iterable[str]) -> list[str]:
     return sorted(c for c in characters if WHITESPACE.pre_tokenize_str(c))
 
 
+def character_classes(characters: Iterable[str]) -> dict[str, list[str]]:
+    """Sort single ``characters`` (e.g. an ``alphabet``) into the classes of ``CHARACTER_CLASSES``.
+
+    Returns every class, in that order, each with its characters in input order (possibly none).
+    ASCII punctuation is ``string.punctuation``; other punctuation and symbols (emoji among them)
+    follow the Unicode categories ``P*`` and ``S*``.
+
+    >>> character_classes(["a", "B", "7", "-", "’", "👍"])["other punctuation"]
+    ['’']
+    """
+    if isinstance(characters, str | bytes | Mapping) or not isinstance(characters, Iterable):
+        raise ValueError(f"characters must be a list of single characters, got {type(characters).__name__}")
+    classes: dict[str, list[str]] = {name: [] for name in CHARACTER_CLASSES}
+    for character in characters:
+        if not isinstance(character, str) or len(character) != 1:
+            raise ValueError(f"each character must be a str of length 1, got {character!r}")
+        category = unicodedata.category(character)
+        letter_classes = {"Ll": "lowercase letters", "Lu": "capital letters"}
+        if character.isalpha():
+            name = letter_classes.get(category, "other letters")
+        elif character.isdigit():
+            name = "digits"
+        elif character in string.punctuation:
+            name = "ASCII punctuation"
+        elif category.startswith("P"):
+            name = "other punctuation"
+        elif category.startswith("S"):
+            name = "symbols"
+        else:
+            name = "other"
+        classes[name].append(character)
+    return classes
+
+
 def minimum_vocab_size(corpus: Iterable[str]) -> int:
     """Smallest vocabulary ``train_bpe_tokenizer`` accepts: the alphabet plus the special tokens."""
     return len(alphabet(corpus)) + len(SPECIAL_TOKENS)
 
 
-def train_bpe_tokenizer(corpus: Iterable[str], vocab_size: int) -> Tokenizer:
+def train_bpe_tokenizer(
+    corpus: Iterable[str], vocab_size: int, unk_token: str | None = UNKNOWN_TOKEN
+) -> Tokenizer:
     """Train a character-level BPE tokenizer on ``corpus`` with at most ``vocab_size`` tokens.
 
     Model ``BPE(unk_token="[UNK]")``, ``Whitespace`` pre-tokenizer, ``BpeTrainer`` with the
     special tokens ``[UNK]`` (id 0) and ``[PAD]`` (id 1). The vocabulary is the special tokens, then
     the alphabet, then one new token per merge, so ``vocab_size`` must at least hold the first two.
     The result may be smaller than ``vocab_size`` when no pair is left to merge.
+
+    ``unk_token=None`` builds ``BPE()`` with no unknown token (same vocabulary and merges): its
+    ``encode`` then silently drops every character outside the alphabet. Only for showing that.
     """
+    if unk_token is not None and unk_token != UNKNOWN_TOKEN:
+        raise ValueError(f"unk_token must be {UNKNOWN_TOKEN!r} or None, got {unk_token!r}")
     texts = check_corpus(corpus)
     characters = len(alphabet(texts))
     check_vocab_size(
@@ -155,7 +210,7 @@ def train_bpe_tokenizer(corpus: Iterable[str], vocab_size: int) -> Tokenizer:
         characters + len(SPECIAL_TOKENS),
         f"{characters} distinct characters in the corpus + {len(SPECIAL_TOKENS)} special tokens",
     )
-    tokenizer = Tokenizer(models.BPE(unk_token=UNKNOWN_TOKEN))
+    tokenizer = Tokenizer(models.BPE(unk_token=unk_token) if unk_token else models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False
@@ -233,6 +288,77 @@ def tokens_per_word_by_vocab(
         tokenizer = train_bpe_tokenizer(texts, size)
         table[tokenizer.get_vocab_size()] = tokens_per_word(tokenizer, words)
     return table
+
+
+def frequency_bin_label(low: int, high: int | None) -> str:
+    """The name of a frequency bin: ``"1"``, ``"2–4"`` or ``"100+"`` (``high=None``: no upper end)."""
+    return f"{low}+" if high is None else str(low) if high == low else f"{low}–{high}"
+
+
+def check_frequency_bins(bins: Sequence[tuple[int, int | None]]) -> None:
+    """Raise unless ``bins`` are ascending, non-overlapping ``(low, high)`` pairs; ``high=None`` is open."""
+    if isinstance(bins, str | bytes) or not isinstance(bins, Sequence) or not bins:
+        raise ValueError(f"bins must be a non-empty list of (low, high) pairs, got {bins!r}")
+    previous_high = 0
+    for position, pair in enumerate(bins):
+        low, high = pair if isinstance(pair, tuple | list) and len(pair) == 2 else (None, None)
+        valid = (
+            isinstance(low, int)
+            and not isinstance(low, bool)
+            and low > previous_high
+            and (high is None and position == len(bins) - 1 or isinstance(high, int) and high >= low)
+        )
+        if not valid:
+            raise ValueError(
+                f"bins[{position}] must be (low, high) with low > {previous_high} and high >= low "
+                f"(high=None only for the last bin), got {pair!r}"
+            )
+        previous_high = high if high is not None else low
+
+
+def tokens_per_word_by_frequency(
+    tokenizer: Tokenizer,
+    words: Mapping[str, int],
+    bins: Sequence[tuple[int, int | None]] = FREQUENCY_BINS,
+    examples: int = 3,
+) -> list[dict[str, float | int | str]]:
+    """Tokens per word as a function of word frequency: one row per frequency bin.
+
+    ``words`` maps each distinct word to its count in a corpus (see ``word_frequencies``); a word
+    falls in the bin ``(low, high)`` with ``low <= count <= high`` (words in no bin are left out).
+    Each row: ``frequency`` (bin label), ``words`` (distinct words), ``occurrences`` (their total
+    count), ``characters`` (mean word length), ``tokens_per_word`` (mean tokens of a distinct word,
+    each word encoded on its own), ``one_token`` (share of the words that are a single token) and
+    ``examples`` (the bin's first ``examples`` words, in the order of ``words``, comma-separated).
+    An empty bin gives 0 words and NaN means.
+    """
+    check_tokenizer(tokenizer)
+    if not isinstance(words, Mapping):
+        raise TypeError(
+            f"words must map each word to its count (see word_frequencies), got {type(words).__name__}"
+        )
+    check_frequency_bins(bins)
+    if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
+        raise ValueError(f"examples must be an int >= 0, got {examples!r}")
+    distinct = list(words)
+    encodings = tokenizer.encode_batch(distinct, add_special_tokens=False)
+    lengths = {word: len(encoding.ids) for word, encoding in zip(distinct, encodings)}
+    rows = []
+    for low, high in bins:
+        inside = [w for w in distinct if low <= words[w] and (high is None or words[w] <= high)]
+        n = len(inside)
+        rows.append(
+            {
+                "frequency": frequency_bin_label(low, high),
+                "words": n,
+                "occurrences": sum(words[w] for w in inside),
+                "characters": sum(len(w) for w in inside) / n if n else math.nan,
+                "tokens_per_word": sum(lengths[w] for w in inside) / n if n else math.nan,
+                "one_token": sum(lengths[w] == 1 for w in inside) / n if n else math.nan,
+                "examples": ", ".join(inside[:examples]),
+            }
+        )
+    return rows
 
 
 def count_tokens(tokenizer: Tokenizer, texts: Iterable[str]) -> dict[str, int]:

@@ -60,7 +60,8 @@ def accuracy(logits, labels):
 def train_bpe_tokenizer(corpus, vocab_size):
     """Train and return a BPE ``tokenizers.Tokenizer`` on ``corpus`` (a list of strings).
 
-    A BPE model, a Whitespace pre-tokenizer, and a BpeTrainer with ``vocab_size`` and the special
+    A BPE model with ``unk_token="[UNK]"`` (so unseen characters become [UNK] instead of
+    vanishing), a Whitespace pre-tokenizer, and a BpeTrainer with ``vocab_size`` and the special
     tokens ["[UNK]", "[PAD]"] (in that order).
     """
     raise NotImplementedError("Exercise 6 (train_bpe_tokenizer): model, pre-tokenizer, trainer, train, return")
@@ -155,6 +156,31 @@ def shuffle_check():
     print(f"largest difference between a plain .mean(dim=1) and your masked mean: {gap:.3f}")
 
 
+def prediction_shuffle_check(model=None, n_sets=64, seed=31, indent=""):
+    """Exercise 3: does shuffling the tokens of each set (and its mask with them) change the prediction?
+
+    The package's SetClassifier pools with the package's masked mean (it has no slot for yours), so
+    this checks the book's model: untrained by default, or the model you pass (``--train`` passes
+    both trained models). Evaluation mode, so that no dropout could make two runs differ.
+    """
+    from transformer_lab.set_classifier import SetClassifier
+    from transformer_lab.set_task import make_sets
+
+    if model is None:
+        torch.manual_seed(seed)
+        model = SetClassifier(use_attention=True)
+    model.eval()
+    x, padding, _ = make_sets(n_sets, seed=13)
+    order = torch.randperm(x.shape[1], generator=torch.Generator().manual_seed(seed))
+    with torch.no_grad():
+        logits = model(x, padding)
+        shuffled = model(x[:, order], padding[:, order])
+    flipped = int(((logits > 0) != (shuffled > 0)).sum())
+    unchanged = torch.allclose(logits, shuffled, atol=1e-5)
+    print(f"{indent}SetClassifier logits unchanged by the shuffle (evaluation mode): {unchanged}")
+    print(f"{indent}predicted class changed in {flipped} of {n_sets} sets")
+
+
 def run_tokenizer():
     """Exercise 7: train at vocab_size 80 and encode a sentence the corpus never contained."""
     from transformer_lab.tokenizer import TINY_CORPUS
@@ -216,6 +242,7 @@ def one_change_experiment(epochs=EPOCHS, learning_rate=LEARNING_RATE, heads=TRAI
             print(f"  your accuracy() on the same logits: {accuracy(logits, val_data[2]):.3f}")
         except NotImplementedError:
             print("  (finish Exercise 4 to see your accuracy() here too)")
+        prediction_shuffle_check(result.model, indent="  ")
 
 
 def main(argv=None):
@@ -236,6 +263,7 @@ def main(argv=None):
     print(format_report(check_file(__file__, display="exercises/homework/starter.py")))
     try_exercise("Exercise 2: explore nn.MultiheadAttention", explore_multihead_attention)
     try_exercise("Exercise 3: shuffle a set, pool it", shuffle_check)
+    try_exercise("Exercise 3: shuffle a set, predict", prediction_shuffle_check)
     try_exercise("Exercise 7: run the tokenizer", run_tokenizer)
     try_exercise("Exercise 8: tokens per word", count_tokens_per_word)
     try_exercise("Exercise 9: embedding parameters", embedding_costs)
