@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -88,15 +88,12 @@ def _require_columns(source: str, found: Iterable[str], expected: Iterable[str])
         )
 
 
-def read_feedback_records(path: Path | str) -> list[dict[str, object]]:
-    """Parse a JSON-lines feedback file into dicts, checking every line.
+def _json_objects(path: Path, columns: Iterable[str]) -> Iterator[tuple[int, dict[str, object]]]:
+    """Yield (1-based line number, record) for each non-blank line of a JSON-lines file.
 
-    Raises ``ValueError`` with the 1-based line number for a line that is not JSON, not a JSON
-    object, lacks one of ``FEEDBACK_COLUMNS`` or carries a rating that is not an integer 1–5.
-    Blank lines are skipped.
+    Raises ``ValueError`` naming the file and line for a line that is not JSON, not a JSON object,
+    or lacks one of ``columns``.
     """
-    path = Path(path)
-    records = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
@@ -107,11 +104,24 @@ def read_feedback_records(path: Path | str) -> list[dict[str, object]]:
                 raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg}, column {error.colno})") from None
             if not isinstance(record, dict):
                 raise ValueError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
-            _require_columns(f"{path}, line {number},", record, FEEDBACK_COLUMNS)
-            rating = record["rating"]
-            if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 5:
-                raise ValueError(f"{path}, line {number}: rating should be an integer 1-5, got {rating!r}")
-            records.append(record)
+            _require_columns(f"{path}, line {number},", record, columns)
+            yield number, record
+
+
+def read_feedback_records(path: Path | str) -> list[dict[str, object]]:
+    """Parse a JSON-lines feedback file into dicts, checking every line.
+
+    Raises ``ValueError`` with the 1-based line number for a line that is not JSON, not a JSON
+    object, lacks one of ``FEEDBACK_COLUMNS`` or carries a rating that is not an integer 1–5.
+    Blank lines are skipped.
+    """
+    path = Path(path)
+    records = []
+    for number, record in _json_objects(path, FEEDBACK_COLUMNS):
+        rating = record["rating"]
+        if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 5:
+            raise ValueError(f"{path}, line {number}: rating should be an integer 1-5, got {rating!r}")
+        records.append(record)
     if not records:
         raise ValueError(f"{path} holds no feedback records; {REGENERATE_HINT}")
     return records
@@ -219,28 +229,18 @@ def load_events(path: Path | str | None = None) -> pd.DataFrame:
     """
     path = Path(path) if path is not None else find_data_dir(files=(EVENTS_FILE,)) / EVENTS_FILE
     records, last_seen = [], {}
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg}, column {error.colno})") from None
-            if not isinstance(record, dict):
-                raise ValueError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
-            _require_columns(f"{path}, line {number},", record, EVENTS_COLUMNS)
-            if record["event"] not in EVENT_TYPES:
-                raise ValueError(f"{path}, line {number}: event should be one of {', '.join(EVENT_TYPES)}, got {record['event']!r}")
-            try:
-                moment = pd.Timestamp(record["timestamp"])
-            except (TypeError, ValueError):
-                raise ValueError(f"{path}, line {number}: timestamp should be ISO like 2026-03-02T09:15:00, got {record['timestamp']!r}") from None
-            session = record["session_id"]
-            if session in last_seen and moment < last_seen[session]:
-                raise ValueError(f"{path}, line {number}: session {session} goes back in time ({record['timestamp']})")
-            last_seen[session] = moment
-            records.append({key: record[key] for key in EVENTS_COLUMNS})
+    for number, record in _json_objects(path, EVENTS_COLUMNS):
+        if record["event"] not in EVENT_TYPES:
+            raise ValueError(f"{path}, line {number}: event should be one of {', '.join(EVENT_TYPES)}, got {record['event']!r}")
+        try:
+            moment = pd.Timestamp(record["timestamp"])
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}, line {number}: timestamp should be ISO like 2026-03-02T09:15:00, got {record['timestamp']!r}") from None
+        session = record["session_id"]
+        if session in last_seen and moment < last_seen[session]:
+            raise ValueError(f"{path}, line {number}: session {session} goes back in time ({record['timestamp']})")
+        last_seen[session] = moment
+        records.append({key: record[key] for key in EVENTS_COLUMNS})
     if not records:
         raise ValueError(f"{path} holds no events; {REGENERATE_HINT}")
     return pd.DataFrame.from_records(records, columns=list(EVENTS_COLUMNS)).astype(str)
