@@ -8,7 +8,7 @@ Run from the repository root (a laptop CPU is enough; Task 1 takes a few seconds
 
 Task 1 trains the book's tiny character transformer (transformer_lab.char_transformer) twice on
 the same 4,000 CloudWave comments, split and seed: with position embeddings and without them.
-``use_positions=False`` is the package's version of commenting out ``+ self.pos(pos)``.
+``use_positions=False`` is the package's version of commenting out ``+ self.pos(...)``.
 Task 2 prints the self-attention weights of the untrained login / failed / again toy.
 Task 3 (the memo) is prose: no code needed.
 """
