@@ -88,8 +88,11 @@ def test_untouched_homework_starter_runs_and_says_not_done():
         assert re.search(rf"== {exercise}: .*\nnot done yet: Exercise 6 \(train_bpe_tokenizer\)", out)
 
 
-def test_homework_training_experiment_runs_small():
-    out = run(HOMEWORK, "--train", "--epochs", 1, "--n-train", 256, "--heads", 4)
+def test_homework_training_experiment_runs_small(tmp_path):
+    plot = tmp_path / "loss.png"
+    out = run(HOMEWORK, "--train", "--epochs", 1, "--n-train", 256, "--heads", 4, "--plot", plot)
+    assert f"loss curves saved to {plot}" in out
+    assert plot.read_bytes().startswith(b"\x89PNG")
     assert "epochs=1, learning_rate=0.003, heads=4, 256 training sets, seed 42" in out
     assert re.search(r"mean baseline: validation accuracy 0\.\d{3} \(best epoch 1\)", out)
     assert re.search(r"transformer: validation accuracy 0\.\d{3} \(best epoch 1\)", out)

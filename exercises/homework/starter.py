@@ -218,8 +218,12 @@ def embedding_costs():
     print(f"one encoder layer (d=512, 8 heads, d_ff=2048): {encoder_layer_parameters(512, 8, 2048):,}")
 
 
-def one_change_experiment(epochs=EPOCHS, learning_rate=LEARNING_RATE, heads=TRAIN_HEADS, n_train=2048, seed=42):
-    """Exercise 5: the mean-pooling baseline and the transformer, trained the same way."""
+def one_change_experiment(epochs=EPOCHS, learning_rate=LEARNING_RATE, heads=TRAIN_HEADS, n_train=2048, seed=42,
+                          plot_path=None):
+    """Exercise 5: the mean-pooling baseline and the transformer, trained the same way.
+
+    With ``plot_path`` the loss curves of both models are also saved there as a PNG.
+    """
     from transformer_lab.reproducibility import seed_everything
     from transformer_lab.set_classifier import SetClassifier
     from transformer_lab.set_task import make_sets
@@ -228,6 +232,7 @@ def one_change_experiment(epochs=EPOCHS, learning_rate=LEARNING_RATE, heads=TRAI
 
     train_data, val_data = make_sets(n_train, seed=11), make_sets(512, seed=12)
     print(f"epochs={epochs}, learning_rate={learning_rate}, heads={heads}, {n_train} training sets, seed {seed}")
+    histories = {}
     for name, use_attention in [("mean baseline", False), ("transformer", True)]:
         seed_everything(seed)  # same initial weights and batches for both models, as in chapter 3
         model = SetClassifier(use_attention, nhead=heads)
@@ -243,6 +248,32 @@ def one_change_experiment(epochs=EPOCHS, learning_rate=LEARNING_RATE, heads=TRAI
         except NotImplementedError:
             print("  (finish Exercise 4 to see your accuracy() here too)")
         prediction_shuffle_check(result.model, indent="  ")
+        histories[name] = result.history
+    if plot_path:
+        save_loss_curves(histories, plot_path)
+        print(f"loss curves saved to {plot_path}")
+
+
+def save_loss_curves(histories, path):
+    """Exercise 5's figure: train and validation loss per epoch, one panel per model."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # a script writes a file; no window needed
+    import matplotlib.pyplot as plt
+
+    from transformer_lab.plotting import use_book_style
+
+    use_book_style()
+    fig, axes = plt.subplots(1, len(histories), figsize=(10, 3.5), sharey=True)
+    for ax, (name, history) in zip(axes, histories.items()):
+        epochs = range(1, len(history) + 1)
+        ax.plot(epochs, [train for train, _ in history], label="train (during updates)")
+        ax.plot(epochs, [val for _, val in history], linestyle="--", label="validation (end of epoch)")
+        ax.set(title=name, xlabel="epoch", ylabel="binary cross-entropy")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def main(argv=None):
@@ -253,10 +284,12 @@ def main(argv=None):
     parser.add_argument("--heads", type=int, default=TRAIN_HEADS)
     parser.add_argument("--n-train", type=int, default=2048, help="training sets (default 2048)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the initial weights and batches")
+    parser.add_argument("--plot", metavar="PNG", help="with --train: also save the loss curves to this file")
     args = parser.parse_args(argv)
     if args.train:
         try_exercise("Exercise 5: one change, then compare",
-                     lambda: one_change_experiment(args.epochs, args.learning_rate, args.heads, args.n_train, args.seed))
+                     lambda: one_change_experiment(args.epochs, args.learning_rate, args.heads, args.n_train, args.seed,
+                                                   args.plot))
         return 0
     from transformer_lab.selfcheck import check_file, format_report
 
