@@ -4,23 +4,25 @@ from pathlib import Path
 from transformer_lab.timing import format_wall_time, format_wall_time_prose, stopwatch
 
 
+def sanitizer_pattern(section: str) -> str:
+    """The regex of one section of the nbval sanitizer file."""
+    config = (Path(__file__).parent / "nbval_sanitize.cfg").read_text()
+    return re.search(rf"\[{re.escape(section)}\]\nregex: (.+)\n", config).group(1)
+
+
 def test_format_is_what_the_sanitizer_masks():
     text = format_wall_time(1.234)
     assert text == "1.23 s (wall)"
-    config = (Path(__file__).parent / "nbval_sanitize.cfg").read_text()
-    pattern = re.search(r"\[wall-clock timings\]\nregex: (.+)\n", config).group(1)
-    assert re.fullmatch(pattern, text)
+    assert re.fullmatch(sanitizer_pattern("wall-clock timings"), text)
+
+
+def test_prose_format_is_masked_too():
+    text = format_wall_time_prose(0.1)
+    assert text == "0.10 seconds of wall-clock time"
+    assert re.fullmatch(sanitizer_pattern("wall-clock timings in prose"), text)
 
 
 def test_stopwatch_measures():
     with stopwatch() as elapsed:
         sum(range(1000))
     assert elapsed["seconds"] > 0
-
-
-def test_prose_format_is_masked_too():
-    text = format_wall_time_prose(0.1)
-    assert text == "0.10 seconds of wall-clock time"
-    config = (Path(__file__).parent / "nbval_sanitize.cfg").read_text()
-    pattern = re.search(r"\[wall-clock timings in prose\]\nregex: (.+)\n", config).group(1)
-    assert re.fullmatch(pattern, text)

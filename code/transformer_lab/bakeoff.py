@@ -31,6 +31,7 @@ from transformer_lab.metrics import accuracy
 from transformer_lab.reproducibility import seed_everything
 from transformer_lab.shapes import describe, require_rank, require_tensor
 from transformer_lab.timing import stopwatch
+from transformer_lab.training import train_epoch
 
 NUMERIC_COLUMNS = ("tenure_months", "seats", "monthly_spend", "support_tickets_90d", "logins_30d", "nps_score")
 CATEGORICAL_COLUMN = "plan_tier"
@@ -210,12 +211,8 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         self.module_ = self._build(x.shape[1])
         optimiser = torch.optim.Adam(self.module_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
         loss_fn = nn.BCEWithLogitsLoss()
-        self.module_.train()
         for _ in range(self.epochs):
-            for batch in torch.randperm(len(target), generator=generator).split(self.batch_size):
-                optimiser.zero_grad()
-                loss_fn(self.module_(x[batch]).reshape(-1), target[batch]).backward()
-                optimiser.step()
+            train_epoch(self.module_, optimiser, loss_fn, (x, target), self.batch_size, generator)
         self.module_.eval()
         self.classes_ = np.array([0, 1])
         return self

@@ -71,21 +71,23 @@ def train_epoch(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     loss_fn: nn.Module,
-    data: Data,
+    data: tuple[torch.Tensor, ...],
     batch_size: int,
     generator: torch.Generator,
 ) -> float:
     """One pass over ``data`` in mini-batches shuffled by ``generator``; returns the mean loss.
 
+    ``data`` is the model's inputs followed by the labels y (N,): ``(x, padding, y)`` for the set
+    and character models, ``(x, y)`` for a plain network. Model outputs are flattened to (N,).
     The mean is weighted by batch size and taken *during* the updates, so it lags behind the
     model's loss at the end of the epoch.
     """
-    x, padding, y = data
+    *inputs, y = data
     model.train()
     total = 0.0
     for batch in torch.randperm(len(y), generator=generator).split(batch_size):
         optimizer.zero_grad()
-        loss = loss_fn(model(x[batch], padding[batch]), y[batch])
+        loss = loss_fn(model(*(tensor[batch] for tensor in inputs)).reshape(-1), y[batch])
         loss.backward()
         optimizer.step()
         total += loss.item() * len(batch)
