@@ -10,6 +10,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 # -W: warnings are errors; -n: nitpicky cross-references; --all: rebuild (and so re-execute) every page.
 BOOK_FLAGS := -W -n --keep-going --all
+# `jupyter-book build` with the pages executed in parallel, one per core (see its docstring).
+JUPYTER_BOOK := $(PY) tools/build_book.py
+# torch's CPU-only build. On Linux x86-64 PyPI's torch wheel is the CUDA build (several GB of
+# nvidia-* packages), so torch alone (--no-deps) comes from PyTorch's CPU index first. --retries 0:
+# where that index cannot be reached but a local wheel cache has torch, pip moves on at once.
+# macOS and Windows take PyPI's wheel, which is the CPU build there.
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
 .PHONY: help setup browser book test refresh bench data clean
 
@@ -25,6 +33,9 @@ help:
 $(STAMP): requirements.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (set PYTHON=python3.11)")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	if [ "$$(uname -s)-$$(uname -m)" = Linux-x86_64 ]; then \
+	  $(PY) -m pip install --quiet --disable-pip-version-check --retries 0 --no-deps \
+	    --index-url $(TORCH_CPU_INDEX) "torch==$(TORCH_VERSION)+cpu"; fi
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
@@ -41,7 +52,7 @@ browser:
 	command -v chromium >/dev/null || { $(APT_INSTALL) update && $(APT_INSTALL) install -y chromium; }
 
 book: setup
-	$(VENV)/bin/jupyter-book build . $(BOOK_FLAGS)
+	$(JUPYTER_BOOK) build . $(BOOK_FLAGS)
 
 test: browser book
 	$(PY) -m pytest

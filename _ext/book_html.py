@@ -8,6 +8,13 @@ sphinx-togglebutton and sphinx-thebe do) twice: once with the file name ``None``
 ``''``. Each page then repeats those inline scripts, and the repeated
 ``const THEBE_JS_URL = ...`` throws "Identifier 'THEBE_JS_URL' has already been declared" in
 every reader's console. This extension drops the repeated copies before each page is written.
+
+Parallel reading. ``make book`` reads (and so executes) pages in parallel (tools/build_book.py).
+Sphinx falls back to a serial read, with a warning that ``-W`` turns into an error, when any
+extension leaves its parallel safety undeclared. sphinx-multitoc-numbering (loaded by Jupyter
+Book) is the one that does: it only replaces how section numbers are assigned from the merged
+table of contents, in the main process after every page is read, and keeps no per-page state, so
+it is declared read-safe here.
 """
 
 from __future__ import annotations
@@ -39,7 +46,20 @@ def drop_duplicate_scripts(app: Sphinx, pagename: str, templatename: str, contex
     scripts[:] = unique
 
 
+PARALLEL_SAFE_EXTENSIONS = ("sphinx_multitoc_numbering",)
+
+
+def declare_parallel_safe(app: Sphinx, config: Any) -> None:
+    """Declare the extensions above safe for parallel reading (see the module docstring)."""
+    for name in PARALLEL_SAFE_EXTENSIONS:
+        extension = app.extensions.get(name)
+        if extension is not None and extension.parallel_read_safe is None:
+            extension.parallel_read_safe = True
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    # After every extension is set up (config-inited comes later than all setup() calls).
+    app.connect("config-inited", declare_parallel_safe)
     # Late (priority 900): after myst-nb and the theme have added their per-page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}

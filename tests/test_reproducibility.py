@@ -1,12 +1,132 @@
+"""The canonical numeric mode: pinned on import, and immune to the caller's choice of CPU kernels."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
 import torch
 
 import transformer_lab
-from transformer_lab.reproducibility import TORCH_THREADS, seed_everything
+from transformer_lab import reproducibility
+from transformer_lab.reproducibility import (
+    CANONICAL_CAPABILITY,
+    CANONICAL_ENVIRONMENT,
+    OPT_OUT_VARIABLE,
+    TORCH_THREADS,
+    seed_everything,
+)
+
+needs_x86_avx2 = pytest.mark.skipif(
+    not reproducibility.is_x86_64() or reproducibility.cpu_has_avx2() is False,
+    reason="the canonical mode pins x86-64 kernels that need AVX2",
+)
+
+# Training-sensitive work at a small size: a set classifier (chapter 3) and a character-level
+# transformer (chapter 4), each trained for a few hundred Adam steps; the final losses are printed
+# with every digit, so any kernel difference shows.
+TRAINING_PROBE = textwrap.dedent(
+    """
+    import transformer_lab  # first: it pins the numeric mode before any tensor operation
+    import torch
+    from torch import nn
+
+    from transformer_lab.char_transformer import TinyTransformer, encode_texts
+    from transformer_lab.reproducibility import seed_everything
+    from transformer_lab.set_classifier import SetClassifier
+    from transformer_lab.set_task import make_sets
+    from transformer_lab.training import adam, train_epoch
+
+    def final_loss(model, data, epochs):
+        generator = torch.Generator().manual_seed(0)
+        optimizer = adam(model.parameters(), 3e-3)
+        loss_fn = nn.BCEWithLogitsLoss()
+        for _ in range(epochs):
+            last = train_epoch(model, optimizer, loss_fn, data, 64, generator)
+        return last
+
+    x, padding, y = make_sets(512, seed=1)
+    seed_everything(0)
+    print("sets", repr(final_loss(SetClassifier(), (x, padding, y), 15)))
+
+    texts = ["sync works great", "never works, sadly", "great, not bad", "bad, not great"] * 64
+    ids = encode_texts(texts)
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0] * 64)
+    seed_everything(0)
+    print("chars", repr(final_loss(TinyTransformer(use_positions=True), (ids, labels), 10)))
+    print("kernels", torch.backends.cpu.get_cpu_capability())
+    """
+)
+
+# Environments a caller might run the book in, each asking for other kernels than the canonical.
+OTHER_KERNELS = {
+    "generic kernels": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "AUTO", "ONEDNN_MAX_CPU_ISA": "SSE41"},
+    "MKL's fastest path, 2 threads": {"MKL_CBWR": "AUTO", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"},
+}
 
 
-def test_importing_the_package_pins_threads():
+def run_probe(extra_environment: dict[str, str]) -> str:
+    environment = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in CANONICAL_ENVIRONMENT and key != OPT_OUT_VARIABLE
+    }
+    environment.update(extra_environment)
+    completed = subprocess.run(
+        [sys.executable, "-c", TRAINING_PROBE], env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout
+
+
+def test_importing_the_package_pins_threads_and_the_environment():
     assert transformer_lab is not None
     assert torch.get_num_threads() == TORCH_THREADS
+    if reproducibility.is_x86_64():
+        for name, value in CANONICAL_ENVIRONMENT.items():
+            assert os.environ[name] == value, name
+
+
+@needs_x86_avx2
+def test_pytorch_runs_the_canonical_kernels():
+    assert torch.backends.cpu.get_cpu_capability() == CANONICAL_CAPABILITY
+    assert reproducibility.numeric_mode_problem() is None
+
+
+@needs_x86_avx2
+@pytest.mark.parametrize("asked_for", list(OTHER_KERNELS))
+def test_training_is_immune_to_the_callers_cpu_kernels(asked_for):
+    """The same training, in a process that asks for other kernels, prints the same numbers."""
+    canonical = run_probe({})
+    assert f"kernels {CANONICAL_CAPABILITY}" in canonical
+    assert run_probe(OTHER_KERNELS[asked_for]) == canonical
+
+
+@needs_x86_avx2
+def test_without_the_canonical_mode_the_kernels_change_the_numbers():
+    """The immunity test above can fail: opting out with generic kernels changes the losses."""
+    generic = {OPT_OUT_VARIABLE: "native", **OTHER_KERNELS["generic kernels"]}
+    assert run_probe(generic) != run_probe({})
+
+
+def test_importing_after_a_tensor_operation_warns_with_the_fix():
+    script = "import torch\ntorch.ones(2) + 1\nimport transformer_lab\n"
+    environment = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
+    environment.pop(OPT_OUT_VARIABLE, None)
+    completed = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    if reproducibility.is_x86_64() and reproducibility.cpu_has_avx2() is not False:
+        assert "import transformer_lab before any tensor operation" in completed.stderr
+        assert "DEFAULT" in completed.stderr
+
+
+def test_opting_out_is_reported_as_the_reason():
+    script = "import transformer_lab\nfrom transformer_lab.reproducibility import numeric_mode_problem\nprint(numeric_mode_problem())"
+    environment = {**os.environ, OPT_OUT_VARIABLE: "native"}
+    completed = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
+    assert "switched off" in completed.stdout
 
 
 def test_seed_everything_repeats_draws():

@@ -1,11 +1,12 @@
 """transformer_lab: the one shared package behind the Week 20 chapter.
 
-Importing it pins PyTorch's thread count so that every page, test and starter script computes the
-same numbers on a 2-core CI runner and on a 16-core laptop (see ``reproducibility``).
+Importing it puts the process in the book's canonical numeric mode (one thread, fixed CPU
+kernels; see ``reproducibility``), so every page, test and starter script computes the same
+numbers on any x86-64 machine. Import it before any tensor operation.
 """
 
-from transformer_lab.reproducibility import pin_threads
+from transformer_lab.reproducibility import pin_numerics
 
-pin_threads()
+pin_numerics()
 
-__all__ = ["pin_threads"]
+__all__ = ["pin_numerics"]

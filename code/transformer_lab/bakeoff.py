@@ -31,7 +31,7 @@ from transformer_lab.metrics import accuracy
 from transformer_lab.reproducibility import seed_everything
 from transformer_lab.shapes import describe, require_rank, require_tensor
 from transformer_lab.timing import stopwatch
-from transformer_lab.training import train_epoch
+from transformer_lab.training import adam, train_epoch
 
 NUMERIC_COLUMNS = ("tenure_months", "seats", "monthly_spend", "support_tickets_90d", "logins_30d", "nps_score")
 CATEGORICAL_COLUMN = "plan_tier"
@@ -209,7 +209,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y should have shape ({x.shape[0]},) to match X, got {describe(target.shape)}")
         generator = seed_everything(self.seed)
         self.module_ = self._build(x.shape[1])
-        optimiser = torch.optim.Adam(self.module_.parameters(), lr=self.learning_rate, weight_decay=self.weight_decay)
+        optimiser = adam(self.module_.parameters(), self.learning_rate, self.weight_decay)
         loss_fn = nn.BCEWithLogitsLoss()
         for _ in range(self.epochs):
             train_epoch(self.module_, optimiser, loss_fn, (x, target), self.batch_size, generator)

@@ -33,7 +33,7 @@ from transformer_lab.metrics import accuracy
 from transformer_lab.pooling import masked_mean
 from transformer_lab.reproducibility import seed_everything
 from transformer_lab.shapes import describe, require_rank, require_tensor
-from transformer_lab.training import check_settings, train_epoch
+from transformer_lab.training import adam, check_settings, train_epoch
 
 PAD_ID = 0
 MAX_CHAR_ID = 126  # '~': every rarer character (é, ’, emoji) shares this id
@@ -182,7 +182,7 @@ def train_praise_model(
     check_settings(epochs, learning_rate, batch_size)
     generator = seed_everything(seed)
     model = TinyTransformer(use_positions, length=split.x_train.shape[1], **model_options)
-    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    optimizer = adam(model.parameters(), learning_rate)
     data = (split.x_train, split.x_train == PAD_ID, split.y_train)
     for _ in range(epochs):
         train_epoch(model, optimizer, nn.BCEWithLogitsLoss(), data, batch_size, generator)

@@ -1,31 +1,138 @@
-"""Seeds and thread counts: the two things that make printed numbers repeat.
+"""The canonical numeric mode: the settings that make printed numbers repeat on every x86-64 CPU.
 
-Floating-point sums are not associative, so PyTorch gives slightly different results when a
-reduction is split over 1 or 2 threads; after a few hundred optimiser steps those differences
-grow into visibly different accuracies. The package therefore fixes one thread everywhere.
+Seeds fix *what* is computed; they do not fix *how*. PyTorch and the libraries under it choose
+their CPU kernels at run time: ATen picks an AVX-512 or AVX2 build of its vectorised loops, MKL
+picks a code path per CPU vendor and generation, oneDNN compiles code for the widest instruction
+set it finds, and a reduction split over two threads adds in another order than over one. Each
+choice changes the last bits of a result, and training turns last-bit differences into different
+accuracies a few hundred steps later. So the package fixes every one of those choices, in one
+place, before the first tensor operation (``pin_numerics``, called when ``transformer_lab`` is
+imported):
+
+- ``ATEN_CPU_CAPABILITY=avx2``: ATen's AVX2 kernels on every CPU that has AVX2, never AVX-512;
+- ``MKL_CBWR=COMPATIBLE``: MKL's vendor-neutral code path, so Intel and AMD CPUs agree;
+- ``ONEDNN_MAX_CPU_ISA=AVX2``: oneDNN generates the same instructions everywhere;
+- ``OMP_NUM_THREADS=1``, ``MKL_NUM_THREADS=1`` and ``torch.set_num_threads(1)``: one thread, so
+  reductions always add in the same order;
+- ``OPENBLAS_CORETYPE=Haswell`` (kept if already set): NumPy's and SciPy's OpenBLAS use their
+  AVX2 kernels; it acts only if set before NumPy is imported, so pages import the package first;
+- ``TOKENIZERS_PARALLELISM=false``: one tokenizer thread, and no warning when a process forks.
+
+What holds where: on any x86-64 CPU with AVX2 (Intel since 2013, AMD since 2015) the mode gives
+the same numbers bit for bit. On an x86-64 CPU without AVX2, and on ARM (Apple silicon,
+Graviton), other kernels run: results agree to about six significant digits for a single
+computation, but trained models end in different places, so the book's training numbers differ.
+Setting ``TRANSFORMER_LAB_NUMERICS=native`` turns the mode off (fastest kernels, other numbers).
 """
 
+import os
+import platform
 import random
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
+if TYPE_CHECKING:
+    import torch
 
 TORCH_THREADS = 1
+OPT_OUT_VARIABLE = "TRANSFORMER_LAB_NUMERICS"
+CANONICAL_CAPABILITY = "AVX2"
+
+# Forced for every process that imports the package (a caller asking for other kernels is
+# overruled: the point is that nobody's environment changes the book's numbers).
+CANONICAL_ENVIRONMENT = {
+    "ATEN_CPU_CAPABILITY": "avx2",
+    "MKL_CBWR": "COMPATIBLE",
+    "ONEDNN_MAX_CPU_ISA": "AVX2",
+    "OMP_NUM_THREADS": str(TORCH_THREADS),
+    "MKL_NUM_THREADS": str(TORCH_THREADS),
+    "TOKENIZERS_PARALLELISM": "false",
+}
+# Set only when absent: some machines set it already to work around an OpenBLAS bug.
+DEFAULT_ENVIRONMENT = {"OPENBLAS_CORETYPE": "Haswell"}
 
 
-def pin_threads(threads: int = TORCH_THREADS) -> None:
-    """Fix PyTorch's intra-op (and, when still possible, inter-op) thread counts."""
+def is_x86_64() -> bool:
+    """True on an x86-64 (amd64) machine, where the canonical mode applies."""
+    return platform.machine().lower() in {"x86_64", "amd64"}
+
+
+def cpu_has_avx2() -> bool | None:
+    """Whether the CPU reports AVX2 and FMA (``None`` when the OS does not say, as off Linux)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.exists():
+        return None
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            return {"avx2", "fma"} <= flags
+    return None
+
+
+def canonical_mode_wanted() -> bool:
+    """False when the caller opted out with ``TRANSFORMER_LAB_NUMERICS=native``."""
+    return os.environ.get(OPT_OUT_VARIABLE, "canonical").strip().lower() != "native"
+
+
+def apply_canonical_environment() -> None:
+    """Write the canonical variables into this process's environment (before torch computes)."""
+    os.environ["TOKENIZERS_PARALLELISM"] = CANONICAL_ENVIRONMENT["TOKENIZERS_PARALLELISM"]
+    if not canonical_mode_wanted():
+        return
+    if is_x86_64():
+        os.environ.update(CANONICAL_ENVIRONMENT)
+        if cpu_has_avx2() is not False:
+            for name, value in DEFAULT_ENVIRONMENT.items():
+                os.environ.setdefault(name, value)
+    else:
+        os.environ["OMP_NUM_THREADS"] = str(TORCH_THREADS)
+
+
+def numeric_mode_problem() -> str | None:
+    """One sentence saying why this process cannot reproduce the book's numbers, or ``None``."""
+    import torch
+
+    if not canonical_mode_wanted():
+        return f"{OPT_OUT_VARIABLE}=native: the canonical numeric mode is switched off"
+    if not is_x86_64():
+        return (
+            f"this is a {platform.machine()} CPU, not x86-64: PyTorch runs other kernels here, "
+            "so trained models (and the numbers printed after training) differ from the book's"
+        )
+    capability = torch.backends.cpu.get_cpu_capability()
+    if capability == CANONICAL_CAPABILITY:
+        return None
+    if capability == "DEFAULT" and cpu_has_avx2() is False:
+        return "this CPU has no AVX2: PyTorch runs its generic kernels, so training results differ"
+    return (
+        f"PyTorch had already chosen its {capability} kernels before transformer_lab was imported "
+        f"(a tensor operation ran first), so the canonical {CANONICAL_CAPABILITY} mode could not take "
+        "effect. Fix: import transformer_lab before any tensor operation (restart the kernel)"
+    )
+
+
+def pin_numerics(threads: int = TORCH_THREADS) -> None:
+    """Put this process in the canonical numeric mode; warn when it is too late to do so."""
+    apply_canonical_environment()
+    import torch
+
     torch.set_num_threads(threads)
     try:
         torch.set_num_interop_threads(threads)
     except RuntimeError:
-        # Inter-op threads can only be set before the first parallel operation; a caller that
-        # imported torch and already ran work keeps its setting, intra-op is what matters here.
+        # Only possible before the first parallel operation; intra-op threads are what matter.
         pass
+    problem = numeric_mode_problem()
+    if problem and canonical_mode_wanted() and is_x86_64():
+        warnings.warn(f"transformer_lab: {problem}.", RuntimeWarning, stacklevel=3)
 
 
-def seed_everything(seed: int) -> torch.Generator:
+def seed_everything(seed: int) -> "torch.Generator":
     """Seed Python, NumPy and PyTorch; return a fresh ``torch.Generator`` seeded the same way."""
+    import numpy as np
+    import torch
+
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

@@ -67,6 +67,17 @@ def check_settings(epochs: int, learning_rate: float, batch_size: int) -> None:
         raise ValueError(f"learning_rate must be positive, got {learning_rate!r}")
 
 
+def adam(parameters, learning_rate: float, weight_decay: float = 0.0) -> torch.optim.Adam:
+    """Adam as every model of the book trains with it: PyTorch's fused CPU kernel.
+
+    The fused kernel updates each parameter tensor in one pass and takes its square roots with
+    an exact instruction. The default (per-tensor) Adam calls ``torch.sqrt``, whose CPU kernel
+    rounds differently on different processors, and training amplifies those last bits into
+    different accuracies; the fused kernel is also a little faster.
+    """
+    return torch.optim.Adam(parameters, lr=learning_rate, weight_decay=weight_decay, fused=True)
+
+
 def train_epoch(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
@@ -125,7 +136,7 @@ def train_classifier(
     check_data("val_data", val_data)
     check_settings(epochs, learning_rate, batch_size)
     generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
+    optimizer = adam(model.parameters(), learning_rate)
     loss_fn = nn.BCEWithLogitsLoss()
     history: list[tuple[float, float]] = []
     best_loss, best_epoch, best_state = float("inf"), 0, None
