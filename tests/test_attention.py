@@ -183,7 +183,7 @@ def test_mix_values_checks_its_inputs():
         mix_values(torch.zeros(2, 3, 4), v)
     with pytest.raises(TypeError, match="ignore must be a boolean tensor"):
         mix_values(scores, v, torch.zeros(2, 3, 5))
-    with pytest.raises(ValueError, match=r"ignore has shape \(2, 4\), which does not broadcast"):
+    with pytest.raises(ValueError, match=r"ignore has shape \(2, 4\), which does not broadcast to the scores' shape \(B, Lq, Lk\) \(2, 3, 5\)"):
         mix_values(scores, v, torch.zeros(2, 4, dtype=torch.bool))
 
 

@@ -139,5 +139,5 @@ def test_empty_data_and_integer_labels_are_refused():
     x, padding, y = VAL
     with pytest.raises(ValueError, match=r"val_data is empty: x has shape \(0, 8, 2\)"):
         train_classifier(fresh_model(), TRAIN, (x[:0], padding[:0], y[:0]), epochs=1)
-    with pytest.raises(TypeError, match="train_data y must hold floating-point numbers .*use y.float"):
+    with pytest.raises(TypeError, match=r"train_data y must hold floating-point numbers \(binary cross-entropy needs float labels\), got dtype torch.int64"):
         train_classifier(fresh_model(), (TRAIN[0], TRAIN[1], TRAIN[2].long()), VAL, epochs=1)

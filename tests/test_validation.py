@@ -14,6 +14,7 @@ from transformer_lab.validation import (
     require_finite,
     require_float_tensor,
     require_int,
+    require_mask,
     require_nonzero_size,
     require_number,
     require_padding,
@@ -139,3 +140,11 @@ def test_all_masked_rows_are_named_for_both_mask_shapes():
         require_some_key(torch.tensor([[[False, True], [True, True]]]))
     with pytest.raises(ValueError, match=r"k has shape \(1, 0, 4\): it has no keys"):
         require_nonzero_size("k", torch.zeros(1, 0, 4), 1, "keys")
+
+
+def test_require_mask_is_boolean_and_broadcasts():
+    require_mask("ignore", torch.zeros(1, 1, 5, dtype=torch.bool), (2, 3, 5), "the scores")
+    with pytest.raises(TypeError, match="ignore must be a boolean tensor"):
+        require_mask("ignore", torch.zeros(2, 3, 5), (2, 3, 5), "the scores")
+    with pytest.raises(ValueError, match=r"ignore has shape \(2, 4\), which does not broadcast to the scores \(2, 3, 5\)"):
+        require_mask("ignore", torch.zeros(2, 4, dtype=torch.bool), (2, 3, 5), "the scores")

@@ -14,13 +14,13 @@ from transformer_lab.validation import (
     require_finite,
     require_float_tensor,
     require_int,
+    require_mask,
     require_nonzero_size,
     require_number,
     require_padding,
     require_rank,
     require_size,
     require_some_key,
-    require_tensor,
     require_texts,
 )
 
@@ -58,18 +58,7 @@ def check_mix_inputs(scores, v, ignore=None) -> None:
     require_size("v", v, 1, scores.shape[2], f"one value per key, and scores has Lk={scores.shape[2]} keys")
     require_nonzero_size("scores", scores, 2, "keys to read")
     if ignore is not None:
-        require_tensor("ignore", ignore)
-        if ignore.dtype != torch.bool:
-            raise TypeError(f"ignore must be a boolean tensor (True = ignore that key), got dtype {ignore.dtype}")
-        try:
-            fits = torch.broadcast_shapes(ignore.shape, scores.shape) == scores.shape
-        except RuntimeError:
-            fits = False
-        if not fits:
-            raise ValueError(
-                f"ignore has shape {describe(ignore.shape)}, which does not broadcast to the scores' "
-                f"shape {describe(scores.shape)} (B, Lq, Lk)"
-            )
+        require_mask("ignore", ignore, scores.shape, "the scores' shape (B, Lq, Lk)")
 
 
 def causal_mask(length: int) -> torch.Tensor:

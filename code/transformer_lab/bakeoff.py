@@ -29,9 +29,16 @@ from torch import nn
 from transformer_lab.cloudwave import PLAN_TIERS
 from transformer_lab.metrics import accuracy
 from transformer_lab.reproducibility import seed_everything
-from transformer_lab.validation import describe, require_binary_labels, require_finite, require_number, require_rank, require_tensor
 from transformer_lab.timing import stopwatch
 from transformer_lab.training import train_epoch
+from transformer_lab.validation import (
+    describe,
+    require_binary_labels,
+    require_finite,
+    require_number,
+    require_rank,
+    require_tensor,
+)
 
 NUMERIC_COLUMNS = ("tenure_months", "seats", "monthly_spend", "support_tickets_90d", "logins_30d", "nps_score")
 CATEGORICAL_COLUMN = "plan_tier"

@@ -32,6 +32,7 @@ from transformer_lab.datasets import load_feedback
 from transformer_lab.metrics import accuracy
 from transformer_lab.pooling import masked_mean
 from transformer_lab.reproducibility import seed_everything
+from transformer_lab.training import check_settings, train_epoch
 from transformer_lab.validation import (
     describe,
     require_binary_labels,
@@ -41,7 +42,6 @@ from transformer_lab.validation import (
     require_tensor,
     require_texts,
 )
-from transformer_lab.training import check_settings, train_epoch
 
 PAD_ID = 0
 MAX_CHAR_ID = 126  # '~': every rarer character (é, ’, emoji) shares this id

@@ -12,6 +12,7 @@ from torch import nn
 
 from transformer_lab.encoder import count_parameters
 from transformer_lab.metrics import accuracy
+from transformer_lab.timing import stopwatch
 from transformer_lab.validation import (
     describe,
     require_binary_labels,
@@ -21,7 +22,6 @@ from transformer_lab.validation import (
     require_number,
     require_padding,
 )
-from transformer_lab.timing import stopwatch
 
 Data = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -62,7 +62,7 @@ def check_data(name: str, data: Data) -> None:
         raise TypeError(f"{name} must be a tuple (x, padding, y), got {type(data).__name__}")
     x, padding, y = data
     require_float_tensor(f"{name} x", x)
-    require_float_tensor(f"{name} y", y, why="binary cross-entropy needs float labels; use y.float()")
+    require_float_tensor(f"{name} y", y, why="binary cross-entropy needs float labels")
     if x.dim() != 3:
         raise ValueError(f"{name} x should have shape (N, L, F), got {describe(x.shape)}")
     if x.shape[0] == 0:

@@ -168,6 +168,20 @@ def require_padding(padding: torch.Tensor, batch: int, length: int, name: str = 
         )
 
 
+def require_mask(name: str, value: object, shape: Sequence[int], meaning: str) -> torch.Tensor:
+    """Return ``value`` if it is a boolean mask (True = ignore) that broadcasts to ``shape``."""
+    mask = require_tensor(name, value)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"{name} must be a boolean tensor (True = ignore), got dtype {mask.dtype}")
+    try:
+        fits = torch.broadcast_shapes(mask.shape, tuple(shape)) == tuple(shape)
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"{name} has shape {describe(mask.shape)}, which does not broadcast to {meaning} {describe(shape)}")
+    return mask
+
+
 def require_some_key(ignore: torch.Tensor) -> None:
     """Raise ``ValueError`` if a query may read no key at all.
 
