@@ -284,5 +284,7 @@ def test_torch_classifier_refuses_bad_labels_and_nan_features():
         TorchClassifier(epochs=1).fit(np.zeros((4, 3)), [0, 2, 0, 2])
     with pytest.raises(ValueError, match=r"X holds NaN or infinite values, first at position \(0, 0\)"):
         TorchClassifier(epochs=1).fit(np.full((4, 3), np.nan), [0, 1, 0, 1])
+    with pytest.raises(TypeError, match="differences must be a pandas Series from paired_difference, got list"):
+        consistency([1, 2])
     with pytest.raises(ValueError, match="test_size must be a finite number, got nan"):
         stratified_split([0, 1] * 10, seed=0, test_size=float("nan"))

@@ -8,6 +8,7 @@ import torch
 
 from transformer_lab.validation import (
     describe,
+    is_int,
     require_binary_labels,
     require_bool,
     require_counts,
@@ -50,6 +51,11 @@ def test_padding_checks():
     with pytest.raises(TypeError, match="list"):
         require_tensor("x", [1, 2])
 
+
+
+def test_is_int_excludes_bools_and_floats():
+    assert is_int(3) and is_int(np.int64(3))
+    assert not any(is_int(value) for value in (True, 3.0, "3", None))
 
 
 def test_require_int_takes_whole_numbers_only():

@@ -382,6 +382,8 @@ def consistency(differences: pd.Series) -> str:
 
     Mixed (or tied) results read e.g. 'ahead on 2 of 3 seeds'.
     """
+    if not isinstance(differences, pd.Series):
+        raise TypeError(f"differences must be a pandas Series from paired_difference, got {type(differences).__name__}")
     if len(differences) == 0:
         raise ValueError("differences must hold at least one seed, got none")
     if (differences > 0).all():

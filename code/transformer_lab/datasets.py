@@ -29,15 +29,16 @@ import pandas as pd
 from transformer_lab.cloudwave import (
     CUSTOMER360_COLUMNS,
     CUSTOMER360_FILE,
-    PLAN_TIERS,
     EVENT_TYPES,
     EVENTS_COLUMNS,
     EVENTS_FILE,
     FEEDBACK_COLUMNS,
     FEEDBACK_FILE,
+    PLAN_TIERS,
     USAGE_GRID_COLUMNS,
     USAGE_GRID_FILE,
 )
+from transformer_lab.validation import is_int
 
 DATA_DIR_ENV = "CLOUDWAVE_DATA_DIR"
 DATA_FILES = (FEEDBACK_FILE, CUSTOMER360_FILE)
@@ -144,7 +145,7 @@ def read_feedback_records(path: Path | str) -> list[dict[str, object]]:
     records = []
     for number, record in _json_objects(path, FEEDBACK_COLUMNS):
         rating = record["rating"]
-        if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 5:
+        if not is_int(rating) or not 1 <= rating <= 5:
             raise ValueError(f"{path}, line {number}: rating should be an integer 1-5, got {rating!r}")
         records.append(record)
     if not records:

@@ -30,7 +30,7 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
-from transformer_lab.validation import require_counts, require_int, require_texts  # noqa: E402
+from transformer_lab.validation import is_int, require_counts, require_int, require_texts  # noqa: E402
 
 # A corpus small enough to read in one glance: with a vocabulary of 80 the merges stay visible.
 # Pets are frequent, transformer vocabulary is mixed, some words appear exactly once.
@@ -289,15 +289,12 @@ def check_frequency_bins(bins: Sequence[tuple[int, int | None]]) -> None:
     previous_high = 0
     for position, pair in enumerate(bins):
         low, high = pair if isinstance(pair, tuple | list) and len(pair) == 2 else (None, None)
-        try:
-            require_int("low", low, minimum=previous_high + 1)
-            if high is not None or position < len(bins) - 1:
-                require_int("high", high, minimum=low)
-        except (TypeError, ValueError):
+        last = position == len(bins) - 1
+        if not (is_int(low) and low > previous_high and (high is None and last or is_int(high) and high >= low)):
             raise ValueError(
                 f"bins[{position}] must be (low, high) with low > {previous_high} and high >= low "
                 f"(high=None only for the last bin), got {pair!r}"
-            ) from None
+            )
         previous_high = high if high is not None else low
 
 

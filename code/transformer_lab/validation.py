@@ -29,12 +29,17 @@ def _kind(value: object) -> str:
 # --- plain Python arguments -------------------------------------------------------------------
 
 
+def is_int(value: object) -> bool:
+    """True for a whole number: ``int`` or a NumPy integer, but not a bool (``True`` is not 1 here)."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def require_int(name: str, value: object, minimum: int | None = None) -> int:
     """Return ``value`` as an ``int`` if it is a whole number (not a bool) of at least ``minimum``.
 
     NumPy integers are accepted; floats such as ``2.0``, strings and ``True`` are not.
     """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_int(value):
         raise TypeError(f"{name} must be an int, got {_kind(value)}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be an int of at least {minimum}, got {value}")
