@@ -54,12 +54,16 @@ def require_bool(name: str, value: object) -> bool:
 
 
 def require_number(
-    name: str, value: object, above: float | None = None, below: float | None = None
+    name: str,
+    value: object,
+    above: float | None = None,
+    below: float | None = None,
+    minimum: float | None = None,
 ) -> float:
-    """Return ``value`` as a ``float`` if it is a finite real number strictly between the bounds.
+    """Return ``value`` as a ``float`` if it is a finite real number within the bounds.
 
-    ``above``/``below`` are exclusive bounds (``None``: no bound). Bools, strings, ``None``, NaN
-    and infinities are refused.
+    ``above``/``below`` are exclusive bounds, ``minimum`` an inclusive one (``None``: no bound).
+    Bools, strings, ``None``, NaN and infinities are refused.
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {_kind(value)}")
@@ -74,6 +78,8 @@ def require_number(
         else:
             bounds = f"below {below:g}"
         raise ValueError(f"{name} must be {bounds}, got {value}")
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be at least {minimum:g}, got {value}")
     return number
 
 
