@@ -7,10 +7,13 @@ against; `make refresh` rewrites them after a deliberate change.
 
     python tests/book_pages.py refresh [PAGE.md ...]   # re-execute and rewrite references
     python tests/book_pages.py list                    # pages in the table of contents
+    python tests/book_pages.py record-outputs          # rewrite the visible-outputs floor (deliberately)
 """
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -22,7 +25,23 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCES = ROOT / "tests" / "references"
+VISIBLE_OUTPUTS = REFERENCES / "visible_outputs.json"
 CELL_TIMEOUT_SECONDS = 300
+HIDDEN_OUTPUT_TAGS = {"remove-output", "remove-cell"}
+# Alt text that is empty or looks like a file name or path counts as missing: when a figure has none,
+# Sphinx fills in the image's path, which a check for "some alt text" would accept. Used as a
+# Python and a JavaScript regular expression (case-insensitive), so keep to the syntax both share.
+FILE_NAME_ALT = r"_build|^\S*[/\\]\S*$|\.(png|svg|jpe?g|gif|webp|pdf)$"
+
+
+def alt_text_problem(alt: str | None) -> str | None:
+    """Why ``alt`` is not a usable description (empty, or a file name or path), or None if it is."""
+    text = (alt or "").strip()
+    if not text:
+        return "no alt text"
+    if re.search(FILE_NAME_ALT, text, flags=re.IGNORECASE):
+        return f"alt text {text!r} is a file name or path, not a description"
+    return None
 
 
 def toc_pages() -> list[Path]:
@@ -70,6 +89,28 @@ def reference_path(page: Path) -> Path:
     return REFERENCES / page.resolve().relative_to(ROOT).with_suffix(".ipynb")
 
 
+def visible_outputs(page: Path) -> int:
+    """Code cells of ``page`` whose reference holds an output the reader sees.
+
+    A cell counts when its reference copy has at least one output and the page's cell is not
+    tagged ``remove-output`` or ``remove-cell`` (the page's tags, so a new tag counts at once).
+    """
+    reference = nbformat.read(reference_path(page), as_version=4)
+    page_cells = [cell for cell in read_page(page).cells if cell.cell_type == "code"]
+    reference_cells = [cell for cell in reference.cells if cell.cell_type == "code"]
+    return sum(
+        bool(then.get("outputs")) and not HIDDEN_OUTPUT_TAGS & set(now.metadata.get("tags", []))
+        for now, then in zip(page_cells, reference_cells)
+    )
+
+
+def record_outputs() -> None:
+    """Rewrite ``VISIBLE_OUTPUTS``, the floor ``tests/test_references.py`` holds every page to."""
+    counts = {page.resolve().relative_to(ROOT).as_posix(): visible_outputs(page) for page in toc_pages() if has_code(page)}
+    VISIBLE_OUTPUTS.write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
+    print(f"wrote {VISIBLE_OUTPUTS.relative_to(ROOT)}: review the diff before committing")
+
+
 def execute_page(page: Path) -> nbformat.NotebookNode:
     """Execute a page from its own folder, exactly as the book build does."""
     notebook = read_page(page)
@@ -100,12 +141,15 @@ def refresh(pages: list[Path]) -> None:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"refresh", "list"}:
+    if not argv or argv[0] not in {"refresh", "list", "record-outputs"}:
         print(__doc__)
         return 2
     if argv[0] == "list":
         for page in toc_pages():
             print(page.relative_to(ROOT))
+        return 0
+    if argv[0] == "record-outputs":
+        record_outputs()
         return 0
     pages = [Path(arg).resolve() for arg in argv[1:]] or toc_pages()
     listed = {page.resolve() for page in toc_pages()}

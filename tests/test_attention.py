@@ -10,6 +10,7 @@ from transformer_lab.attention import (
     attention,
     causal_mask,
     max_weight_by_width,
+    mix_values,
     soft_join,
     toy_self_attention,
 )
@@ -129,3 +130,123 @@ def test_toy_matches_the_exercise_recipe():
     w_q, w_k, _ = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
     expected = torch.softmax((embeddings @ w_q) @ (embeddings @ w_k).T / 2, dim=-1)
     torch.testing.assert_close(weights, expected)
+
+
+POISON = [float("nan"), float("inf"), -float("inf"), 1e30]
+
+
+@pytest.mark.parametrize("poison", POISON)
+def test_nothing_at_a_padded_key_reaches_the_output(poison):
+    q, k, v, _ = random_inputs(7, 2, 3, 5, 4, 6, False)
+    padding = torch.tensor([[False, False, False, True, True], [False, True, True, True, True]])
+    clean = attention(q, k, v, padding)
+    hidden = padding[:, :, None]
+    poisoned = attention(q, k.masked_fill(hidden, poison), v.masked_fill(hidden, poison), padding)
+    for expected, got in zip(clean, poisoned):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0)
+
+
+def test_a_future_nan_cannot_reach_earlier_queries_under_a_causal_mask():
+    q, k, v, _ = random_inputs(8, 1, 4, 4, 3, 2, False)
+    v[0, 3] = float("nan")
+    output, _ = attention(q, k, v, causal=True)
+    assert torch.isfinite(output[0, :3]).all() and torch.isnan(output[0, 3]).all()
+
+
+@pytest.mark.parametrize(
+    "make, error, message",
+    [
+        (lambda q, k, v: (q, k[:, :0], v[:, :0]), ValueError, r"k has shape \(2, 0, 4\): it has no keys to read"),
+        (lambda q, k, v: (q[..., :0], k[..., :0], v), ValueError, r"q has shape \(2, 3, 0\): it has no width D"),
+        (lambda q, k, v: (q.long(), k.long(), v.long()), TypeError, "q must hold floating-point numbers, got dtype torch.int64"),
+        (lambda q, k, v: (q, k, v.double()), TypeError, r"v must have dtype torch.float32 \(the dtype of q\), got torch.float64"),
+    ],
+)
+def test_degenerate_sizes_and_dtypes_are_refused(make, error, message):
+    q, k, v = torch.zeros(2, 3, 4), torch.zeros(2, 5, 4), torch.zeros(2, 5, 6)
+    with pytest.raises(error, match=message):
+        attention(*make(q, k, v))
+
+
+@pytest.mark.parametrize("causal", ["False", 1, None])
+def test_causal_must_be_a_real_bool(causal):
+    q = torch.zeros(1, 3, 2)
+    with pytest.raises(TypeError, match="causal must be True or False"):
+        attention(q, q, q, causal=causal)
+
+
+def test_mix_values_checks_its_inputs():
+    scores, v = torch.zeros(2, 3, 5), torch.zeros(2, 5, 6)
+    with pytest.raises(TypeError, match="scores must be a torch.Tensor"):
+        mix_values([[1.0]], v)
+    with pytest.raises(ValueError, match=r"v has shape \(2, 5, 6\) but its dimension 1 should be 4"):
+        mix_values(torch.zeros(2, 3, 4), v)
+    with pytest.raises(TypeError, match="ignore must be a boolean tensor"):
+        mix_values(scores, v, torch.zeros(2, 3, 5))
+    with pytest.raises(ValueError, match=r"ignore has shape \(2, 4\), which does not broadcast to the scores' shape \(B, Lq, Lk\) \(2, 3, 5\)"):
+        mix_values(scores, v, torch.zeros(2, 4, dtype=torch.bool))
+
+
+@pytest.mark.parametrize(
+    "temperature, error, message",
+    [
+        (float("nan"), ValueError, "temperature must be a finite number, got nan"),
+        (float("inf"), ValueError, "temperature must be a finite number, got inf"),
+        (None, TypeError, "temperature must be a number, got NoneType None"),
+        ("0.1", TypeError, "temperature must be a number, got str '0.1'"),
+        (True, TypeError, "temperature must be a number, got bool True"),
+        (-1.0, ValueError, "temperature must be positive, got -1.0"),
+    ],
+)
+def test_soft_join_refuses_bad_temperatures(temperature, error, message):
+    keys = torch.eye(3)
+    with pytest.raises(error, match=message):
+        soft_join(keys, keys, keys, temperature)
+
+
+@pytest.mark.parametrize("temperature", [1e-3, 1e-40, 1e-300])
+def test_soft_join_at_tiny_temperatures_is_the_hard_join(temperature):
+    keys = F.normalize(torch.randn(6, 4, generator=torch.Generator().manual_seed(1)), dim=1)
+    values = torch.arange(12.0).reshape(6, 2)
+    order = torch.tensor([5, 0, 3])
+    output, weights = soft_join(keys[order], keys, values, temperature)
+    torch.testing.assert_close(output, values[order])
+    assert torch.equal(weights, F.one_hot(order, 6).float())
+
+
+def test_soft_join_splits_the_weight_between_tied_keys_at_zero_temperature():
+    keys = torch.tensor([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    _, weights = soft_join(keys[:1], keys, torch.eye(3), temperature=1e-40)
+    torch.testing.assert_close(weights, torch.tensor([[0.5, 0.5, 0.0]]))
+
+
+def test_soft_join_with_huge_scores_stays_finite_or_says_why():
+    keys = torch.eye(3)
+    output, weights = soft_join(keys * 1e10, keys * 1e10, torch.eye(3), temperature=1.0)  # scores of 1e20
+    torch.testing.assert_close(weights, torch.eye(3))
+    with pytest.raises(ValueError, match="overflow torch.float32.*scale the inputs down"):
+        soft_join(keys * 1e20, keys * 1e20, torch.eye(3), temperature=1.0)  # scores of 1e40
+    with pytest.raises(ValueError, match=r"keys holds NaN or infinite values, first at position \(0, 0\)"):
+        soft_join(keys, keys * float("nan"), keys, temperature=1.0)
+
+
+def test_sizes_and_seeds_are_checked():
+    with pytest.raises(ValueError, match="length must be an int of at least 1, got -1"):
+        causal_mask(-1)
+    with pytest.raises(TypeError, match="length must be an int, got float 2.5"):
+        causal_mask(2.5)
+    with pytest.raises(ValueError, match="each width must be an int of at least 1, got 0"):
+        max_weight_by_width([0])
+    with pytest.raises(TypeError, match="tokens must be a list of strings .*not a str"):
+        toy_self_attention("login")
+
+
+def test_gradients_stay_finite_when_padding_holds_nan():
+    q, k, v, _ = random_inputs(9, 2, 3, 5, 4, 6, False)
+    padding = torch.tensor([[False, False, False, True, True], [False, True, True, True, True]])
+    v = v.masked_fill(padding[:, :, None], float("nan")).requires_grad_(True)
+    q.requires_grad_(True)
+    output, _ = attention(q, k, v, padding)
+    output.sum().backward()
+    assert torch.isfinite(q.grad).all()
+    assert (v.grad.masked_select(padding[:, :, None].expand_as(v)) == 0).all()

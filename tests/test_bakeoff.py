@@ -237,7 +237,7 @@ def test_bad_input_is_explained(frame):
         check_frame(frame.assign(plan_tier=["Gold"] + list(frame["plan_tier"][1:])))
     with pytest.raises(ValueError, match=r"missing values in \['seats'\]"):
         check_frame(frame.assign(seats=[np.nan] + list(frame["seats"][1:])))
-    with pytest.raises(ValueError, match="test_size must be a fraction between 0 and 1, got 25"):
+    with pytest.raises(ValueError, match="test_size must be strictly between 0 and 1, got 25"):
         stratified_split(frame["churned"], seed=0, test_size=25)
     with pytest.raises(ValueError, match="must not share rows, got 1 shared"):
         fit_and_score(make_pipeline(SpyModel()), frame, np.arange(0, 200), np.arange(199, 400))
@@ -277,3 +277,14 @@ def test_warm_up_fits_clones_on_a_small_slice_and_leaves_scores_alone(frame, res
     assert network.epochs == 25 and not hasattr(network, "module_")  # the clone trained, not the model
     cold = run_bakeoff(frame, seeds=(0, 1), warm_up=False)
     pd.testing.assert_frame_equal(results.drop(columns="train_seconds"), cold.drop(columns="train_seconds"))
+
+
+def test_torch_classifier_refuses_bad_labels_and_nan_features():
+    with pytest.raises(ValueError, match="y must hold only the classes 0 and 1"):
+        TorchClassifier(epochs=1).fit(np.zeros((4, 3)), [0, 2, 0, 2])
+    with pytest.raises(ValueError, match=r"X holds NaN or infinite values, first at position \(0, 0\)"):
+        TorchClassifier(epochs=1).fit(np.full((4, 3), np.nan), [0, 1, 0, 1])
+    with pytest.raises(TypeError, match="differences must be a pandas Series from paired_difference, got list"):
+        consistency([1, 2])
+    with pytest.raises(ValueError, match="test_size must be a finite number, got nan"):
+        stratified_split([0, 1] * 10, seed=0, test_size=float("nan"))

@@ -43,7 +43,7 @@ def test_encode_text_lowercases_caps_truncates_and_pads():
     [(None, 4, TypeError), (17, 4, TypeError), ("", 4, ValueError), ("abc", 0, ValueError)],
 )
 def test_encode_text_rejects_bad_input(text, length, error):
-    with pytest.raises(error, match="text must be a str|text is empty|length must be at least 1"):
+    with pytest.raises(error, match="text must be a str|text is empty|length must be an int of at least 1"):
         encode_text(text, length)
 
 
@@ -152,7 +152,7 @@ def test_training_is_reproducible_and_validated():
     first = predict_logits(train_praise_model(split, True, seed=3, epochs=2), split.x_test)
     second = predict_logits(train_praise_model(split, True, seed=3, epochs=2), split.x_test)
     assert torch.equal(first, second)
-    with pytest.raises(ValueError, match="epochs must be a positive integer"):
+    with pytest.raises(ValueError, match="epochs must be an int of at least 1"):
         train_praise_model(split, True, epochs=0)
 
 
@@ -170,3 +170,25 @@ def test_compare_positions_scores_every_seed_and_variant():
     assert result.logits[0, True].shape == (len(split.y_test),)
     with pytest.raises(ValueError, match="at least one seed"):
         compare_positions(split, seeds=())
+
+
+def test_encode_texts_refuses_a_single_string_and_keeps_the_shape_when_empty():
+    with pytest.raises(TypeError, match="texts must be a list of strings .*not a str"):
+        encode_texts("hello")
+    assert encode_texts([]).shape == (0, LENGTH) and encode_texts([], 5).shape == (0, 5)
+    with pytest.raises(TypeError, match="length must be an int, got bool True"):
+        encode_text("hi", True)
+    with pytest.raises(TypeError, match="texts must be a list of strings"):
+        order_sensitive("not bad")
+
+
+def test_labels_and_shares_are_checked():
+    sample = pd.DataFrame({"feedback_text": ["good", "bad"] * 4, "is_praise": [0, 2] * 4})
+    with pytest.raises(ValueError, match=r"is_praise must hold only the classes 0 and 1, got \[2.0\]"):
+        split_sample(sample)
+    with pytest.raises(ValueError, match="test_share must be a finite number, got nan"):
+        split_sample(sample.assign(is_praise=[0, 1] * 4), test_share=float("nan"))
+    with pytest.raises(ValueError, match="y_train is empty"):
+        majority_baseline(torch.zeros(0), torch.zeros(3))
+    with pytest.raises(TypeError, match="n must be an int, got bool True"):
+        load_praise_sample(True)

@@ -2,6 +2,7 @@
 
 import json
 import shutil
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -59,11 +60,21 @@ def test_falls_back_to_the_package_location(no_override, tmp_path):
     assert find_data_dir(start=tmp_path) == REPO_DATA
 
 
-def test_working_directory_wins_over_the_package(no_override, tmp_path):
+def test_working_directory_wins_over_the_package_and_says_so(no_override, tmp_path):
     data = make_data_dir(tmp_path / "project" / "data")
     deep = tmp_path / "project" / "notebooks" / "week20"
     deep.mkdir(parents=True)
-    assert find_data_dir(start=deep) == data
+    with pytest.warns(UserWarning, match=rf"using the data folder {data} .*not the repository's own {REPO_DATA}"):
+        assert find_data_dir(start=deep) == data
+
+
+def test_the_repository_data_and_the_override_are_used_without_a_warning(monkeypatch, tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        monkeypatch.delenv(DATA_DIR_ENV, raising=False)
+        assert find_data_dir(start=REPO_DATA.parent / "chapters") == REPO_DATA
+        monkeypatch.setenv(DATA_DIR_ENV, str(make_data_dir(tmp_path / "chosen")))
+        assert find_data_dir(start=tmp_path) == tmp_path / "chosen"
 
 
 def test_a_data_folder_without_the_files_is_skipped(no_override, tmp_path):
@@ -147,8 +158,49 @@ def test_customer360_empty_and_bad_values(tmp_path):
     with pytest.raises(ValueError, match="column nps_score has a missing value"):
         load_customer360(holes)
     labels = write_lines(tmp_path / "labels.csv", [header, "C-00001,3,Team,4,76.00,1,20,7,2"])
-    with pytest.raises(ValueError, match="churned should hold only 0 and 1"):
+    with pytest.raises(ValueError, match=r"column churned should hold whole numbers 0-1, got '2' \(data row 1\)"):
         load_customer360(labels)
+
+
+GOOD_ROW = "C-00001,3,Team,4,76.00,1,20,7,0"
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ("C-00002,abc,Team,4,76.00,1,20,7,0", r"column tenure_months should hold whole numbers 0 or more, got 'abc'"),
+        ("C-00002,3,Team,2.5,76.00,1,20,7,0", r"column seats should hold whole numbers 1 or more, got '2.5'"),
+        ("C-00002,3,Team,4,-1,1,20,7,0", r"column monthly_spend should hold numbers 0.0 or more, got '-1.0'"),
+        ("C-00002,3,Team,4,inf,1,20,7,0", r"column monthly_spend should hold numbers 0.0 or more, got 'inf'"),
+        ("C-00002,3,Team,4,76.00,1,20,11,0", r"column nps_score should hold whole numbers 0-10, got '11'"),
+        ("C-00002,3,Platinum,4,76.00,1,20,7,0", r"column plan_tier should hold one of Starter, .*got 'Platinum'"),
+        (GOOD_ROW, r"column customer_id should hold a customer_id not seen before, got 'C-00001'"),
+    ],
+)
+def test_customer360_bad_cell_names_file_row_and_column(tmp_path, row, message):
+    path = write_lines(tmp_path / "customer360.csv", [",".join(cloudwave.CUSTOMER360_COLUMNS), GOOD_ROW, row])
+    with pytest.raises(ValueError, match=rf"customer360.csv: {message} \(data row 2\)"):
+        load_customer360(path)
+
+
+@pytest.mark.parametrize(
+    "name, loader",
+    [
+        (cloudwave.FEEDBACK_FILE, load_feedback),
+        (cloudwave.CUSTOMER360_FILE, load_customer360),
+        (cloudwave.USAGE_GRID_FILE, load_usage_grid),
+        (cloudwave.EVENTS_FILE, load_events),
+    ],
+)
+def test_a_byte_order_mark_is_ignored_in_every_format(tmp_path, name, loader):
+    """One rule for JSON lines and CSV alike: a UTF-8 byte-order mark at the start changes nothing."""
+    text = (REPO_DATA / name).read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)[: 7 * 24 + 1]  # a header and one whole customer for the grid
+    marked = tmp_path / name
+    marked.write_text("\ufeff" + "".join(lines), encoding="utf-8")
+    plain = tmp_path / f"plain-{name}"
+    plain.write_text("".join(lines), encoding="utf-8")
+    pd.testing.assert_frame_equal(loader(marked), loader(plain))
 
 
 EVENT_LINE = {"session_id": "S-000001", "customer_id": "C-00001", "timestamp": "2026-03-02T09:00:00", "event": "login"}

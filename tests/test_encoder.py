@@ -53,10 +53,14 @@ def test_count_parameters_skips_frozen_parameters():
 def test_indivisible_width_is_explained():
     with pytest.raises(ValueError, match=r"d_model=10 is not divisible by nhead=4.*2\.50"):
         check_heads(10, 4)
-    with pytest.raises(ValueError, match="nhead must be a positive integer"):
+    with pytest.raises(ValueError, match="nhead must be an int of at least 1, got 0"):
         encoder_layer_parameters(8, 0, 16)
-    with pytest.raises(ValueError, match="d_ff must be a positive integer"):
+    with pytest.raises(ValueError, match="d_ff must be an int of at least 1, got 0"):
         encoder_layer_parameters(8, 2, 0)
+    with pytest.raises(TypeError, match="d_model must be an int, got bool True"):
+        check_heads(True, 1)
+    with pytest.raises(TypeError, match="bias must be True or False, got str 'no'"):
+        encoder_layer_parameters(8, 2, 16, bias="no")
     with pytest.raises(TypeError, match="got int"):
         count_parameters(3)
 
@@ -79,8 +83,9 @@ def test_head_weights_per_head_rows_and_padding():
     assert weights.shape == (4, 4, 6, 6)
     torch.testing.assert_close(weights.sum(-1), torch.ones(4, 4, 6))
     assert (weights.masked_select(padding[:, None, None, :].expand_as(weights)) == 0).all()
-    # averaging the heads gives what need_weights returns by default
-    _, averaged = layer(x, x, x, key_padding_mask=padding)
+    # averaging the heads gives what need_weights returns by default (padded positions read as 0)
+    zeroed = x.masked_fill(padding[:, :, None], 0.0)
+    _, averaged = layer(zeroed, zeroed, zeroed, key_padding_mask=padding)
     torch.testing.assert_close(weights.mean(dim=1), averaged)
     # without a mask the padded keys get weight
     assert (head_weights(layer, x)[padding[:, None, None, :].expand_as(weights)] > 0).all()
@@ -93,6 +98,24 @@ def test_head_weights_rejects_bad_input():
         head_weights(nn.MultiheadAttention(4, 2), torch.zeros(1, 2, 4))
     with pytest.raises(ValueError, match="embed_dim is 4"):
         head_weights(nn.MultiheadAttention(4, 2, batch_first=True), torch.zeros(1, 2, 3))
+    with pytest.raises(TypeError, match=r"x must have dtype torch.float32 \(the dtype of the layer's weights\), got torch.float64"):
+        head_weights(nn.MultiheadAttention(4, 2, batch_first=True), torch.zeros(1, 2, 4, dtype=torch.float64))
+
+
+def test_head_weights_all_padding_is_the_same_clear_error_as_attention():
+    layer = nn.MultiheadAttention(4, 2, batch_first=True)
+    padding = torch.tensor([[False, True], [True, True]])
+    with pytest.raises(ValueError, match="example 1 is all padding: every key is masked"):
+        head_weights(layer, torch.zeros(2, 2, 4), padding)
+
+
+def test_head_weights_ignore_whatever_padding_holds():
+    torch.manual_seed(0)
+    x, padding = padded_batch(1, width=8)
+    layer = nn.MultiheadAttention(8, 4, batch_first=True)
+    clean = head_weights(layer, x, padding)
+    for poison in (float("nan"), float("inf"), 1e30):
+        assert torch.equal(head_weights(layer, x.masked_fill(padding[:, :, None], poison), padding), clean)
 
 
 def test_anatomy_reads_every_submodule_of_the_layer():

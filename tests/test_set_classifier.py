@@ -58,7 +58,7 @@ def test_attention_weights_are_the_ones_the_layer_uses():
     # rebuild the attention output from these weights and compare with the layer's own output
     attn = model.encoder.self_attn
     with torch.no_grad():
-        h = model.embed(x)
+        h = model.embed_tokens(x, padding)  # what forward feeds the encoder: padding zeroed
         _, _, v = torch.nn.functional.linear(h, attn.in_proj_weight, attn.in_proj_bias).chunk(3, dim=-1)
         heads = v.unflatten(-1, (4, 8)).transpose(1, 2)  # (B, H, L, D/H)
         mixed = (weights @ heads).transpose(1, 2).flatten(2)  # (B, L, D)
@@ -98,3 +98,27 @@ def test_bad_use_is_explained():
         build(use_attention=False).attention_weights(x, padding)
     with pytest.raises(ValueError, match="each token is a \\(key, value\\) pair"):
         build()(torch.zeros(2, 8, 3), padding)
+
+
+@pytest.mark.parametrize("use_attention", [True, False])
+@pytest.mark.parametrize("poison", [float("nan"), float("inf")])
+def test_nan_or_inf_at_padding_cannot_reach_logits_or_weights(use_attention, poison):
+    model = build(6, use_attention=use_attention)
+    x, padding, _ = make_sets(16, seed=5)
+    poisoned = x.masked_fill(padding[:, :, None], poison)
+    with torch.no_grad():
+        torch.testing.assert_close(model(poisoned, padding), model(x, padding), rtol=0, atol=0)
+    if use_attention:
+        torch.testing.assert_close(model.attention_weights(poisoned, padding), model.attention_weights(x, padding))
+
+
+def test_bad_settings_and_dtypes_are_refused():
+    with pytest.raises(ValueError, match="d_ff must be an int of at least 1, got 0"):
+        SetClassifier(d_ff=0)
+    with pytest.raises(TypeError, match="use_attention must be True or False, got str 'no'"):
+        SetClassifier(use_attention="no")
+    x, padding, _ = make_sets(4, seed=0)
+    with pytest.raises(TypeError, match=r"x must have dtype torch.float32 \(the dtype of the model's weights\), got torch.float64"):
+        build()(x.double(), padding)
+    with pytest.raises(TypeError, match="x must hold floating-point numbers, got dtype torch.int64"):
+        build()(x.long(), padding)

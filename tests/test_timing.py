@@ -1,6 +1,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 from transformer_lab.timing import format_wall_time, format_wall_time_prose, stopwatch
 
 
@@ -26,3 +28,10 @@ def test_stopwatch_measures():
     with stopwatch() as elapsed:
         sum(range(1000))
     assert elapsed["seconds"] > 0
+
+
+def test_a_duration_must_be_a_non_negative_number():
+    with pytest.raises(TypeError, match="seconds must be a number, got str '1.0'"):
+        format_wall_time("1.0")
+    with pytest.raises(ValueError, match="seconds must be at least 0, got -1.0"):
+        format_wall_time_prose(-1.0)

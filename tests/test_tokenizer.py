@@ -145,9 +145,10 @@ def test_character_classes():
     assert classes["other"] == ["\u00a0"] and classes["other letters"] == []
     letters = character_classes(alphabet(TINY_CORPUS))
     assert len(letters["lowercase letters"]) == 25 and letters["ASCII punctuation"] == ["-"]
-    for bad, message in [("abc", "list of single characters, got str"), (["ab"], "length 1, got 'ab'")]:
-        with pytest.raises(ValueError, match=message):
-            character_classes(bad)
+    with pytest.raises(TypeError, match="characters must be a list of strings .*not a str"):
+        character_classes("abc")
+    with pytest.raises(ValueError, match="length 1, got 'ab'"):
+        character_classes(["ab"])
 
 
 def test_tokens_per_word_by_frequency_bins_the_words():
@@ -161,7 +162,7 @@ def test_tokens_per_word_by_frequency_bins_the_words():
     assert rows.loc["2–4", "examples"] == "ab, abc" and rows.loc["100+", "examples"] == ""
     one = tokens_per_word_by_frequency(tokenizer, words, examples=1)
     assert [row["examples"] for row in one] == ["a", "ab", "x", "cab", ""]
-    with pytest.raises(ValueError, match="examples must be an int >= 0, got -1"):
+    with pytest.raises(ValueError, match="examples must be an int of at least 0, got -1"):
         tokens_per_word_by_frequency(tokenizer, words, examples=-1)
     assert rows.loc["100+"].isna()[["characters", "tokens_per_word", "one_token"]].all()
     # a frequent word becomes whole once the merges reach it
@@ -235,17 +236,17 @@ def test_embedding_parameters_equals_nn_embedding():
 
 
 @pytest.mark.parametrize(
-    "corpus, message",
+    "corpus, error, message",
     [
-        ([], "empty"),
-        ("the cat sat", "list of strings"),
-        (["the cat", 3], r"corpus\[1\] must be a str, got int"),
-        (["the cat", None], r"corpus\[1\] must be a str, got NoneType"),
-        (["", "   "], "only empty or whitespace"),
+        ([], ValueError, "empty"),
+        ("the cat sat", TypeError, "list of strings"),
+        (["the cat", 3], TypeError, r"corpus\[1\] must be a str, got int"),
+        (["the cat", None], TypeError, r"corpus\[1\] must be a str, got NoneType"),
+        (["", "   "], ValueError, "only empty or whitespace"),
     ],
 )
-def test_bad_corpus_raises_value_error(corpus, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_corpus_is_refused(corpus, error, message):
+    with pytest.raises(error, match=message):
         train_bpe_tokenizer(corpus, 80)
 
 
@@ -263,12 +264,14 @@ def test_vocabulary_smaller_than_alphabet_plus_specials_raises():
 def test_bad_arguments_to_the_measuring_functions(tiny):
     with pytest.raises(TypeError, match="tokenizers.Tokenizer, got str"):
         tokens_per_word("tokenizer", WORDS)
-    with pytest.raises(ValueError, match="list of strings, got str"):
+    with pytest.raises(TypeError, match="words must be a list of strings .*not a str"):
         tokens_per_word(tiny, "cat")
-    for word in ["", "two words", 5]:
+    for word in ["", "two words"]:
         with pytest.raises(ValueError, match="non-empty str without spaces"):
             tokens_per_word(tiny, [word])
-    with pytest.raises(ValueError, match="vocab_size must be a positive int, got 0"):
+    with pytest.raises(TypeError, match=r"words\[0\] must be a str, got int 5"):
+        tokens_per_word(tiny, [5])
+    with pytest.raises(ValueError, match="vocab_size must be an int of at least 1, got 0"):
         embedding_parameters(0, 128)
     with pytest.raises(TypeError, match="d must be an int, got float"):
         embedding_parameters(80, 128.0)
@@ -276,6 +279,10 @@ def test_bad_arguments_to_the_measuring_functions(tiny):
         average_tokens_per_word(tiny, [])
     with pytest.raises(TypeError, match="map each word to its count"):
         count_word_tokens(tiny, ["cat", "dog"])
+    with pytest.raises(ValueError, match=r"words\['cat'\] must be an int of at least 0, got -2"):
+        count_word_tokens(tiny, {"cat": -2})
+    with pytest.raises(TypeError, match=r"words\['cat'\] must be an int, got str '3'"):
+        tokens_per_word_by_frequency(tiny, {"cat": "3"})
 
 
 def test_importing_the_module_pins_tokenizers_to_one_thread():

@@ -75,11 +75,11 @@ def test_bad_input_is_explained():
     x, padding, y = VAL
     with pytest.raises(ValueError, match=r"val_data y should have shape \(128,\)"):
         train_classifier(model, TRAIN, (x, padding, y[:5]))
-    with pytest.raises(ValueError, match="epochs must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="epochs must be an int of at least 1, got 0"):
         train_classifier(model, TRAIN, VAL, epochs=0)
     with pytest.raises(ValueError, match="learning_rate must be positive"):
         train_classifier(model, TRAIN, VAL, learning_rate=0.0)
-    with pytest.raises(ValueError, match="batch_size must be a positive integer"):
+    with pytest.raises(TypeError, match="batch_size must be an int, got float 2.5"):
         train_classifier(model, TRAIN, VAL, batch_size=2.5)
 
 
@@ -94,3 +94,50 @@ def test_a_diverging_run_is_reported():
 
     with pytest.raises(ValueError, match="never finite"):
         train_classifier(Broken(), TRAIN, VAL, epochs=2)
+
+
+def bad_labels(data, labels):
+    x, padding, _ = data
+    return x, padding, torch.tensor(labels, dtype=torch.float32).repeat(len(x) // len(labels))
+
+
+@pytest.mark.parametrize("labels", [[0.0, 2.0], [-1.0, 1.0], [0.3, 0.9]])
+def test_labels_outside_0_and_1_are_refused_before_training(labels):
+    with pytest.raises(ValueError, match="train_data y must hold only the classes 0 and 1"):
+        train_classifier(fresh_model(), bad_labels(TRAIN, labels), VAL, epochs=1)
+    with pytest.raises(ValueError, match="data y must hold only the classes 0 and 1"):
+        evaluate(fresh_model(), bad_labels(VAL, labels))
+
+
+@pytest.mark.parametrize(
+    "learning_rate, error, message",
+    [
+        ("0.01", TypeError, "learning_rate must be a number, got str '0.01'"),
+        (float("inf"), ValueError, "learning_rate must be a finite number, got inf"),
+        (float("nan"), ValueError, "learning_rate must be a finite number, got nan"),
+        (None, TypeError, "learning_rate must be a number, got NoneType None"),
+    ],
+)
+def test_bad_learning_rates_are_refused_before_training(learning_rate, error, message):
+    with pytest.raises(error, match=message):
+        train_classifier(fresh_model(), TRAIN, VAL, learning_rate=learning_rate)
+
+
+def test_nan_training_data_is_refused_but_padding_may_hold_anything():
+    x, padding, y = TRAIN
+    real = x.clone()
+    real[3, 0, 1] = float("nan")  # position 0 is always a real token
+    with pytest.raises(ValueError, match=r"train_data x holds NaN or infinite values, first at position \(3, 0, 1\)"):
+        train_classifier(fresh_model(), (real, padding, y), VAL, epochs=1)
+    poisoned = x.masked_fill(padding[:, :, None], float("nan"))
+    clean = train_classifier(fresh_model(), TRAIN, VAL, epochs=1)
+    dirty = train_classifier(fresh_model(), (poisoned, padding, y), VAL, epochs=1)
+    assert dirty.history == clean.history
+
+
+def test_empty_data_and_integer_labels_are_refused():
+    x, padding, y = VAL
+    with pytest.raises(ValueError, match=r"val_data is empty: x has shape \(0, 8, 2\)"):
+        train_classifier(fresh_model(), TRAIN, (x[:0], padding[:0], y[:0]), epochs=1)
+    with pytest.raises(TypeError, match=r"train_data y must hold floating-point numbers \(binary cross-entropy needs float labels\), got dtype torch.int64"):
+        train_classifier(fresh_model(), (TRAIN[0], TRAIN[1], TRAIN[2].long()), VAL, epochs=1)

@@ -8,7 +8,21 @@ import math
 
 import torch
 
-from transformer_lab.shapes import describe, require_padding, require_rank, require_size, require_tensor
+from transformer_lab.validation import (
+    describe,
+    require_bool,
+    require_finite,
+    require_float_tensor,
+    require_int,
+    require_mask,
+    require_nonzero_size,
+    require_number,
+    require_padding,
+    require_rank,
+    require_size,
+    require_some_key,
+    require_texts,
+)
 
 
 def mix_values(scores: torch.Tensor, v: torch.Tensor, ignore: torch.Tensor | None = None):
@@ -16,23 +30,40 @@ def mix_values(scores: torch.Tensor, v: torch.Tensor, ignore: torch.Tensor | Non
 
     scores (B, Lq, Lk), v (B, Lk, Dv), ignore broadcastable to (B, Lq, Lk) with True = ignore.
     Returns output (B, Lq, Dv) and weights (B, Lq, Lk). The mask is applied with -inf *before*
-    the softmax, so ignored keys get exactly zero weight and the rest still sum to one.
+    the softmax, so ignored keys get exactly zero weight and the rest still sum to one. An ignored
+    key's value is left out of the mix, not multiplied by 0, so a NaN or inf there (padding)
+    cannot reach the output.
     """
+    check_mix_inputs(scores, v, ignore)
+    if ignore is None:
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights
+    ignore = ignore.expand_as(scores)
+    require_some_key(ignore)
+    weights = torch.softmax(scores.masked_fill(ignore, float("-inf")), dim=-1)
+    if torch.isfinite(v).all():
+        return weights @ v, weights
+    # 0 × NaN is NaN: give each query a copy of v with the keys it ignores replaced by 0.
+    readable = torch.where(ignore[..., None], 0.0, v[:, None])  # (B, Lq, Lk, Dv)
+    return (weights[..., None] * readable).sum(dim=-2), weights
+
+
+def check_mix_inputs(scores, v, ignore=None) -> None:
+    """Raise a clear ``TypeError``/``ValueError`` for bad ``mix_values`` inputs."""
+    require_float_tensor("scores", scores)
+    require_rank("scores", scores, ("B", "Lq", "Lk"))
+    require_float_tensor("v", v, scores.dtype, "the dtype of scores")
+    require_rank("v", v, ("B", "Lk", "Dv"))
+    require_size("v", v, 0, scores.shape[0], f"the batch size of scores {describe(scores.shape)}")
+    require_size("v", v, 1, scores.shape[2], f"one value per key, and scores has Lk={scores.shape[2]} keys")
+    require_nonzero_size("scores", scores, 2, "keys to read")
     if ignore is not None:
-        all_ignored = ignore.expand_as(scores).all(dim=-1)
-        if all_ignored.any():
-            batch, query = (int(i) for i in all_ignored.nonzero()[0].tolist())
-            raise ValueError(
-                f"example {batch}, query {query}: every key is masked, so softmax would divide "
-                "0 by 0 and return NaN; give every query at least one key it may read"
-            )
-        scores = scores.masked_fill(ignore, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
+        require_mask("ignore", ignore, scores.shape, "the scores' shape (B, Lq, Lk)")
 
 
 def causal_mask(length: int) -> torch.Tensor:
     """Decoder mask of shape (length, length): True above the diagonal, i.e. 'the future'."""
+    length = require_int("length", length, minimum=1)
     return torch.ones(length, length, dtype=torch.bool).triu(diagonal=1)
 
 
@@ -46,7 +77,8 @@ def attention(
     """Scaled dot-product attention, one head: softmax(q kᵀ / √D) v.
 
     q (B, Lq, D), k (B, Lk, D), v (B, Lk, Dv), padding (B, Lk) bool with True = ignore that key.
-    ``causal=True`` also hides later keys from each query (needs Lq == Lk).
+    ``causal=True`` also hides later keys from each query (needs Lq == Lk). Padding hides keys
+    only: the output rows of padded *queries* are computed like any other (callers drop them).
     Returns output (B, Lq, Dv) and weights (B, Lq, Lk); each row of weights sums to 1.
     """
     check_attention_inputs(q, k, v, padding, causal)
@@ -61,17 +93,22 @@ def attention(
 
 
 def check_attention_inputs(q, k, v, padding=None, causal: bool = False) -> None:
-    """Raise a ``ValueError`` that names expected and received shapes for bad attention inputs."""
+    """Raise a ``ValueError``/``TypeError`` naming expected and received shapes and dtypes."""
     for name, tensor, dims in (("q", q, ("B", "Lq", "D")), ("k", k, ("B", "Lk", "D")), ("v", v, ("B", "Lk", "Dv"))):
-        require_tensor(name, tensor)
+        if name == "q":
+            require_float_tensor(name, tensor)
+        else:
+            require_float_tensor(name, tensor, q.dtype, "the dtype of q")
         require_rank(name, tensor, dims)
     require_size("k", k, 0, q.shape[0], f"the batch size of q {describe(q.shape)}")
     require_size("v", v, 0, q.shape[0], f"the batch size of q {describe(q.shape)}")
     require_size("k", k, 2, q.shape[2], f"keys are compared with queries of width D={q.shape[2]}")
     require_size("v", v, 1, k.shape[1], f"one value per key, and k has Lk={k.shape[1]} keys")
+    require_nonzero_size("k", k, 1, "keys to read")
+    require_nonzero_size("q", q, 2, "width D to compare queries and keys with")
     if padding is not None:
         require_padding(padding, q.shape[0], k.shape[1])
-    if causal and q.shape[1] != k.shape[1]:
+    if require_bool("causal", causal) and q.shape[1] != k.shape[1]:
         raise ValueError(
             f"a causal mask needs as many queries as keys, got Lq={q.shape[1]} and Lk={k.shape[1]}"
         )
@@ -83,18 +120,34 @@ def soft_join(
     """Join every query to every row of a table, weighted by similarity.
 
     query_keys (Lq, D), keys (Lk, D), values (Lk, Dv). Scores are dot products divided by
-    ``temperature``; as the temperature goes to 0 the weights become one-hot on the most
-    similar key, which for exact matches is the hard join. Returns (Lq, Dv) and (Lq, Lk).
+    ``temperature`` (a positive, finite number); as the temperature goes to 0 the weights become
+    one-hot on the most similar key, which for exact matches is the hard join. Each row of scores
+    is shifted so its largest entry is 0 *before* the division, so any positive temperature, even
+    1e-40, gives finite weights: below the point where exp underflows the result is that
+    zero-temperature limit, with the weight split evenly between keys tied for the top score.
+    Returns (Lq, Dv) and (Lq, Lk).
     """
-    if temperature <= 0:
-        raise ValueError(f"temperature must be positive, got {temperature}")
+    temperature = require_number("temperature", temperature, above=0)
     for name, tensor, dims in (("query_keys", query_keys, ("Lq", "D")), ("keys", keys, ("Lk", "D")), ("values", values, ("Lk", "Dv"))):
-        require_tensor(name, tensor)
+        if name == "query_keys":
+            require_float_tensor(name, tensor)
+        else:
+            require_float_tensor(name, tensor, query_keys.dtype, "the dtype of query_keys")
         require_rank(name, tensor, dims)
+        require_finite(name, tensor)
     require_size("keys", keys, 1, query_keys.shape[1], "keys and query keys must have the same width")
     require_size("values", values, 0, keys.shape[0], "one row of values per key")
-    scores = query_keys @ keys.T / temperature
-    output, weights = mix_values(scores[None], values[None])
+    require_nonzero_size("keys", keys, 0, "rows to join")
+    require_nonzero_size("keys", keys, 1, "width D to compare with")
+    scores = query_keys @ keys.T  # (Lq, Lk)
+    if not torch.isfinite(scores).all():
+        raise ValueError(
+            f"the scores query_keys @ keys.T overflow {scores.dtype} (largest input "
+            f"{max(query_keys.abs().max().item(), keys.abs().max().item()):.1e}); scale the inputs down"
+        )
+    shifted = scores - scores.amax(dim=1, keepdim=True)  # <= 0, exactly 0 at each row's best key
+    scaled = torch.where(shifted == 0, 0.0, shifted / temperature)  # no 0/0 even if τ rounds to 0
+    output, weights = mix_values(scaled[None], values[None])
     return output[0], weights[0]
 
 
@@ -107,7 +160,10 @@ def max_weight_by_width(
     largest weight per query, with and without dividing the scores by √D (1/n_keys = uniform,
     1.0 = the softmax has saturated into a hard max).
     """
-    generator = torch.Generator().manual_seed(seed)
+    widths = [require_int("each width", width, minimum=1) for width in widths]
+    n_keys = require_int("n_keys", n_keys, minimum=1)
+    trials = require_int("trials", trials, minimum=1)
+    generator = torch.Generator().manual_seed(require_int("seed", seed))
     result: dict[str, list[float]] = {"width": [], "unscaled": [], "scaled": [], "score_std": []}
     for width in widths:
         q = torch.randn(trials, 1, width, generator=generator)
@@ -126,7 +182,9 @@ def toy_self_attention(tokens: list[str], width: int = 4, seed: int = 0):
     Returns the token embeddings E (L, width) and the self-attention weights (L, L) computed as
     softmax((E Wq)(E Wk)ᵀ / √width). Nothing here is trained: the weights are random.
     """
-    generator = torch.Generator().manual_seed(seed)
+    tokens = require_texts("tokens", tokens)
+    width = require_int("width", width, minimum=1)
+    generator = torch.Generator().manual_seed(require_int("seed", seed))
     embeddings = torch.randn(len(tokens), width, generator=generator)
     w_q, w_k, w_v = (torch.randn(width, width, generator=generator) for _ in range(3))
     x = embeddings[None]

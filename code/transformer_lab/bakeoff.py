@@ -29,9 +29,16 @@ from torch import nn
 from transformer_lab.cloudwave import PLAN_TIERS
 from transformer_lab.metrics import accuracy
 from transformer_lab.reproducibility import seed_everything
-from transformer_lab.shapes import describe, require_rank, require_tensor
 from transformer_lab.timing import stopwatch
 from transformer_lab.training import adam, train_epoch
+from transformer_lab.validation import (
+    describe,
+    require_binary_labels,
+    require_finite,
+    require_number,
+    require_rank,
+    require_tensor,
+)
 
 NUMERIC_COLUMNS = ("tenure_months", "seats", "monthly_spend", "support_tickets_90d", "logins_30d", "nps_score")
 CATEGORICAL_COLUMN = "plan_tier"
@@ -71,8 +78,7 @@ def stratified_split(labels: Sequence[int], seed: int, test_size: float = 0.25) 
     The same ``labels`` and ``seed`` always give the same split; every model of a bake-off run
     receives exactly these positions.
     """
-    if not 0.0 < test_size < 1.0:
-        raise ValueError(f"test_size must be a fraction between 0 and 1, got {test_size}")
+    require_number("test_size", test_size, above=0.0, below=1.0)
     labels = np.asarray(labels)
     train, test = train_test_split(
         np.arange(len(labels)), test_size=test_size, stratify=labels, random_state=seed
@@ -207,6 +213,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         target = torch.as_tensor(np.asarray(y), dtype=torch.float32)
         if target.shape != (x.shape[0],):
             raise ValueError(f"y should have shape ({x.shape[0]},) to match X, got {describe(target.shape)}")
+        require_binary_labels("y", target)
         generator = seed_everything(self.seed)
         self.module_ = self._build(x.shape[1])
         optimiser = adam(self.module_.parameters(), self.learning_rate, self.weight_decay)
@@ -234,7 +241,7 @@ def _as_matrix(X) -> torch.Tensor:
     """A 2-D float32 tensor (N, F) from an array-like."""
     x = torch.as_tensor(np.asarray(X, dtype=np.float32))
     require_rank("X", x, ("N", "F"))
-    return x
+    return require_finite("X", x)
 
 
 def make_models(seed: int) -> dict[str, BaseEstimator]:
@@ -375,6 +382,8 @@ def consistency(differences: pd.Series) -> str:
 
     Mixed (or tied) results read e.g. 'ahead on 2 of 3 seeds'.
     """
+    if not isinstance(differences, pd.Series):
+        raise TypeError(f"differences must be a pandas Series from paired_difference, got {type(differences).__name__}")
     if len(differences) == 0:
         raise ValueError("differences must hold at least one seed, got none")
     if (differences > 0).all():

@@ -32,8 +32,16 @@ from transformer_lab.datasets import load_feedback
 from transformer_lab.metrics import accuracy
 from transformer_lab.pooling import masked_mean
 from transformer_lab.reproducibility import seed_everything
-from transformer_lab.shapes import describe, require_rank, require_tensor
 from transformer_lab.training import adam, check_settings, train_epoch
+from transformer_lab.validation import (
+    describe,
+    require_binary_labels,
+    require_int,
+    require_number,
+    require_rank,
+    require_tensor,
+    require_texts,
+)
 
 PAD_ID = 0
 MAX_CHAR_ID = 126  # '~': every rarer character (é, ’, emoji) shares this id
@@ -55,24 +63,27 @@ def encode_text(text: str, length: int = LENGTH) -> list[int]:
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if not text:
         raise ValueError("text is empty: an all-padding comment has nothing to attend to")
-    if length < 1:
-        raise ValueError(f"length must be at least 1, got {length}")
+    require_int("length", length, minimum=1)
     ids = [min(ord(char), MAX_CHAR_ID) for char in text.lower()[:length]]
     return ids + [PAD_ID] * (length - len(ids))
 
 
 def encode_texts(texts: Sequence[str], length: int = LENGTH) -> torch.Tensor:
-    """Encode many comments: a LongTensor of shape (N, length)."""
-    return torch.tensor([encode_text(text, length) for text in texts], dtype=torch.long)
+    """Encode many comments: a LongTensor of shape (N, length); no comments give shape (0, length)."""
+    texts = require_texts("texts", texts, allow_empty=True)
+    length = require_int("length", length, minimum=1)
+    return torch.tensor([encode_text(text, length) for text in texts], dtype=torch.long).reshape(len(texts), length)
 
 
 def order_sensitive(texts: Sequence[str], length: int = LENGTH) -> np.ndarray:
     """Boolean array (N,): does the visible part of each comment hold a negation or turn-around word?"""
-    return np.array([bool(ORDER_CUES.search(text.lower()[:length])) for text in texts])
+    texts = require_texts("texts", texts, allow_empty=True)
+    return np.array([bool(ORDER_CUES.search(text.lower()[:length])) for text in texts], dtype=bool)
 
 
 def load_praise_sample(n: int = 4000, seed: int = 0, path: Path | str | None = None) -> pd.DataFrame:
     """``n`` comments drawn with ``seed`` from ``feedback.json``: columns feedback_text, is_praise (0/1)."""
+    n = require_int("n", n)
     feedback = load_feedback(path)
     if not 1 <= n <= len(feedback):
         raise ValueError(f"n must be between 1 and {len(feedback)} (the comments in the file), got {n}")
@@ -105,11 +116,10 @@ def split_sample(sample: pd.DataFrame, length: int = LENGTH, test_share: float =
     missing = {"feedback_text", "is_praise"} - set(sample.columns)
     if missing:
         raise ValueError(f"sample needs columns feedback_text and is_praise, missing {sorted(missing)}")
-    if not 0.0 < test_share < 1.0:
-        raise ValueError(f"test_share must be strictly between 0 and 1, got {test_share}")
+    require_number("test_share", test_share, above=0.0, below=1.0)
     texts = list(sample["feedback_text"])
     ids = encode_texts(texts, length)
-    labels = torch.tensor(sample["is_praise"].to_numpy(), dtype=torch.float32)
+    labels = require_binary_labels("is_praise", torch.tensor(sample["is_praise"].to_numpy(), dtype=torch.float32))
     order = np.random.default_rng(seed).permutation(len(texts))
     cut = int(round((1.0 - test_share) * len(texts)))
     train, test = torch.from_numpy(order[:cut]), torch.from_numpy(order[cut:])
@@ -206,6 +216,9 @@ def train_and_score(use_positions: bool, seed: int = 0, split: PraiseSplit | Non
 
 def majority_baseline(y_train: torch.Tensor, y_test: torch.Tensor) -> float:
     """Accuracy on ``y_test`` of always predicting the most common class of ``y_train``."""
+    for name, labels in (("y_train", y_train), ("y_test", y_test)):
+        if require_binary_labels(name, labels).numel() == 0:
+            raise ValueError(f"{name} is empty: a majority baseline needs at least one label")
     majority = float(y_train.float().mean() >= 0.5)
     return (y_test.float() == majority).float().mean().item()
 
@@ -244,8 +257,8 @@ def compare_positions(split: PraiseSplit, seeds: Sequence[int] = (0, 1, 2), **op
                     "seed": seed,
                     "positions": "with" if use_positions else "without",
                     "all": accuracy(run, split.y_test),
-                    "order-sensitive": accuracy(run[mask], split.y_test[mask]),
-                    "rest": accuracy(run[~mask], split.y_test[~mask]),
+                    "order-sensitive": accuracy(run[mask], split.y_test[mask]) if mask.any() else float("nan"),
+                    "rest": accuracy(run[~mask], split.y_test[~mask]) if (~mask).any() else float("nan"),
                 }
             )
     return PositionComparison(pd.DataFrame(rows), logits, sensitive)

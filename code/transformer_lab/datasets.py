@@ -6,14 +6,20 @@
 2. for a ``data/`` folder holding the files, in the working directory and each folder above it;
 3. the same, walking up from where this package is installed (the repository's ``data/``).
 
-The loaders check the columns and say which file, line and column is wrong instead of failing
-later with a ``KeyError`` deep inside a page.
+If the first ``data/`` found is not the repository's own (a stale copy in a parent folder, say),
+``find_data_dir`` warns with the path it used. ``CLOUDWAVE_DATA_DIR`` chooses a folder explicitly.
+
+The loaders check the columns and the type and range of every value, and say which file, row or
+line and column is wrong instead of failing later with a ``KeyError`` or inside scikit-learn.
+One rule for byte-order marks: a UTF-8 byte-order mark at the start of a file (as Excel and
+Notepad write them) is accepted and ignored, in the JSON-lines files and the CSV files alike.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -28,13 +34,26 @@ from transformer_lab.cloudwave import (
     EVENTS_FILE,
     FEEDBACK_COLUMNS,
     FEEDBACK_FILE,
+    PLAN_TIERS,
     USAGE_GRID_COLUMNS,
     USAGE_GRID_FILE,
 )
+from transformer_lab.validation import is_int
 
 DATA_DIR_ENV = "CLOUDWAVE_DATA_DIR"
 DATA_FILES = (FEEDBACK_FILE, CUSTOMER360_FILE)
 REGENERATE_HINT = "run `make data` (or `python -m transformer_lab.cloudwave`) from the repository root"
+ENCODING = "utf-8-sig"  # UTF-8; a byte-order mark at the start is skipped (the same for every format)
+# Allowed values of the numeric Customer 360 columns: (lowest, highest or None, whole numbers only).
+CUSTOMER360_RANGES: dict[str, tuple[float, float | None, bool]] = {
+    "tenure_months": (0, None, True),
+    "seats": (1, None, True),
+    "monthly_spend": (0.0, None, False),
+    "support_tickets_90d": (0, None, True),
+    "logins_30d": (0, None, True),
+    "nps_score": (0, 10, True),
+    "churned": (0, 1, True),
+}
 
 
 def _holds_data(folder: Path, files: Iterable[str]) -> bool:
@@ -55,6 +74,8 @@ def find_data_dir(start: Path | str | None = None, files: Iterable[str] = DATA_F
 
     ``start`` replaces the working directory as the first place to walk up from (tests use it).
     Raises ``FileNotFoundError`` naming every place searched and how to regenerate the data.
+    Warns (``UserWarning``, naming both folders) when the folder found from ``start`` is not the
+    one found from the package, i.e. not the repository's own ``data/``.
     """
     files = tuple(files)
     override = os.environ.get(DATA_DIR_ENV)
@@ -68,10 +89,15 @@ def find_data_dir(start: Path | str | None = None, files: Iterable[str] = DATA_F
             )
         return folder
     starts = [Path(start or Path.cwd()).resolve(), Path(__file__).resolve().parent]
-    for origin in starts:
-        found = _walk_up(origin, files)
-        if found is not None:
-            return found
+    found, own = (_walk_up(origin, files) for origin in starts)
+    if found is not None and own is not None and found != own:
+        warnings.warn(
+            f"using the data folder {found} (found above {starts[0]}), not the repository's own "
+            f"{own}; set {DATA_DIR_ENV} to choose a folder explicitly",
+            stacklevel=2,
+        )
+    if found is not None or own is not None:
+        return found or own
     raise FileNotFoundError(
         f"no data/ folder holding {', '.join(files)} above {starts[0]} or above the package at "
         f"{starts[1]}, and {DATA_DIR_ENV} is not set; {REGENERATE_HINT}"
@@ -94,7 +120,7 @@ def _json_objects(path: Path, columns: Iterable[str]) -> Iterator[tuple[int, dic
     Raises ``ValueError`` naming the file and line for a line that is not JSON, not a JSON object,
     or lacks one of ``columns``.
     """
-    with path.open(encoding="utf-8") as handle:
+    with path.open(encoding=ENCODING) as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -119,7 +145,7 @@ def read_feedback_records(path: Path | str) -> list[dict[str, object]]:
     records = []
     for number, record in _json_objects(path, FEEDBACK_COLUMNS):
         rating = record["rating"]
-        if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 5:
+        if not is_int(rating) or not 1 <= rating <= 5:
             raise ValueError(f"{path}, line {number}: rating should be an integer 1-5, got {rating!r}")
         records.append(record)
     if not records:
@@ -143,28 +169,51 @@ def load_feedback(path: Path | str | None = None) -> pd.DataFrame:
 def load_customer360(path: Path | str | None = None) -> pd.DataFrame:
     """The Customer 360 table, one row per customer, columns of ``CUSTOMER360_COLUMNS`` (in order).
 
-    ``path`` defaults to ``find_data_dir() / "customer360.csv"``. Raises ``ValueError`` for an
-    empty file, a missing column, a missing value or a churn label other than 0/1.
+    ``path`` defaults to ``find_data_dir() / "customer360.csv"``. Raises ``ValueError`` naming the
+    file, data row and column for an empty file, a missing column, a missing value, a repeated
+    ``customer_id``, a plan tier not in ``PLAN_TIERS``, or a number that is not a number, not whole
+    where it must be, or outside ``CUSTOMER360_RANGES`` (e.g. a churn label other than 0/1).
     """
     path = Path(path) if path is not None else find_data_dir() / CUSTOMER360_FILE
-    try:
-        frame = pd.read_csv(path, dtype={"customer_id": str, "plan_tier": str})
-    except pd.errors.EmptyDataError:
-        raise ValueError(f"{path} is empty; {REGENERATE_HINT}") from None
+    frame = _read_csv(path, {"customer_id": str, "plan_tier": str})
     _require_columns(str(path), frame.columns, CUSTOMER360_COLUMNS)
     frame = frame[list(CUSTOMER360_COLUMNS)]
     if frame.isna().any().any():
         column = frame.columns[frame.isna().any()][0]
         row = int(frame[column].isna().to_numpy().nonzero()[0][0])
         raise ValueError(f"{path}: column {column} has a missing value (data row {row + 1})")
-    if not frame["churned"].isin([0, 1]).all():
-        raise ValueError(f"{path}: churned should hold only 0 and 1, got {sorted(frame['churned'].unique())}")
+    for column, (low, high, whole) in CUSTOMER360_RANGES.items():
+        frame[column] = _numbers(path, frame, column, low, high, whole)
+    _require_values(path, frame, "plan_tier", ~frame["plan_tier"].isin(PLAN_TIERS), f"one of {', '.join(PLAN_TIERS)}")
+    _require_values(path, frame, "customer_id", frame["customer_id"].duplicated(), "a customer_id not seen before")
     return frame
 
 
+def _require_values(path: Path, frame: pd.DataFrame, column: str, bad: pd.Series, expected: str) -> None:
+    """Raise ``ValueError`` naming the file, the first data row where ``bad`` holds, and the column."""
+    if bad.any():
+        row = int(bad.to_numpy().nonzero()[0][0])
+        raise ValueError(
+            f"{path}: column {column} should hold {expected}, got {str(frame[column].iloc[row])!r} (data row {row + 1})"
+        )
+
+
+def _numbers(path: Path, frame: pd.DataFrame, column: str, low: float, high: float | None, whole: bool) -> pd.Series:
+    """``frame[column]`` as int64 (``whole``) or float64 after checking every value is in range."""
+    values = pd.to_numeric(frame[column], errors="coerce")
+    bad = ~np.isfinite(values) | (values < low) | (values > (high if high is not None else np.inf))
+    if whole:
+        bad |= values != values.round()
+    kind = "whole numbers" if whole else "numbers"
+    allowed = f"{low}-{high}" if high is not None else f"{low} or more"
+    _require_values(path, frame, column, bad, f"{kind} {allowed}")
+    return values.astype("int64" if whole else "float64")
+
+
 def _read_csv(path: Path, dtype: dict[str, type]) -> pd.DataFrame:
+    """Read a CSV file with the package's encoding rule; an empty file is a clear ``ValueError``."""
     try:
-        return pd.read_csv(path, dtype=dtype)
+        return pd.read_csv(path, dtype=dtype, encoding=ENCODING)
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path} is empty; {REGENERATE_HINT}") from None
 
@@ -183,16 +232,7 @@ def load_usage_grid(path: Path | str | None = None) -> pd.DataFrame:
     if frame.empty:
         raise ValueError(f"{path} has a header but no rows; {REGENERATE_HINT}")
     for column, low, high in (("day_of_week", 0, 6), ("hour", 0, 23), ("active_users", 0, None)):
-        values = pd.to_numeric(frame[column], errors="coerce")
-        bad = values.isna() | (values != values.round()) | (values < low) | (values > (high if high is not None else np.inf))
-        if bad.any():
-            row = int(bad.to_numpy().nonzero()[0][0])
-            allowed = f"{low}-{high}" if high is not None else f"{low} or more"
-            raise ValueError(
-                f"{path}: column {column} should hold whole numbers {allowed}, got {str(frame[column].iloc[row])!r} "
-                f"(data row {row + 1})"
-            )
-        frame[column] = values.astype("int64")
+        frame[column] = _numbers(path, frame, column, low, high, whole=True)
     cells = frame.duplicated(["customer_id", "day_of_week", "hour"])
     if cells.any():
         row = int(cells.to_numpy().nonzero()[0][0])

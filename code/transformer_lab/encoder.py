@@ -7,7 +7,15 @@ Masks follow PyTorch's convention: **True means ignore**.
 import torch
 from torch import nn
 
-from transformer_lab.shapes import require_padding, require_rank, require_size, require_tensor
+from transformer_lab.validation import (
+    require_bool,
+    require_float_tensor,
+    require_int,
+    require_padding,
+    require_rank,
+    require_size,
+    require_some_key,
+)
 
 # What each named submodule of ``nn.TransformerEncoderLayer`` (post-norm, the default) does in the
 # block diagram  x -> [attention -> dropout1 -> + x -> norm1] -> [linear1 -> ReLU -> dropout ->
@@ -26,9 +34,8 @@ ENCODER_LAYER_ROLES = {
 
 def check_heads(d_model: int, nhead: int) -> None:
     """Raise ``ValueError`` unless ``nhead`` heads can split a width of ``d_model`` evenly."""
-    for name, value in (("d_model", d_model), ("nhead", nhead)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    require_int("d_model", d_model, minimum=1)
+    require_int("nhead", nhead, minimum=1)
     if d_model % nhead:
         raise ValueError(
             f"d_model={d_model} is not divisible by nhead={nhead}: each head gets d_model / nhead "
@@ -45,8 +52,8 @@ def encoder_layer_parameters(d_model: int, nhead: int, d_ff: int, bias: bool = T
     The number of heads does not change the count: the heads split the same d channels.
     """
     check_heads(d_model, nhead)
-    if not isinstance(d_ff, int) or isinstance(d_ff, bool) or d_ff < 1:
-        raise ValueError(f"d_ff must be a positive integer, got {d_ff!r}")
+    require_int("d_ff", d_ff, minimum=1)
+    require_bool("bias", bias)
     attention = 4 * d_model * d_model + (4 * d_model if bias else 0)
     feed_forward = 2 * d_model * d_ff + ((d_ff + d_model) if bias else 0)
     norms = 2 * d_model * (2 if bias else 1)
@@ -79,18 +86,22 @@ def head_weights(
 ) -> torch.Tensor:
     """Per-head self-attention weights of ``attn`` on x (B, L, D): returns (B, H, L, L).
 
-    ``padding`` (B, L) bool, True = ignore that key (``None``: every key is visible).
-    Computed without gradients; the layer must be ``batch_first``.
+    ``padding`` (B, L) bool, True = ignore that key (``None``: every key is visible). Padded
+    positions of x are replaced by 0 first, so a NaN or inf there cannot reach any weight; an
+    example that is all padding is refused, as in ``attention``. Computed without gradients; the
+    layer must be ``batch_first``.
     """
     if not isinstance(attn, nn.MultiheadAttention):
         raise TypeError(f"attn must be an nn.MultiheadAttention, got {type(attn).__name__}")
     if not attn.batch_first:
         raise ValueError("attn must be built with batch_first=True so x can be (B, L, D)")
-    require_tensor("x", x)
+    require_float_tensor("x", x, attn.out_proj.weight.dtype, "the dtype of the layer's weights")
     require_rank("x", x, ("B", "L", "D"))
     require_size("x", x, 2, attn.embed_dim, f"the layer's embed_dim is {attn.embed_dim}")
     if padding is not None:
         require_padding(padding, x.shape[0], x.shape[1])
+        require_some_key(padding)
+        x = x.masked_fill(padding[:, :, None], 0.0)
     with torch.no_grad():
         _, weights = attn(x, x, x, key_padding_mask=padding, need_weights=True, average_attn_weights=False)
     return weights

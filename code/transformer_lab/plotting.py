@@ -6,6 +6,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
+from transformer_lab.validation import describe
+
 # cividis is designed to read the same for the common colour-vision deficiencies; the line colours
 # are the Okabe–Ito palette, safe for the same readers.
 SEQUENTIAL_CMAP = "cividis"
@@ -37,8 +39,19 @@ def heatmap(
     annotate: bool = True,
     vmax: float | None = 1.0,
 ):
-    """Draw a labelled weights table (rows = queries, columns = keys) on ``ax``; return the image."""
+    """Draw a labelled weights table (rows = queries, columns = keys) on ``ax``; return the image.
+
+    ``matrix`` (rows, columns) of finite numbers, one label per row and per column.
+    """
     matrix = np.asarray(matrix, dtype=float)
+    if matrix.ndim != 2:
+        raise ValueError(f"matrix should have shape (rows, columns), got {describe(matrix.shape)}")
+    if not np.isfinite(matrix).all():
+        row, col = np.argwhere(~np.isfinite(matrix))[0]
+        raise ValueError(f"matrix holds NaN or infinite values, first at position ({row}, {col})")
+    for name, labels, size in (("row_labels", row_labels, matrix.shape[0]), ("col_labels", col_labels, matrix.shape[1])):
+        if len(labels) != size:
+            raise ValueError(f"{name} has {len(labels)} labels but matrix has shape {describe(matrix.shape)}: need {size}")
     image = ax.imshow(matrix, cmap=SEQUENTIAL_CMAP, vmin=0.0, vmax=vmax)
     # Long column names (plan names, words) collide when horizontal; tilt them only when needed.
     tilt = {"rotation": 30, "ha": "right"} if max(len(str(label)) for label in col_labels) > 6 else {}

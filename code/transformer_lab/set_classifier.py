@@ -10,6 +10,7 @@ from torch import nn
 from transformer_lab.encoder import check_heads, head_weights
 from transformer_lab.pooling import masked_mean
 from transformer_lab.set_task import check_sets, largest_key_index
+from transformer_lab.validation import require_bool, require_float_tensor, require_int
 
 
 class SetClassifier(nn.Module):
@@ -18,11 +19,14 @@ class SetClassifier(nn.Module):
     ``use_attention=False`` is the mean-pooling baseline: each token is embedded on its own and
     no token ever sees another before the average, so no token can know whether its key is the
     largest. With attention, one ``nn.TransformerEncoderLayer`` (post-norm, dropout 0) runs first.
+    Padded tokens are set to 0 once embedded, so whatever x holds there (even NaN) changes nothing.
     """
 
     def __init__(self, use_attention: bool = True, d_model: int = 32, nhead: int = 2, d_ff: int = 64):
         super().__init__()
+        require_bool("use_attention", use_attention)
         check_heads(d_model, nhead)
+        require_int("d_ff", d_ff, minimum=1)
         self.embed = nn.Linear(2, d_model)
         self.encoder = (
             nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=d_ff, dropout=0.0, batch_first=True)
@@ -33,11 +37,17 @@ class SetClassifier(nn.Module):
 
     def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
         """x (B, L, 2), padding (B, L) with True = padding → logits (B,)."""
-        check_sets(x, padding)
-        h = self.embed(x)  # (B, L, D)
+        h = self.embed_tokens(x, padding)  # (B, L, D), padded tokens set to 0
         if self.encoder is not None:
             h = self.encoder(h, src_key_padding_mask=padding)
         return self.head(masked_mean(h, padding)).squeeze(-1)
+
+    def embed_tokens(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+        """Checked x (B, L, 2) → embedded tokens (B, L, D), exactly 0 at padded positions."""
+        check_sets(x, padding)
+        require_float_tensor("x", x, self.embed.weight.dtype, "the dtype of the model's weights")
+        hidden = padding[:, :, None]
+        return self.embed(x.masked_fill(hidden, 0.0)).masked_fill(hidden, 0.0)  # no NaN in gradients either
 
     def attention_weights(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
         """Per-head weights (B, H, L, L) the encoder's self-attention uses on x (B, L, 2).
@@ -47,11 +57,10 @@ class SetClassifier(nn.Module):
         """
         if self.encoder is None:
             raise ValueError("this SetClassifier was built with use_attention=False: it has no attention")
-        check_sets(x, padding)
         if self.encoder.norm_first:
             raise ValueError("attention_weights assumes a post-norm encoder layer (norm_first=False)")
         with torch.no_grad():
-            embedded = self.embed(x)
+            embedded = self.embed_tokens(x, padding)
         return head_weights(self.encoder.self_attn, embedded, padding)
 
 

@@ -8,7 +8,7 @@ positive, which happens for half of the sets in expectation.
 
 import torch
 
-from transformer_lab.shapes import require_padding, require_rank, require_size, require_tensor
+from transformer_lab.validation import require_int, require_padding, require_rank, require_size, require_tensor
 
 MIN_TOKENS = 3
 
@@ -19,10 +19,9 @@ def make_sets(n: int, seed: int, max_tokens: int = 8) -> tuple[torch.Tensor, tor
     Returns x (n, max_tokens, 2) with columns (key, value) and zeros at padding,
     padding (n, max_tokens) bool with True = padding, and y (n,) float labels in {0., 1.}.
     """
-    for name, value, low in (("n", n, 1), ("max_tokens", max_tokens, MIN_TOKENS)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < low:
-            raise ValueError(f"{name} must be an integer ≥ {low}, got {value!r}")
-    generator = torch.Generator().manual_seed(seed)
+    n = require_int("n", n, minimum=1)
+    max_tokens = require_int("max_tokens", max_tokens, minimum=MIN_TOKENS)
+    generator = torch.Generator().manual_seed(require_int("seed", seed))
     x = torch.randn(n, max_tokens, 2, generator=generator)
     lengths = torch.randint(MIN_TOKENS, max_tokens + 1, (n,), generator=generator)
     padding = torch.arange(max_tokens)[None, :] >= lengths[:, None]

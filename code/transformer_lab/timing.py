@@ -9,9 +9,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from transformer_lab.validation import require_number
+
 
 def format_wall_time(seconds: float) -> str:
     """Format a duration for printed output, e.g. ``"1.23 s (wall)"``."""
+    seconds = require_number("seconds", seconds, minimum=0)
     return f"{seconds:.2f} s (wall)"
 
 
@@ -20,6 +23,7 @@ def format_wall_time_prose(seconds: float) -> str:
 
     The sanitizer masks this pattern too, so prose can quote a timing without a bracketed tag.
     """
+    seconds = require_number("seconds", seconds, minimum=0)
     return f"{seconds:.2f} seconds of wall-clock time"
 
 

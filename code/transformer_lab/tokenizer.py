@@ -30,6 +30,8 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
+from transformer_lab.validation import is_int, require_counts, require_int, require_texts  # noqa: E402
+
 # A corpus small enough to read in one glance: with a vocabulary of 80 the merges stay visible.
 # Pets are frequent, transformer vocabulary is mixed, some words appear exactly once.
 TINY_CORPUS = (
@@ -69,18 +71,7 @@ def check_corpus(corpus: Iterable[str], name: str = "corpus") -> list[str]:
 
     Any iterable of texts works (list, tuple, pandas Series); a single string does not.
     """
-    if isinstance(corpus, str | bytes | Mapping) or not isinstance(corpus, Iterable):
-        raise ValueError(
-            f"{name} must be a list of strings (one text per item), got {type(corpus).__name__}"
-        )
-    texts = list(corpus)
-    if not texts:
-        raise ValueError(f"{name} is empty: expected at least one text to train on")
-    for position, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise ValueError(
-                f"{name}[{position}] must be a str, got {type(text).__name__} ({text!r})"
-            )
+    texts = require_texts(name, corpus)
     if not any(text.strip() for text in texts):
         raise ValueError(f"{name} holds only empty or whitespace texts: there is nothing to train on")
     return texts
@@ -88,8 +79,7 @@ def check_corpus(corpus: Iterable[str], name: str = "corpus") -> list[str]:
 
 def check_vocab_size(vocab_size: int, minimum: int, why: str) -> None:
     """Raise unless ``vocab_size`` is an int of at least ``minimum`` (``why`` explains the bound)."""
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int):
-        raise TypeError(f"vocab_size must be an int, got {type(vocab_size).__name__}")
+    require_int("vocab_size", vocab_size)
     if vocab_size < minimum:
         raise ValueError(f"vocab_size={vocab_size} is too small: it must be at least {minimum} ({why})")
 
@@ -159,11 +149,10 @@ def character_classes(characters: Iterable[str]) -> dict[str, list[str]]:
     >>> character_classes(["a", "B", "7", "-", "’", "👍"])["other punctuation"]
     ['’']
     """
-    if isinstance(characters, str | bytes | Mapping) or not isinstance(characters, Iterable):
-        raise ValueError(f"characters must be a list of single characters, got {type(characters).__name__}")
+    characters = require_texts("characters", characters, allow_empty=True)
     classes: dict[str, list[str]] = {name: [] for name in CHARACTER_CLASSES}
     for character in characters:
-        if not isinstance(character, str) or len(character) != 1:
+        if len(character) != 1:
             raise ValueError(f"each character must be a str of length 1, got {character!r}")
         category = unicodedata.category(character)
         letter_classes = {"Ll": "lowercase letters", "Lu": "capital letters"}
@@ -265,11 +254,9 @@ def merges(tokenizer: Tokenizer) -> list[tuple[str, str]]:
 def tokens_per_word(tokenizer: Tokenizer, words: Iterable[str]) -> dict[str, int]:
     """Encode each word on its own and return ``{word: number of tokens}``, in input order."""
     check_tokenizer(tokenizer)
-    if isinstance(words, str | bytes | Mapping) or not isinstance(words, Iterable):
-        raise ValueError(f"words must be a list of strings, got {type(words).__name__}")
     counts = {}
-    for word in words:
-        if not isinstance(word, str) or not word.strip() or any(c.isspace() for c in word):
+    for word in require_texts("words", words, allow_empty=True):
+        if not word.strip() or any(c.isspace() for c in word):
             raise ValueError(f"each word must be a non-empty str without spaces, got {word!r}")
         counts[word] = len(tokenizer.encode(word, add_special_tokens=False).ids)
     return counts
@@ -302,13 +289,8 @@ def check_frequency_bins(bins: Sequence[tuple[int, int | None]]) -> None:
     previous_high = 0
     for position, pair in enumerate(bins):
         low, high = pair if isinstance(pair, tuple | list) and len(pair) == 2 else (None, None)
-        valid = (
-            isinstance(low, int)
-            and not isinstance(low, bool)
-            and low > previous_high
-            and (high is None and position == len(bins) - 1 or isinstance(high, int) and high >= low)
-        )
-        if not valid:
+        last = position == len(bins) - 1
+        if not (is_int(low) and low > previous_high and (high is None and last or is_int(high) and high >= low)):
             raise ValueError(
                 f"bins[{position}] must be (low, high) with low > {previous_high} and high >= low "
                 f"(high=None only for the last bin), got {pair!r}"
@@ -333,13 +315,9 @@ def tokens_per_word_by_frequency(
     An empty bin gives 0 words and NaN means.
     """
     check_tokenizer(tokenizer)
-    if not isinstance(words, Mapping):
-        raise TypeError(
-            f"words must map each word to its count (see word_frequencies), got {type(words).__name__}"
-        )
+    require_counts("words", words)
     check_frequency_bins(bins)
-    if isinstance(examples, bool) or not isinstance(examples, int) or examples < 0:
-        raise ValueError(f"examples must be an int >= 0, got {examples!r}")
+    require_int("examples", examples, minimum=0)
     distinct = list(words)
     encodings = tokenizer.encode_batch(distinct, add_special_tokens=False)
     lengths = {word: len(encoding.ids) for word, encoding in zip(distinct, encodings)}
@@ -389,10 +367,7 @@ def count_word_tokens(tokenizer: Tokenizer, words: Counter[str]) -> dict[str, in
     each word independently, so each distinct word is encoded once and weighted by its count.
     """
     check_tokenizer(tokenizer)
-    if not isinstance(words, Mapping):
-        raise TypeError(
-            f"words must map each word to its count (see word_frequencies), got {type(words).__name__}"
-        )
+    require_counts("words", words)
     distinct = list(words)
     encodings = tokenizer.encode_batch(distinct, add_special_tokens=False)
     return {
@@ -433,9 +408,6 @@ def vocabulary_sweep(
 
 def embedding_parameters(vocab_size: int, d: int) -> int:
     """Trainable parameters of an embedding matrix of shape (vocab_size, d): ``vocab_size * d``."""
-    for name, value in (("vocab_size", vocab_size), ("d", d)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        if value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value}")
+    require_int("vocab_size", vocab_size, minimum=1)
+    require_int("d", d, minimum=1)
     return vocab_size * d

@@ -12,8 +12,16 @@ from torch import nn
 
 from transformer_lab.encoder import count_parameters
 from transformer_lab.metrics import accuracy
-from transformer_lab.shapes import describe, require_padding, require_tensor
 from transformer_lab.timing import stopwatch
+from transformer_lab.validation import (
+    describe,
+    require_binary_labels,
+    require_finite,
+    require_float_tensor,
+    require_int,
+    require_number,
+    require_padding,
+)
 
 Data = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
@@ -45,26 +53,33 @@ class TrainingResult:
 
 
 def check_data(name: str, data: Data) -> None:
-    """Raise unless ``data`` is an ``(x, padding, y)`` triple with matching sizes."""
+    """Raise unless ``data`` is a non-empty ``(x, padding, y)`` triple the loop can train on.
+
+    x (N, L, F) float and finite at every real position (padding may hold anything), padding
+    (N, L) bool, y (N,) float labels in {0, 1}.
+    """
     if not isinstance(data, (tuple, list)) or len(data) != 3:
         raise TypeError(f"{name} must be a tuple (x, padding, y), got {type(data).__name__}")
     x, padding, y = data
-    for part, tensor in (("x", x), ("y", y)):
-        require_tensor(f"{name} {part}", tensor)
+    require_float_tensor(f"{name} x", x)
+    require_float_tensor(f"{name} y", y, why="binary cross-entropy needs float labels")
     if x.dim() != 3:
         raise ValueError(f"{name} x should have shape (N, L, F), got {describe(x.shape)}")
+    if x.shape[0] == 0:
+        raise ValueError(f"{name} is empty: x has shape {describe(x.shape)}, expected at least one example")
     require_padding(padding, x.shape[0], x.shape[1], name=f"{name} padding")
     if tuple(y.shape) != (x.shape[0],):
         raise ValueError(f"{name} y should have shape ({x.shape[0]},), one label per set, got {describe(y.shape)}")
+    require_binary_labels(f"{name} y", y)
+    require_finite(f"{name} x", x, skip=padding[:, :, None])
 
 
 def check_settings(epochs: int, learning_rate: float, batch_size: int) -> None:
-    """Raise ``ValueError`` for a non-positive epoch count, learning rate or batch size."""
-    for name, value in (("epochs", epochs), ("batch_size", batch_size)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if not learning_rate > 0:
-        raise ValueError(f"learning_rate must be positive, got {learning_rate!r}")
+    """Raise for an epoch count or batch size that is not an int of at least 1, or a learning
+    rate that is not a positive, finite number."""
+    require_int("epochs", epochs, minimum=1)
+    require_number("learning_rate", learning_rate, above=0)
+    require_int("batch_size", batch_size, minimum=1)
 
 
 def adam(parameters, learning_rate: float, weight_decay: float = 0.0) -> torch.optim.Adam:
@@ -106,12 +121,19 @@ def train_epoch(
 
 
 def evaluate(model: nn.Module, data: Data, loss_fn: nn.Module | None = None) -> tuple[float, float]:
-    """Loss (BCE with logits unless ``loss_fn`` is given) and accuracy of ``model`` on ``data``."""
+    """Loss (BCE with logits unless ``loss_fn`` is given) and accuracy of ``model`` on ``data``.
+
+    A model that outputs NaN (a diverged run) gets NaN for both, not an accuracy that counts the
+    NaN logits as negative predictions.
+    """
+    check_data("data", data)
     x, padding, y = data
     loss_fn = loss_fn or nn.BCEWithLogitsLoss()
     model.eval()
     with torch.no_grad():
         logits = model(x, padding)
+    if torch.isnan(logits).any():
+        return float("nan"), float("nan")
     return loss_fn(logits, y).item(), accuracy(logits, y)
 
 

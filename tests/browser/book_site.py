@@ -241,17 +241,20 @@ MATH_PROBE = r"""() => {
     };
 }"""
 
-IMAGE_PROBE = r"""() => {
+# Called with book_pages.FILE_NAME_ALT: alt text that is empty or a file name/path counts as missing.
+IMAGE_PROBE = r"""(fileNamePattern) => {
+    const fileName = new RegExp(fileNamePattern, 'i');
+    const meaningful = text => { const t = (text || '').trim(); return t !== '' && !fileName.test(t); };
     const describe = el => el.outerHTML.slice(0, 160);
     const images = Array.from(document.querySelectorAll('img'));
-    const noAlt = images.filter(img => !(img.getAttribute('alt') || '').trim()).map(describe);
+    const noAlt = images.filter(img => !meaningful(img.getAttribute('alt'))).map(describe);
     const figures = Array.from(document.querySelectorAll('figure'));
     const figuresNoAlt = figures.filter(fig => {
         // Typeset maths (MathJax SVG, in captions) and hidden icons are not the figure's picture.
         const pictures = Array.from(fig.querySelectorAll('img, svg, [role="img"]')).filter(
             p => !p.closest('mjx-container, [aria-hidden="true"]'));
         if (!pictures.length) return true;
-        return !pictures.every(p => (p.getAttribute('alt') || p.getAttribute('aria-label') || '').trim());
+        return !pictures.every(p => meaningful(p.getAttribute('alt') || p.getAttribute('aria-label')));
     }).map(describe);
     return {count: images.length, no_alt: noAlt, figures_no_alt: figuresNoAlt};
 }"""

@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from book_pages import FILE_NAME_ALT  # noqa: E402 (needs the path above)
 from book_site import (  # noqa: E402 (needs the path above)
     AXE_SCRIPT,
     CHROMIUM_ARGS,
@@ -152,7 +153,7 @@ def visit(open_page, axe_source):
         try:
             report = PageReport(url=page.url, status=opened.response.status if opened.response else None)
             report.math = page.evaluate(MATH_PROBE)
-            images = page.evaluate(IMAGE_PROBE)
+            images = page.evaluate(IMAGE_PROBE, FILE_NAME_ALT)
             report.image_count = images["count"]
             report.images_without_alt = images["no_alt"]
             report.figures_without_alt = images["figures_no_alt"]

@@ -100,7 +100,8 @@ def test_the_book_has_maths_to_check(visit):
 def test_every_image_and_figure_has_alt_text(visit, relative):
     report = visit(relative)
     assert not report.images_without_alt, (
-        f"{relative}: images without alt text (set it in the cell's `mystnb: image: alt:`):\n"
+        f"{relative}: images without alt text, or with a file name as alt text (set it in the cell's "
+        f"`mystnb: image: alt:`, or the directive's `:alt:`):\n"
         + "\n".join(report.images_without_alt)
     )
     assert not report.figures_without_alt, (
