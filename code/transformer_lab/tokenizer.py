@@ -103,11 +103,6 @@ def pre_tokenize(text: str) -> list[str]:
     return [piece for piece, _ in WHITESPACE.pre_tokenize_str(text)]
 
 
-def count_words(texts: Iterable[str]) -> int:
-    """Total number of pre-tokenized words in ``texts``."""
-    return sum(len(WHITESPACE.pre_tokenize_str(text)) for text in check_corpus(texts, name="texts"))
-
-
 def word_frequencies(corpus: Iterable[str]) -> Counter[str]:
     """Count every pre-tokenized word of ``corpus``: the counts the BPE trainer starts from."""
     texts = check_corpus(corpus)
@@ -361,32 +356,12 @@ def tokens_per_word_by_frequency(
     return rows
 
 
-def count_tokens(tokenizer: Tokenizer, texts: Iterable[str]) -> dict[str, int]:
-    """Encode ``texts`` in one batch; return the total number of tokens and of ``[UNK]`` tokens."""
-    check_tokenizer(tokenizer)
-    encodings = tokenizer.encode_batch(check_corpus(texts, name="texts"), add_special_tokens=False)
-    return {
-        "tokens": sum(len(encoding.ids) for encoding in encodings),
-        "unknown": sum(encoding.tokens.count(UNKNOWN_TOKEN) for encoding in encodings),
-    }
-
-
-def average_tokens_per_word(tokenizer: Tokenizer, texts: Iterable[str]) -> float:
-    """Tokens per pre-tokenized word over all ``texts``: total tokens / total words.
-
-    For a ``train_bpe_tokenizer`` tokenizer this is at least 1, and exactly 1 when every word is in
-    its vocabulary. Words are always counted with the ``Whitespace`` pre-tokenizer, whatever
-    ``tokenizer`` uses, so different tokenizers are compared on the same words.
-    """
-    texts = check_corpus(texts, name="texts")
-    return count_tokens(tokenizer, texts)["tokens"] / count_words(texts)
-
-
 def count_word_tokens(tokenizer: Tokenizer, words: Counter[str]) -> dict[str, int]:
-    """Like ``count_tokens`` on the texts behind ``words`` (from ``word_frequencies``), but faster.
+    """Total tokens and ``[UNK]`` tokens of the texts behind ``words`` (from ``word_frequencies``).
 
-    Exact for ``train_bpe_tokenizer`` tokenizers: with a ``Whitespace`` pre-tokenizer BPE encodes
-    each word independently, so each distinct word is encoded once and weighted by its count.
+    Returns ``{"tokens": ..., "unknown": ...}``. Encoding the whole texts gives the same counts for
+    ``train_bpe_tokenizer`` tokenizers (with a ``Whitespace`` pre-tokenizer BPE encodes each word
+    independently), but here each distinct word is encoded once and weighted by its count.
     """
     check_tokenizer(tokenizer)
     if not isinstance(words, Mapping):

@@ -6,14 +6,11 @@ with the command that fixes it.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from book_site import (  # noqa: E402 (needs the path above)
+from book_site import (
     AXE_SCRIPT,
     CHROMIUM_ARGS,
     DETAILS,

@@ -1,6 +1,0 @@
-"""Make the helpers in tests/ importable (book_pages) whatever the working directory."""
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))

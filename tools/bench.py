@@ -1,0 +1,273 @@
+"""`make bench`: time a clean, forced-execution build page by page, and each starter's default run.
+
+    python tools/bench.py [--output _build/bench.md]
+
+Builds the book exactly as `make book` does (``-W -n --keep-going --all``, every page executed)
+into a fresh temporary folder, so nothing cached is reused and ``_build/html`` is left alone. It
+reads myst-nb's "Executed notebook in N seconds" log line of each page, times the whole build,
+and records peak memory two ways: the largest single process (``getrusage`` of the finished
+children: the build or one page's kernel) and the whole process tree at its largest (sampled with
+psutil), and each page's kernel CPU time (sampled; close to the page's wall time on an idle
+machine, since torch runs on one thread). Then it runs each exercise starter the way its page
+tells students to (``python exercises/…/starter.py``, no options) and times it.
+
+The report starts with the machine (CPU model, vector instruction sets, PyTorch's CPU kernel
+level, cores) and gives a verdict per line against the budgets below, then names every budget
+that failed. It goes to ``_build/bench.md`` and to the terminal; the build log to
+``_build/bench.log``. The exit status is the build's (0 unless the build or a starter itself
+failed); budget overruns are reported, not turned into a failure, because timings depend on the
+machine. A busy machine inflates every figure: the report records the load average before the run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from book_pages import ROOT, has_code, toc_pages
+
+# Budgets on a 2-vCPU AVX2 machine without a GPU (a CI runner or a student's laptop).
+TOTAL_BUDGET_S = 90.0  # the whole clean build, every page executed
+PAGE_BUDGET_S = 15.0  # one page's execution
+STARTER_BUDGET_S = 15.0  # one starter script's default run
+STARTERS = ("exercises/week-20/starter.py", "exercises/homework/starter.py")
+EXECUTED = re.compile(r"^(?P<path>\S.*?): Executed notebook in (?P<seconds>[0-9.]+) seconds")
+BUILD_FLAGS = ["-W", "-n", "--keep-going", "--all"]
+
+
+class TreeMonitor:
+    """Sample a process and all its descendants (psutil): summed resident memory, kernels' CPU time.
+
+    CPU time (user + system) of each page's kernel is what the page costs on an idle core: unlike
+    wall time it hardly grows when other jobs share the machine (torch runs on one thread).
+    """
+
+    def __init__(self, pid: int, interval_s: float = 0.2) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self._root = psutil.Process(pid)
+        self._interval_s = interval_s
+        self.peak_bytes = 0
+        self.kernel_cpu_s: dict[int, tuple[float, float]] = {}  # pid -> (start time, CPU seconds)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            total = 0
+            try:
+                processes = [self._root, *self._root.children(recursive=True)]
+            except self._psutil.Error:
+                break
+            for process in processes:
+                try:
+                    total += process.memory_info().rss
+                    if process.pid != self._root.pid and "ipykernel" in " ".join(process.cmdline()):
+                        times = process.cpu_times()
+                        self.kernel_cpu_s[process.pid] = (process.create_time(), times.user + times.system)
+                except self._psutil.Error:
+                    continue
+            self.peak_bytes = max(self.peak_bytes, total)
+            self._stop.wait(self._interval_s)
+
+    def kernels_in_start_order(self) -> list[float]:
+        """CPU seconds of each kernel seen, oldest first (pages execute one after another)."""
+        return [cpu for _, cpu in sorted(self.kernel_cpu_s.values())]
+
+    def __enter__(self) -> TreeMonitor:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def jupyter_book() -> str:
+    candidate = Path(sys.executable).with_name("jupyter-book")
+    return str(candidate) if candidate.exists() else "jupyter-book"
+
+
+def run_build(output: Path, log_path: Path) -> tuple[int, float, dict[str, float], dict[str, float], int]:
+    """Build into ``output``.
+
+    Returns (exit status, wall seconds, page -> execution seconds, page -> kernel CPU seconds,
+    peak memory of the process tree in bytes).
+    """
+    command = [jupyter_book(), "build", str(ROOT), *BUILD_FLAGS, "--path-output", str(output)]
+    executed: dict[str, float] = {}
+    start = time.perf_counter()
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, env={**os.environ, "NO_COLOR": "1"})
+        with TreeMonitor(process.pid) as monitor:
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.write(line)
+                match = EXECUTED.match(line.strip())
+                if match:
+                    page = Path(match["path"]).resolve()
+                    executed[page.relative_to(ROOT).as_posix()] = float(match["seconds"])
+            status = process.wait()
+    wall_s = time.perf_counter() - start
+    kernels = monitor.kernels_in_start_order()
+    # One kernel per executed page, in the same order; if they do not pair up, report no CPU times.
+    cpu = dict(zip(executed, kernels)) if len(kernels) == len(executed) else {}
+    return status, wall_s, executed, cpu, monitor.peak_bytes
+
+
+def mebibytes(n_bytes: float) -> str:
+    return f"{n_bytes / 2**20:,.0f} MiB"
+
+
+def cpu_info() -> dict[str, str]:
+    """The machine as the budgets care about it: CPU model, vector instruction sets, cores."""
+    fields: dict[str, str] = {}
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())  # the first processor's values
+    except OSError:  # not Linux: no model name, no flags
+        pass
+    model = fields.get("model name") or platform.processor() or platform.machine()
+    flags = set(fields.get("flags", "").split())
+    isa = ", ".join(f"{name} {'yes' if name in flags else 'no'}" for name in ("avx2", "avx512f"))
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {
+        "model": model,
+        "isa": isa if flags else "instruction sets unknown",
+        "cores": f"{os.cpu_count()} cores ({usable} usable)",
+    }
+
+
+def torch_kernels() -> str:
+    """PyTorch's CPU kernel level as the pages run it: after importing the package, in a fresh process."""
+    code = (
+        "import transformer_lab, torch; "
+        "print(torch.backends.cpu.get_cpu_capability(), torch.__version__, torch.get_num_threads())"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    if completed.returncode != 0:
+        return "unknown (importing transformer_lab and torch failed)"
+    capability, version, threads = completed.stdout.split()
+    forced = os.environ.get("ATEN_CPU_CAPABILITY")
+    note = f", forced by ATEN_CPU_CAPABILITY={forced}" if forced else ""
+    return f"{capability}{note} (torch {version}, {threads} thread{'s' if threads != '1' else ''})"
+
+
+def time_starter(script: str) -> tuple[int, float, float]:
+    """Run ``python SCRIPT`` from the repository root as a student would: (exit status, wall s, CPU s)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    completed = subprocess.run([sys.executable, script], cwd=ROOT, capture_output=True, text=True)
+    wall_s = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return completed.returncode, wall_s, cpu_s
+
+
+def verdict(seconds: float, budget: float, what: str, failures: list[str]) -> str:
+    """``ok`` or a bold overrun; an overrun is also added to ``failures``."""
+    if seconds <= budget:
+        return f"ok (≤ {budget:.0f} s)"
+    failures.append(f"{what}: {seconds:.1f} s > {budget:.0f} s")
+    return f"**over {budget:.0f} s**"
+
+
+def report(started: datetime, load: tuple[float, float, float], status: int, wall_s: float,
+           executed: dict[str, float], cpu: dict[str, float], tree_peak: int, largest_kib: int,
+           starters: dict[str, tuple[int, float, float]], kernels: str) -> str:
+    when = started.strftime("%Y-%m-%d %H:%M UTC")
+    machine = cpu_info()
+    failures: list[str] = []
+    lines = [
+        "# `make bench`: clean build and starters",
+        "",
+        f"Machine: {machine['model']}; {machine['isa']}; PyTorch CPU kernels {kernels}; "
+        f"{machine['cores']}; Python {platform.python_version()}.",
+        "",
+        f"Run: {when}; load average before the run {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
+        "(1 / 5 / 15 min).",
+        "",
+        "| page | execution, wall (s) | kernel CPU (s) | budget (wall) |",
+        "|---|---:|---:|---|",
+    ]
+    for page in toc_pages():
+        name = page.relative_to(ROOT).as_posix()
+        if name in executed:
+            seconds = executed[name]
+            cpu_text = f"{cpu[name]:.1f}" if name in cpu else "—"
+            lines.append(f"| `{name}` | {seconds:.1f} | {cpu_text} | {verdict(seconds, PAGE_BUDGET_S, name, failures)} |")
+        elif has_code(page):
+            failures.append(f"{name}: not executed, see _build/bench.log")
+            lines.append(f"| `{name}` | not executed? | — | **check the log** |")
+        else:
+            lines.append(f"| `{name}` | no code | — | — |")
+    page_sum = sum(executed.values())
+    total_mark = verdict(wall_s, TOTAL_BUDGET_S, "whole clean build", failures)
+    lines += [
+        f"| **whole clean build** | **{wall_s:.1f}** | | {total_mark} |",
+        f"| sum over pages | {page_sum:.1f} | {sum(cpu.values()):.1f} | |",
+        "",
+    ]
+    if page_sum:
+        lines += [
+            f"Build wall time / sum of page execution times: {wall_s / page_sum:.2f} "
+            "(below 1 when pages execute in parallel; the rest is Sphinx's own work).",
+            "",
+        ]
+    lines += ["| starter, default run | wall (s) | CPU (s) | budget (wall) |", "|---|---:|---:|---|"]
+    for script, (code, seconds, cpu_s) in starters.items():
+        mark = verdict(seconds, STARTER_BUDGET_S, f"python {script}", failures)
+        if code != 0:
+            failures.append(f"python {script}: exit status {code}")
+            mark = f"**failed (exit status {code})**"
+        lines.append(f"| `python {script}` | {seconds:.1f} | {cpu_s:.1f} | {mark} |")
+    lines += [
+        "",
+        f"Peak memory: {mebibytes(tree_peak)} for the build and its kernels together (sampled), "
+        f"{mebibytes(largest_kib * 1024)} for the largest single process.",
+        "",
+    ]
+    if status != 0:
+        failures.append(f"the build failed (exit status {status}); see _build/bench.log")
+    if failures:
+        lines.append("**Over budget or failed:** " + "; ".join(failures) + ".")
+    else:
+        lines.append("**Every budget is met.**")
+    lines += ["", "Not timed here: the whole `make test` (budget: 6 minutes)."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=ROOT / "_build" / "bench.md")
+    args = parser.parse_args(argv)
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    log_path = args.output.with_suffix(".log")
+    started, load = datetime.now(timezone.utc), os.getloadavg()
+    kernels = torch_kernels()
+    with tempfile.TemporaryDirectory(prefix="book-bench-") as scratch:
+        status, wall_s, executed, cpu, tree_peak = run_build(Path(scratch), log_path)
+    largest_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
+    starters = {script: time_starter(script) for script in STARTERS}
+    text = report(started, load, status, wall_s, executed, cpu, tree_peak, largest_kib, starters, kernels)
+    args.output.write_text(text, encoding="utf-8")
+    print(text)
+    print(f"written to {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
+    return status or int(any(code != 0 for code, _, _ in starters.values()))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
