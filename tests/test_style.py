@@ -23,12 +23,16 @@ def ruff() -> str:
     """The ruff installed next to this Python (the venv's), else the one on the PATH."""
     beside = Path(sys.executable).with_name("ruff")
     found = str(beside) if beside.exists() else shutil.which("ruff")
-    assert found, "ruff is not installed: run `make setup` (it is pinned in requirements.txt)"
+    assert found, (
+        "ruff is not installed: run `make setup` (it is pinned in requirements.txt)"
+    )
     return found
 
 
 @pytest.mark.parametrize(
-    "command", [["check", "--no-fix"], ["format", "--check", "--diff"]], ids=["check", "format"]
+    "command",
+    [["check", "--no-fix", "--output-format", "concise"], ["format", "--check"]],
+    ids=["check", "format"],
 )
 def test_ruff_is_clean(command):
     completed = subprocess.run(

@@ -9,7 +9,12 @@ from pathlib import Path
 from transformer_lab.cloudwave.customer360 import customers_csv, generate_customers
 from transformer_lab.cloudwave.events import events_jsonl, generate_events
 from transformer_lab.cloudwave.feedback import feedback_jsonl, generate_feedback
-from transformer_lab.cloudwave.schema import CUSTOMER360_FILE, EVENTS_FILE, FEEDBACK_FILE, USAGE_GRID_FILE
+from transformer_lab.cloudwave.schema import (
+    CUSTOMER360_FILE,
+    EVENTS_FILE,
+    FEEDBACK_FILE,
+    USAGE_GRID_FILE,
+)
 from transformer_lab.cloudwave.usage import generate_usage_grid, usage_grid_csv
 
 
@@ -41,8 +46,12 @@ def default_out_dir() -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Regenerate the synthetic CloudWave data sets.")
-    parser.add_argument("--out", type=Path, default=default_out_dir(), help="folder to write into")
+    parser = argparse.ArgumentParser(
+        description="Regenerate the synthetic CloudWave data sets."
+    )
+    parser.add_argument(
+        "--out", type=Path, default=default_out_dir(), help="folder to write into"
+    )
     args = parser.parse_args(argv)
     for path in write_data(args.out):
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")

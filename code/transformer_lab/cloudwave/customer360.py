@@ -14,7 +14,12 @@ CUSTOMER_SEED = 360
 
 PLAN_SHARE = (0.42, 0.30, 0.19, 0.09)
 PRICE_PER_SEAT = {"Starter": 9.0, "Team": 19.0, "Business": 39.0, "Enterprise": 79.0}
-SEAT_RANGE = {"Starter": (1, 5), "Team": (3, 30), "Business": (10, 160), "Enterprise": (60, 1500)}
+SEAT_RANGE = {
+    "Starter": (1, 5),
+    "Team": (3, 30),
+    "Business": (10, 160),
+    "Enterprise": (60, 1500),
+}
 
 
 def _log_uniform_int(rng: random.Random, low: int, high: int) -> int:
@@ -54,7 +59,9 @@ def churn_logit(
     return logit
 
 
-def generate_customers(n: int = N_CUSTOMERS, seed: int = CUSTOMER_SEED) -> list[dict[str, object]]:
+def generate_customers(
+    n: int = N_CUSTOMERS, seed: int = CUSTOMER_SEED
+) -> list[dict[str, object]]:
     """``n`` Customer 360 rows as dicts with the keys of ``CUSTOMER360_COLUMNS``, in that order."""
     rng = random.Random(seed)
     rows = []
@@ -62,14 +69,32 @@ def generate_customers(n: int = N_CUSTOMERS, seed: int = CUSTOMER_SEED) -> list[
         plan = rng.choices(PLAN_TIERS, weights=PLAN_SHARE)[0]
         seats = _log_uniform_int(rng, *SEAT_RANGE[plan])
         tenure = min(72, 1 + int(-math.log(1.0 - rng.random()) * 20))
-        discount = 1.0 - (0.25 * rng.random() if plan == "Enterprise" else 0.05 * rng.random())
-        spend = seats * PRICE_PER_SEAT[plan] * discount + (15.0 if rng.random() < 0.2 else 0.0)
-        engagement = rng.gauss(0.0, 1.0)  # latent: how much the team actually uses CloudWave
+        discount = 1.0 - (
+            0.25 * rng.random() if plan == "Enterprise" else 0.05 * rng.random()
+        )
+        spend = seats * PRICE_PER_SEAT[plan] * discount + (
+            15.0 if rng.random() < 0.2 else 0.0
+        )
+        engagement = rng.gauss(
+            0.0, 1.0
+        )  # latent: how much the team actually uses CloudWave
         troubled = rng.random() < 0.2  # latent: a customer with a rough integration
         tickets = poisson(rng, (0.6 + 0.5 * math.log(seats)) * (3.0 if troubled else 1.0))
         logins_per_seat = max(0.0, 5.0 * math.exp(0.9 * engagement))
-        logins = poisson(rng, logins_per_seat * seats) if seats <= 60 else int(
-            round(max(0.0, rng.gauss(logins_per_seat * seats, math.sqrt(logins_per_seat * seats + 1.0))))
+        logins = (
+            poisson(rng, logins_per_seat * seats)
+            if seats <= 60
+            else int(
+                round(
+                    max(
+                        0.0,
+                        rng.gauss(
+                            logins_per_seat * seats,
+                            math.sqrt(logins_per_seat * seats + 1.0),
+                        ),
+                    )
+                )
+            )
         )
         satisfaction = 7.2 + 1.1 * engagement - 0.35 * tickets + rng.gauss(0.0, 1.6)
         nps = max(0, min(10, int(round(satisfaction))))

@@ -26,7 +26,13 @@ EVENT_GAPS = {
     "invite_user": (20, 180),
     "contact_support": (120, 900),
 }
-WORK_EVENTS = ("view_dashboard", "edit_task", "export_report", "invite_user", "contact_support")
+WORK_EVENTS = (
+    "view_dashboard",
+    "edit_task",
+    "export_report",
+    "invite_user",
+    "contact_support",
+)
 
 
 def _session_events(rng: random.Random, troubled: bool) -> list[str]:
@@ -42,7 +48,9 @@ def _session_events(rng: random.Random, troubled: bool) -> list[str]:
     if draw < lockout:
         events += ["login_failed", "login_failed", "password_reset"]
         if rng.random() < 0.6:  # gives up
-            return events + (["contact_support", "logout"] if rng.random() < 0.3 else ["logout"])
+            return events + (
+                ["contact_support", "logout"] if rng.random() < 0.3 else ["logout"]
+            )
     elif draw < lockout + 0.08:  # one typo, then in
         events.append("login_failed")
     events.append("login")
@@ -65,7 +73,9 @@ def generate_events(
     ``troubled`` (see ``_session_events``).
     """
     if not customers:
-        raise ValueError("generate_events needs at least one customer row, got an empty sequence")
+        raise ValueError(
+            "generate_events needs at least one customer row, got an empty sequence"
+        )
     rng = random.Random(seed)
     start_of_day = dt.datetime.combine(EVENTS_FIRST_DAY, dt.time())
     hour_weights = [hour_share(hour - 9) for hour in range(24)]
@@ -74,10 +84,14 @@ def generate_events(
         customer = rng.choice(customers)
         troubled = bool(customer["churned"]) or int(customer["support_tickets_90d"]) >= 4
         day = rng.randrange(EVENTS_DAYS)
-        if day % 7 >= 5 and rng.random() < 0.8:  # few people work at weekends: most move to a weekday
+        if (
+            day % 7 >= 5 and rng.random() < 0.8
+        ):  # few people work at weekends: most move to a weekday
             day = day - day % 7 + rng.randrange(5)
         hour = rng.choices(range(24), weights=hour_weights)[0]
-        moment = start_of_day + dt.timedelta(days=day, hours=hour, seconds=rng.randrange(3600))
+        moment = start_of_day + dt.timedelta(
+            days=day, hours=hour, seconds=rng.randrange(3600)
+        )
         stamps = []
         events = _session_events(rng, troubled)
         for event in events:
@@ -87,7 +101,12 @@ def generate_events(
         sessions.append((stamps[0], customer["customer_id"], list(zip(stamps, events))))
     sessions.sort(key=lambda session: session[0])  # stable: ties keep generation order
     return [
-        {"session_id": f"S-{number:06d}", "customer_id": customer_id, "timestamp": stamp.isoformat(), "event": event}
+        {
+            "session_id": f"S-{number:06d}",
+            "customer_id": customer_id,
+            "timestamp": stamp.isoformat(),
+            "event": event,
+        }
         for number, (_, customer_id, steps) in enumerate(sessions, start=1)
         for stamp, event in steps
     ]

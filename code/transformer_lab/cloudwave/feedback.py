@@ -33,14 +33,18 @@ FIRST_DAY = dt.date(2025, 4, 1)
 LAST_DAY = dt.date(2026, 3, 31)
 CATEGORY_SHARE = (0.27, 0.21, 0.13, 0.16, 0.13, 0.10)
 CHANNEL_SHARE = (0.25, 0.27, 0.18, 0.17, 0.13)
-LABEL_NOISE = 0.015  # share of comments filed under a random other category, as real triage does
+LABEL_NOISE = (
+    0.015  # share of comments filed under a random other category, as real triage does
+)
 
 
 def _fill(template: str, rng: random.Random) -> str:
     """Replace the ``{f}``, ``{n}``, ``{m}``, ``{name}``, ``{comp}``, ``{month}`` and ``{wish}`` slots."""
     slots = {
         "f": lambda: rng.choice(FEATURES),
-        "n": lambda: str(rng.choice((2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 50, 120, 250))),
+        "n": lambda: str(
+            rng.choice((2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 30, 45, 50, 120, 250))
+        ),
         "m": lambda: str(rng.randint(2, 40)),
         "name": lambda: rng.choice(NAMES),
         "comp": lambda: rng.choice(COMPETITORS),
@@ -55,9 +59,9 @@ def _typo(word: str, rng: random.Random) -> str:
     i = rng.randrange(1, len(word) - 1)
     kind = rng.random()
     if kind < 0.4:
-        return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        return word[:i] + word[i + 1] + word[i] + word[i + 2 :]
     if kind < 0.7:
-        return word[:i] + word[i + 1:]
+        return word[:i] + word[i + 1 :]
     return word[:i] + word[i] + word[i:]
 
 
@@ -86,11 +90,15 @@ def _comment(category: str, rng: random.Random) -> str:
     """One feedback comment of ``category`` (before typos)."""
     draw = rng.random()
     pairs = [pair for pair in MIRRORED if category in ("praise", pair[1])]
-    if draw < 0.2 and pairs:  # an order-sensitive pair: same words, the order decides the meaning
+    if (
+        draw < 0.2 and pairs
+    ):  # an order-sensitive pair: same words, the order decides the meaning
         praise, _, complaint = rng.choice(pairs)
         body = praise if category == "praise" else complaint
     elif draw < 0.5:  # a negation that belongs to this category
-        body = rng.choice(PRAISE_NEGATED if category == "praise" else COMPLAINTS_NEGATED[category])
+        body = rng.choice(
+            PRAISE_NEGATED if category == "praise" else COMPLAINTS_NEGATED[category]
+        )
     else:
         body = rng.choice(PRAISE if category == "praise" else COMPLAINTS[category])
     body = _fill(body, rng)
@@ -98,7 +106,9 @@ def _comment(category: str, rng: random.Random) -> str:
     upper = rng.random() < (0.3 if opener else 0.75)
     text = opener + (body[0].upper() if upper else body[0].lower()) + body[1:]
     if rng.random() < 0.3:  # a second sentence in the same mood
-        extra = rng.choice(PRAISE if category == "praise" else COMPLAINTS[rng.choice(CATEGORIES[1:])])
+        extra = rng.choice(
+            PRAISE if category == "praise" else COMPLAINTS[rng.choice(CATEGORIES[1:])]
+        )
         extra = _fill(extra, rng)
         if extra.lower() not in text.lower():
             text = text.rstrip(".!?") + ". " + extra[0].upper() + extra[1:]
@@ -122,7 +132,9 @@ def generate_feedback(
 ) -> list[dict[str, object]]:
     """``n`` feedback records (dicts keyed as ``FEEDBACK_COLUMNS``), sorted by date then id."""
     if not customer_ids:
-        raise ValueError("generate_feedback needs at least one customer id, got an empty sequence")
+        raise ValueError(
+            "generate_feedback needs at least one customer id, got an empty sequence"
+        )
     rng = random.Random(seed)
     span = (LAST_DAY - FIRST_DAY).days
     records = []
@@ -143,13 +155,19 @@ def generate_feedback(
                 "rating": _rating(category, rng),
             }
         )
-    records.sort(key=lambda record: record["created_at"])  # stable: ties keep generation order
-    return [{"feedback_id": f"FB-{i:06d}", **record} for i, record in enumerate(records, start=1)]
+    records.sort(
+        key=lambda record: record["created_at"]
+    )  # stable: ties keep generation order
+    return [
+        {"feedback_id": f"FB-{i:06d}", **record}
+        for i, record in enumerate(records, start=1)
+    ]
 
 
 def feedback_jsonl(records: Sequence[dict[str, object]]) -> str:
     """Format feedback records as JSON lines (keys in ``FEEDBACK_COLUMNS`` order, UTF-8 text)."""
     lines = [
-        json.dumps({key: record[key] for key in FEEDBACK_COLUMNS}, ensure_ascii=False) for record in records
+        json.dumps({key: record[key] for key in FEEDBACK_COLUMNS}, ensure_ascii=False)
+        for record in records
     ]
     return "\n".join(lines) + "\n"

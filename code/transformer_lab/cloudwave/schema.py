@@ -9,7 +9,15 @@ FEEDBACK_FILE = "feedback.json"
 CUSTOMER360_FILE = "customer360.csv"
 USAGE_GRID_FILE = "usage_grid.csv"
 EVENTS_FILE = "events.json"
-FEEDBACK_COLUMNS = ("feedback_id", "customer_id", "created_at", "channel", "category", "feedback_text", "rating")
+FEEDBACK_COLUMNS = (
+    "feedback_id",
+    "customer_id",
+    "created_at",
+    "channel",
+    "category",
+    "feedback_text",
+    "rating",
+)
 CUSTOMER360_COLUMNS = (
     "customer_id",
     "tenure_months",

@@ -9,18 +9,71 @@ then refresh the pages that read it and the numbers of ``data/README.md``).
 """
 
 FEATURES = (
-    "the dashboard", "reports", "the mobile app", "SSO", "the API", "search", "exports",
-    "notifications", "the editor", "the Slack integration", "sync", "file uploads",
-    "the calendar view", "the admin console", "two-factor login", "the desktop app", "webhooks",
-    "the kanban board", "CSV import", "dark mode", "the Android app", "the iOS app", "comments",
-    "shared folders", "the audit log", "the timeline", "permissions", "the Outlook add-in",
+    "the dashboard",
+    "reports",
+    "the mobile app",
+    "SSO",
+    "the API",
+    "search",
+    "exports",
+    "notifications",
+    "the editor",
+    "the Slack integration",
+    "sync",
+    "file uploads",
+    "the calendar view",
+    "the admin console",
+    "two-factor login",
+    "the desktop app",
+    "webhooks",
+    "the kanban board",
+    "CSV import",
+    "dark mode",
+    "the Android app",
+    "the iOS app",
+    "comments",
+    "shared folders",
+    "the audit log",
+    "the timeline",
+    "permissions",
+    "the Outlook add-in",
 )
 NAMES = ("Maria", "Tom", "Priya", "Jonas", "Aisha", "Luis", "Mei", "Sam", "Olga", "Kwame")
-COMPETITORS = ("Trello", "Asana", "a spreadsheet", "Jira", "our old tool", "Notion", "email threads")
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December")
-WISHES = ("a dark mode", "bulk edit", "keyboard shortcuts", "an offline mode", "recurring tasks",
-          "custom fields", "a Gantt view", "better filters", "audit exports", "a public API")
+COMPETITORS = (
+    "Trello",
+    "Asana",
+    "a spreadsheet",
+    "Jira",
+    "our old tool",
+    "Notion",
+    "email threads",
+)
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+WISHES = (
+    "a dark mode",
+    "bulk edit",
+    "keyboard shortcuts",
+    "an offline mode",
+    "recurring tasks",
+    "custom fields",
+    "a Gantt view",
+    "better filters",
+    "audit exports",
+    "a public API",
+)
 
 # Order-sensitive pairs: the two sides use the same words, and only their order says whether the
 # customer is happy. Listed as (praise, complaint category, complaint).
@@ -32,11 +85,19 @@ MIRRORED = (
     ("it's not hard, it's easy", "onboarding", "it's not easy, it's hard"),
     ("confusing at first, now easy", "onboarding", "easy at first, now confusing"),
     ("pricey at first, now worth it", "billing", "worth it at first, now pricey"),
-    ("great, {f} works and nothing is broken", "bug", "{f} is broken and nothing works, great"),
+    (
+        "great, {f} works and nothing is broken",
+        "bug",
+        "{f} is broken and nothing works, great",
+    ),
     ("{f} is great, never a problem", "bug", "{f} is a problem, never great"),
     ("the bug is gone, sync is back", "bug", "sync is gone, the bug is back"),
     ("loads in seconds, not minutes", "performance", "loads in minutes, not seconds"),
-    ("the bill is not high, price is fair", "billing", "the price is not fair, bill is high"),
+    (
+        "the bill is not high, price is fair",
+        "billing",
+        "the price is not fair, bill is high",
+    ),
 )
 
 PRAISE = (
@@ -179,11 +240,46 @@ COMPLAINTS_NEGATED = {
         "Nobody told us we needed an admin account",
     ),
 }
-OPENERS = ("", "", "", "", "", "Hi team, ", "Quick note: ", "FYI ", "Honestly, ", "Hello, ", "Ok so ",
-           "Hey! ", "Feedback: ", "Re: ticket {n} - ")
-CLOSERS = ("", "", "", "", "", "", " Thanks!", " thx", "!!", " We have {n} seats.",
-           " Using it daily for {m} months.", " — sent from my phone", " Cheers, {name}")
-HAPPY_CLOSERS = (" :)", " Keep it up.", " \U0001F44D", " 10/10")
-UNHAPPY_CLOSERS = (" pls fix", " :(", " Ticket #{n}.", " Otherwise fine.", " Please advise.",
-                   " (tested on Chrome and Firefox)", " Our admin says the same.", " \U0001F620")
+OPENERS = (
+    "",
+    "",
+    "",
+    "",
+    "",
+    "Hi team, ",
+    "Quick note: ",
+    "FYI ",
+    "Honestly, ",
+    "Hello, ",
+    "Ok so ",
+    "Hey! ",
+    "Feedback: ",
+    "Re: ticket {n} - ",
+)
+CLOSERS = (
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+    " Thanks!",
+    " thx",
+    "!!",
+    " We have {n} seats.",
+    " Using it daily for {m} months.",
+    " — sent from my phone",
+    " Cheers, {name}",
+)
+HAPPY_CLOSERS = (" :)", " Keep it up.", " \U0001f44d", " 10/10")
+UNHAPPY_CLOSERS = (
+    " pls fix",
+    " :(",
+    " Ticket #{n}.",
+    " Otherwise fine.",
+    " Please advise.",
+    " (tested on Chrome and Firefox)",
+    " Our admin says the same.",
+    " \U0001f620",
+)
 SPELLING = {"please": "pls", "thanks": "thx", "you": "u", "because": "bc", "really": "rly"}

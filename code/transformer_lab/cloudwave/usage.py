@@ -21,7 +21,9 @@ def _count(rng: random.Random, mean: float) -> int:
 
 
 def generate_usage_grid(
-    customers: Sequence[dict[str, object]], n: int = N_GRID_CUSTOMERS, seed: int = USAGE_SEED
+    customers: Sequence[dict[str, object]],
+    n: int = N_GRID_CUSTOMERS,
+    seed: int = USAGE_SEED,
 ) -> list[dict[str, object]]:
     """Hourly active users in the last week before renewal for ``n`` of ``customers`` (long format).
 
@@ -31,14 +33,18 @@ def generate_usage_grid(
     level follows its ``logins_30d`` per seat. Churners fade out: their activity falls day by day.
     """
     if not customers:
-        raise ValueError("generate_usage_grid needs at least one customer row, got an empty sequence")
+        raise ValueError(
+            "generate_usage_grid needs at least one customer row, got an empty sequence"
+        )
     rng = random.Random(seed)
     chosen = sorted(rng.sample(range(len(customers)), min(n, len(customers))))
     rows = []
     for index in chosen:
         customer = customers[index]
         seats = int(customer["seats"])
-        busy_share = min(0.9, int(customer["logins_30d"]) / seats / 12.0)  # seats active in a busy hour
+        busy_share = min(
+            0.9, int(customer["logins_30d"]) / seats / 12.0
+        )  # seats active in a busy hour
         start = rng.choice((7, 8, 8, 9, 9, 9, 10))
         weekend = rng.choice((0.03, 0.05, 0.1, 0.25))
         fade = rng.uniform(0.55, 0.9) if customer["churned"] else 0.0
@@ -60,5 +66,8 @@ def generate_usage_grid(
 def usage_grid_csv(rows: Sequence[dict[str, object]]) -> str:
     """Format usage-grid rows as CSV text (header, comma-separated, ``\\n`` line ends)."""
     lines = [",".join(USAGE_GRID_COLUMNS)]
-    lines += [f"{r['customer_id']},{r['day_of_week']:d},{r['hour']:d},{r['active_users']:d}" for r in rows]
+    lines += [
+        f"{r['customer_id']},{r['day_of_week']:d},{r['hour']:d},{r['active_users']:d}"
+        for r in rows
+    ]
     return "\n".join(lines) + "\n"
