@@ -21,6 +21,7 @@ help:
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
 	@echo "make data     regenerate the synthetic CloudWave data in data/"
 	@echo "make lock     regenerate requirements.txt from requirements.in, and binder/requirements.txt from it"
+	@echo "              (UPGRADE=1: indirect dependencies move to their newest releases too)"
 	@echo "make clean    remove _build (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -57,8 +58,9 @@ bench: setup
 	$(PY) tools/bench.py
 
 # A fresh temporary venv installs requirements.in; its `pip freeze --all` becomes the lock.
+# Indirect dependencies keep their locked versions unless UPGRADE=1.
 lock:
-	$(PYTHON) tools/lock.py
+	$(PYTHON) tools/lock.py $(if $(UPGRADE),--upgrade)
 
 clean:
 	rm -rf _build

@@ -1,11 +1,15 @@
 """`make lock`: regenerate the pins in one step, from requirements.in.
 
-    python tools/lock.py
+    python tools/lock.py              # keep the locked versions of indirect dependencies
+    python tools/lock.py --upgrade    # let indirect dependencies move to their newest releases
 
 1. ``requirements.txt``, the full lock: a fresh temporary venv installs ``requirements.in`` (the
-   direct dependencies, pinned), then ``pip freeze --all`` lists every installed distribution.
-   Local version labels are dropped (``torch==2.13.0``, not ``2.13.0+cpu``: the same pin installs
-   the CPU build on the course machines).
+   direct dependencies, pinned) and pip itself, then ``pip freeze --all`` lists every installed
+   distribution. Unless ``--upgrade`` is given, the current lock constrains every package that
+   ``requirements.in`` does not name, so changing one direct pin moves only what it must (if the
+   old pins cannot satisfy the new one, pip says so: run with ``--upgrade``). Local version
+   labels are dropped (``torch==2.13.0``, not ``2.13.0+cpu``: the same pin installs the CPU build
+   on the course machines).
 2. ``binder/requirements.txt``, Binder's copy of that lock, with the differences its header
    documents: torch carries the ``+cpu`` label (its CPU-only wheel from PyTorch's CPU index,
    named by the file's ``--extra-index-url`` line), and the pins only Binder needs
@@ -17,6 +21,7 @@ changing requirements.in, review ``git diff``, run the tests, commit all three f
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -46,26 +51,48 @@ def split_header(path: Path) -> tuple[list[str], list[str]]:
     return lines[:first_pin], [line for line in lines[first_pin:] if PIN.match(line)]
 
 
-def freeze(requirements: Path) -> list[str]:
-    """``pip freeze --all`` of a fresh venv that installed ``requirements``, as NAME==VERSION lines."""
+def freeze(requirements: Path, keep: list[str]) -> list[str]:
+    """``pip freeze --all`` of a fresh venv that installed ``requirements`` and pip, within ``keep``.
+
+    ``keep``: NAME==VERSION constraints for the packages ``requirements`` does not name.
+    """
     with tempfile.TemporaryDirectory(prefix="lock-") as scratch:
         venv = Path(scratch) / "venv"
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        python = str(venv / "bin" / "python")
-        pip = [python, "-m", "pip", "--disable-pip-version-check"]
-        subprocess.run([*pip, "install", "--quiet", "-r", str(requirements)], check=True)
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+        constraints = Path(scratch) / "constraints.txt"
+        constraints.write_text("".join(f"{line}\n" for line in keep), encoding="utf-8")
+        install = [
+            *pip,
+            "install",
+            "--quiet",
+            "-r",
+            str(requirements),
+            "pip",
+            "-c",
+            str(constraints),
+        ]
+        subprocess.run(install, check=True)
         listed = subprocess.run(
             [*pip, "freeze", "--all"], check=True, capture_output=True, text=True
-        )
-    pins = [line for line in listed.stdout.splitlines() if PIN.match(line)]
-    unexpected = [
-        line for line in listed.stdout.splitlines() if line and not PIN.match(line)
-    ]
+        ).stdout.splitlines()
+    unexpected = [line for line in listed if line and not PIN.match(line)]
     if unexpected:
         raise SystemExit(
             f"pip freeze listed lines that are not NAME==VERSION pins: {unexpected}"
         )
-    return pins
+    return [line for line in listed if PIN.match(line)]
+
+
+def indirect(locked: list[str], requirements: Path) -> list[str]:
+    """The pins of ``locked`` whose package ``requirements`` does not name (local labels dropped)."""
+    _, direct = split_header(requirements)
+    named = {normalise(PIN.match(line).group(1)) for line in direct}
+    return [
+        line
+        for line in main_lock(locked)
+        if normalise(PIN.match(line).group(1)) not in named
+    ]
 
 
 def main_lock(pins: list[str]) -> list[str]:
@@ -95,16 +122,21 @@ def write(path: Path, header: list[str], pins: list[str]) -> None:
     print(f"wrote {path.relative_to(ROOT)}: {len(pins)} pins")
 
 
-def main() -> int:
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--upgrade", action="store_true", help="do not keep indirect pins")
+    args = parser.parse_args(argv)
     if sys.version_info[:2] != (3, 11):
-        raise SystemExit("Python 3.11 is required: the lock is for it (set PYTHON=python3.11)")
-    header, _ = split_header(LOCK)
+        raise SystemExit(
+            "Python 3.11 is required: the lock is for it (set PYTHON=python3.11)"
+        )
+    header, locked = split_header(LOCK)
     binder_header, binder_pins = split_header(BINDER_LOCK)
-    pins = main_lock(freeze(SOURCE))
+    pins = main_lock(freeze(SOURCE, [] if args.upgrade else indirect(locked, SOURCE)))
     write(LOCK, header or MAIN_HEADER, pins)
     write(BINDER_LOCK, binder_header, binder_lock(pins, binder_pins))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))
