@@ -182,18 +182,19 @@ def cpu_info() -> dict[str, str]:
 def torch_kernels() -> str:
     """PyTorch's CPU kernel level as the pages run it: after importing the package, in a fresh process."""
     code = (
-        "import transformer_lab, torch; "
-        "print(torch.backends.cpu.get_cpu_capability(), torch.__version__, torch.get_num_threads())"
+        "import os, transformer_lab, torch; "
+        "print(torch.backends.cpu.get_cpu_capability(), torch.__version__, "
+        "torch.get_num_threads(), os.environ.get('ATEN_CPU_CAPABILITY', '-'))"
     )
     completed = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True
     )
-    if completed.returncode != 0:
+    if completed.returncode != 0 or not completed.stdout.strip():
         return "unknown (importing transformer_lab and torch failed)"
-    capability, version, threads = completed.stdout.split()
-    forced = os.environ.get("ATEN_CPU_CAPABILITY")
-    note = f", forced by ATEN_CPU_CAPABILITY={forced}" if forced else ""
-    return f"{capability}{note} (torch {version}, {threads} thread{'s' if threads != '1' else ''})"
+    capability, version, threads, forced = completed.stdout.strip().splitlines()[-1].split()
+    note = f", set by ATEN_CPU_CAPABILITY={forced}" if forced != "-" else ""
+    plural = "s" if threads != "1" else ""
+    return f"{capability}{note} (torch {version}, {threads} thread{plural})"
 
 
 def time_starter(script: str) -> tuple[int, float, float]:
