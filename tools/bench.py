@@ -35,15 +35,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from book_pages import ROOT, has_code, toc_pages
+from machine import cpu_info, torch_kernels
 
 # Budgets on a 2-vCPU AVX2 machine without a GPU (a CI runner or a student's laptop).
 TOTAL_BUDGET_S = 90.0  # the whole clean build, every page executed
 PAGE_BUDGET_S = 15.0  # one page's execution
 STARTER_BUDGET_S = 15.0  # one starter script's default run
 STARTERS = ("exercises/week-20/starter.py", "exercises/homework/starter.py")
-EXECUTED = re.compile(
-    r"^(?P<path>\S.*?): Executed notebook in (?P<seconds>[0-9.]+) seconds"
-)
+EXECUTED = re.compile(r"^(?P<path>\S.*?): Executed notebook in (?P<seconds>[0-9.]+) seconds")
 BUILD_FLAGS = ["-W", "-n", "--keep-going", "--all"]
 
 
@@ -61,9 +60,7 @@ class TreeMonitor:
         self._root = psutil.Process(pid)
         self._interval_s = interval_s
         self.peak_bytes = 0
-        self.kernel_cpu_s: dict[
-            int, tuple[float, float]
-        ] = {}  # pid -> (start time, CPU seconds)
+        self.kernel_cpu_s: dict[int, tuple[float, float]] = {}  # pid -> (start time, CPU seconds)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -77,14 +74,9 @@ class TreeMonitor:
             for process in processes:
                 try:
                     total += process.memory_info().rss
-                    if process.pid != self._root.pid and "ipykernel" in " ".join(
-                        process.cmdline()
-                    ):
+                    if process.pid != self._root.pid and "ipykernel" in " ".join(process.cmdline()):
                         times = process.cpu_times()
-                        self.kernel_cpu_s[process.pid] = (
-                            process.create_time(),
-                            times.user + times.system,
-                        )
+                        self.kernel_cpu_s[process.pid] = (process.create_time(), times.user + times.system)
                 except self._psutil.Error:
                     continue
             self.peak_bytes = max(self.peak_bytes, total)
@@ -108,33 +100,18 @@ def jupyter_book() -> str:
     return str(candidate) if candidate.exists() else "jupyter-book"
 
 
-def run_build(
-    output: Path, log_path: Path
-) -> tuple[int, float, dict[str, float], dict[str, float], int]:
+def run_build(output: Path, log_path: Path) -> tuple[int, float, dict[str, float], dict[str, float], int]:
     """Build into ``output``.
 
     Returns (exit status, wall seconds, page -> execution seconds, page -> kernel CPU seconds,
     peak memory of the process tree in bytes).
     """
-    command = [
-        jupyter_book(),
-        "build",
-        str(ROOT),
-        *BUILD_FLAGS,
-        "--path-output",
-        str(output),
-    ]
+    command = [jupyter_book(), "build", str(ROOT), *BUILD_FLAGS, "--path-output", str(output)]
     executed: dict[str, float] = {}
     start = time.perf_counter()
     with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, "NO_COLOR": "1"},
-        )
+        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, env={**os.environ, "NO_COLOR": "1"})
         with TreeMonitor(process.pid) as monitor:
             assert process.stdout is not None
             for line in process.stdout:
@@ -155,55 +132,11 @@ def mebibytes(n_bytes: float) -> str:
     return f"{n_bytes / 2**20:,.0f} MiB"
 
 
-def cpu_info() -> dict[str, str]:
-    """The machine as the budgets care about it: CPU model, vector instruction sets, cores."""
-    fields: dict[str, str] = {}
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8").splitlines():
-            key, _, value = line.partition(":")
-            fields.setdefault(key.strip(), value.strip())  # the first processor's values
-    except OSError:  # not Linux: no model name, no flags
-        pass
-    model = fields.get("model name") or platform.processor() or platform.machine()
-    flags = set(fields.get("flags", "").split())
-    isa = ", ".join(
-        f"{name} {'yes' if name in flags else 'no'}" for name in ("avx2", "avx512f")
-    )
-    usable = (
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    )
-    return {
-        "model": model,
-        "isa": isa if flags else "instruction sets unknown",
-        "cores": f"{os.cpu_count()} cores ({usable} usable)",
-    }
-
-
-def torch_kernels() -> str:
-    """PyTorch's CPU kernel level as the pages run it: after importing the package, in a fresh process."""
-    code = (
-        "import os, transformer_lab, torch; "
-        "print(torch.backends.cpu.get_cpu_capability(), torch.__version__, "
-        "torch.get_num_threads(), os.environ.get('ATEN_CPU_CAPABILITY', '-'))"
-    )
-    completed = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True
-    )
-    if completed.returncode != 0 or not completed.stdout.strip():
-        return "unknown (importing transformer_lab and torch failed)"
-    capability, version, threads, forced = completed.stdout.strip().splitlines()[-1].split()
-    note = f", set by ATEN_CPU_CAPABILITY={forced}" if forced != "-" else ""
-    plural = "s" if threads != "1" else ""
-    return f"{capability}{note} (torch {version}, {threads} thread{plural})"
-
-
 def time_starter(script: str) -> tuple[int, float, float]:
     """Run ``python SCRIPT`` from the repository root as a student would: (exit status, wall s, CPU s)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    completed = subprocess.run(
-        [sys.executable, script], cwd=ROOT, capture_output=True, text=True
-    )
+    completed = subprocess.run([sys.executable, script], cwd=ROOT, capture_output=True, text=True)
     wall_s = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -218,18 +151,9 @@ def verdict(seconds: float, budget: float, what: str, failures: list[str]) -> st
     return f"**over {budget:.0f} s**"
 
 
-def report(
-    started: datetime,
-    load: tuple[float, float, float],
-    status: int,
-    wall_s: float,
-    executed: dict[str, float],
-    cpu: dict[str, float],
-    tree_peak: int,
-    largest_kib: int,
-    starters: dict[str, tuple[int, float, float]],
-    kernels: str,
-) -> str:
+def report(started: datetime, load: tuple[float, float, float], status: int, wall_s: float,
+           executed: dict[str, float], cpu: dict[str, float], tree_peak: int, largest_kib: int,
+           starters: dict[str, tuple[int, float, float]], kernels: str) -> str:
     when = started.strftime("%Y-%m-%d %H:%M UTC")
     machine = cpu_info()
     failures: list[str] = []
@@ -250,9 +174,8 @@ def report(
         if name in executed:
             seconds = executed[name]
             cpu_text = f"{cpu[name]:.1f}" if name in cpu else "—"
-            lines.append(
-                f"| `{name}` | {seconds:.1f} | {cpu_text} | {verdict(seconds, PAGE_BUDGET_S, name, failures)} |"
-            )
+            mark = verdict(seconds, PAGE_BUDGET_S, name, failures)
+            lines.append(f"| `{name}` | {seconds:.1f} | {cpu_text} | {mark} |")
         elif has_code(page):
             failures.append(f"{name}: not executed, see _build/bench.log")
             lines.append(f"| `{name}` | not executed? | — | **check the log** |")
@@ -309,23 +232,10 @@ def main(argv: list[str]) -> int:
         status, wall_s, executed, cpu, tree_peak = run_build(Path(scratch), log_path)
     largest_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
     starters = {script: time_starter(script) for script in STARTERS}
-    text = report(
-        started,
-        load,
-        status,
-        wall_s,
-        executed,
-        cpu,
-        tree_peak,
-        largest_kib,
-        starters,
-        kernels,
-    )
+    text = report(started, load, status, wall_s, executed, cpu, tree_peak, largest_kib, starters, kernels)
     args.output.write_text(text, encoding="utf-8")
     print(text)
-    print(
-        f"written to {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}"
-    )
+    print(f"written to {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
     return status or int(any(code != 0 for code, _, _ in starters.values()))
 
 
