@@ -3,8 +3,8 @@
 from datetime import UTC, datetime
 
 from bench import PAGE_BUDGET_S, STARTER_BUDGET_S, TOTAL_BUDGET_S, report
-from machine import cpu_info
 from book_pages import ROOT, has_code, toc_pages
+from machine import cpu_info
 
 PAGES = [page.relative_to(ROOT).as_posix() for page in toc_pages() if has_code(page)]
 STARTED = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
