@@ -19,15 +19,17 @@ JUPYTER_BOOK := $(PY) tools/build_book.py
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
-.PHONY: help setup browser book test refresh bench data clean
+.PHONY: help setup browser book test refresh bench data lock clean
 
 help:
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
 	@echo "make test     set up (and Debian's chromium), build the book with -W, then run every test"
 	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
-	@echo "make bench    time a clean forced-execution build page by page, with peak memory (_build/bench.md)"
+	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
 	@echo "make data     regenerate the synthetic CloudWave data in data/"
+	@echo "make lock     regenerate requirements.txt from requirements.in, and binder/requirements.txt from it"
+	@echo "              (UPGRADE=1: indirect dependencies move to their newest releases too)"
 	@echo "make clean    remove _build (keeps .venv)"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -58,13 +60,18 @@ test: browser book
 	$(PY) -m pytest
 
 refresh: setup
-	$(PY) tests/book_pages.py refresh
+	$(PY) tools/book_pages.py refresh
 
 data: setup
 	$(PY) -m transformer_lab.cloudwave
 
 bench: setup
-	$(PY) tests/bench.py
+	$(PY) tools/bench.py
+
+# A fresh temporary venv installs requirements.in; its `pip freeze --all` becomes the lock.
+# Indirect dependencies keep their locked versions unless UPGRADE=1.
+lock:
+	$(PYTHON) tools/lock.py $(if $(UPGRADE),--upgrade)
 
 clean:
 	rm -rf _build

@@ -1,9 +1,4 @@
-"""Make the helpers in tests/ importable (book_pages) whatever the working directory."""
-
-import sys
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+"""Session-wide hooks: say in the header (and after failing page cells) which numeric mode ran."""
 
 
 def _numeric_mode_line() -> str:

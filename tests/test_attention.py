@@ -124,7 +124,7 @@ def test_scaling_keeps_softmax_from_saturating():
 def test_toy_matches_the_exercise_recipe():
     """The exercise page rebuilds the toy with the global RNG; both must print the same table."""
     tokens = ["login", "failed", "again"]
-    _, weights = toy_self_attention(tokens, width=4, seed=0)
+    _, weights = toy_self_attention(tokens, d_model=4, seed=0)
     torch.manual_seed(0)
     embeddings = torch.randn(3, 4)
     w_q, w_k, _ = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)

@@ -10,8 +10,8 @@ from transformer_lab.bakeoff import (
     MODEL_NAMES,
     NUMERIC_COLUMNS,
     PLAN_TIERS,
-    ColumnTokenizer,
-    ColumnTransformerNet,
+    ColumnEmbedding,
+    TabularTransformer,
     TorchClassifier,
     check_frame,
     consistency,
@@ -26,7 +26,7 @@ from transformer_lab.bakeoff import (
     token_of_column,
     warm_up_models,
 )
-from transformer_lab.cloudwave import CUSTOMER360_COLUMNS
+from transformer_lab.cloudwave.schema import CUSTOMER360_COLUMNS
 
 
 def customer_frame(n: int = 400, seed: int = 0, signal: float = 3.0) -> pd.DataFrame:
@@ -183,24 +183,24 @@ def test_consistency_words():
         consistency(pd.Series([], dtype=float))
 
 
-def test_column_tokenizer_gives_one_token_per_feature():
+def test_column_embedding_gives_one_token_per_feature():
     torch.manual_seed(0)
-    tokenizer = ColumnTokenizer(token_of_column(), width=5)
+    embed = ColumnEmbedding(token_of_column(), d_model=5)
     x = torch.randn(3, 10)
     x[:, 6:] = torch.tensor([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
-    tokens = tokenizer(x)
+    tokens = embed(x)
     assert tokens.shape == (3, len(FEATURE_COLUMNS), 5)
     with torch.no_grad():
         # a numeric token is value × its column's direction + its offset
-        torch.testing.assert_close(tokens[:, 1], x[:, 1:2] * tokenizer.weight[1] + tokenizer.bias[1])
+        torch.testing.assert_close(tokens[:, 1], x[:, 1:2] * embed.weight[1] + embed.bias[1])
         # the plan-tier token is an embedding lookup: offset + the chosen tier's vector
-        torch.testing.assert_close(tokens[0, 6], tokenizer.bias[6] + tokenizer.weight[6 + 2])
-        torch.testing.assert_close(tokens[2, 6], tokenizer.bias[6] + tokenizer.weight[6 + 3])
+        torch.testing.assert_close(tokens[0, 6], embed.bias[6] + embed.weight[6 + 2])
+        torch.testing.assert_close(tokens[2, 6], embed.bias[6] + embed.weight[6 + 3])
 
 
-def test_transformer_net_maps_rows_to_logits():
+def test_tabular_transformer_maps_rows_to_logits():
     torch.manual_seed(0)
-    net = ColumnTransformerNet(token_of_column()).eval()
+    net = TabularTransformer(token_of_column()).eval()
     assert net(torch.randn(4, 10)).shape == (4,)
     assert sum(p.numel() for p in net.parameters()) < 5_000
 
@@ -256,7 +256,9 @@ def test_bad_input_is_explained(frame):
     with pytest.raises(ValueError, match="model 'CNN' is not in results"):
         paired_difference(run_bakeoff(frame, seeds=(0,), models=lambda s: {"a": SpyModel()}), "a", "CNN")
     with pytest.raises(ValueError, match="every token 0..2"):
-        ColumnTokenizer([0, 2, 2], width=4)
+        ColumnEmbedding([0, 2, 2], d_model=4)
+    with pytest.raises(ValueError, match="d_model=16 is not divisible by nhead=3"):
+        TabularTransformer(token_of_column(), nhead=3)
 
 
 def test_warm_up_fits_clones_on_a_small_slice_and_leaves_scores_alone(frame, results):

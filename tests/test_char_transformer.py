@@ -8,8 +8,8 @@ from transformer_lab.char_transformer import (
     LENGTH,
     MAX_CHAR_ID,
     PAD_ID,
+    PraiseClassifier,
     PraiseSplit,
-    TinyTransformer,
     compare_positions,
     encode_text,
     encode_texts,
@@ -88,7 +88,7 @@ def test_split_sample_rejects_bad_input():
 
 def test_without_positions_the_model_is_a_bag_of_characters():
     seed_everything(0)
-    model = TinyTransformer(use_positions=False).eval()
+    model = PraiseClassifier(use_positions=False).eval()
     ids = encode_texts(["used to be slow, now it's fast", "used to be fast, now it's slow"])
     shuffled = ids[:, torch.randperm(LENGTH, generator=torch.Generator().manual_seed(1))]
     with torch.no_grad():
@@ -98,7 +98,7 @@ def test_without_positions_the_model_is_a_bag_of_characters():
 
 def test_with_positions_order_changes_the_output():
     seed_everything(0)
-    model = TinyTransformer(use_positions=True).eval()
+    model = PraiseClassifier(use_positions=True).eval()
     with torch.no_grad():
         logits = model(encode_texts(["used to be slow, now it's fast", "used to be fast, now it's slow"]))
     assert abs(logits[0] - logits[1]) > 1e-4
@@ -106,7 +106,7 @@ def test_with_positions_order_changes_the_output():
 
 def test_padding_does_not_change_the_prediction():
     seed_everything(0)
-    model = TinyTransformer(use_positions=True).eval()
+    model = PraiseClassifier(use_positions=True).eval()
     with torch.no_grad():
         short, padded = model(encode_texts(["great app"], length=9)), model(encode_texts(["great app"], length=32))
     assert torch.allclose(short, padded, atol=1e-6)
@@ -114,9 +114,9 @@ def test_padding_does_not_change_the_prediction():
 
 def test_both_variants_start_from_the_same_weights():
     seed_everything(7)
-    with_pos = TinyTransformer(use_positions=True).state_dict()
+    with_pos = PraiseClassifier(use_positions=True).state_dict()
     seed_everything(7)
-    without_pos = TinyTransformer(use_positions=False).state_dict()
+    without_pos = PraiseClassifier(use_positions=False).state_dict()
     assert all(torch.equal(with_pos[name], without_pos[name]) for name in with_pos)
 
 
@@ -131,12 +131,12 @@ def test_both_variants_start_from_the_same_weights():
 )
 def test_model_rejects_bad_ids(ids, error, message):
     with pytest.raises(error, match=message):
-        TinyTransformer()(ids)
+        PraiseClassifier()(ids)
 
 
 def test_heads_must_divide_the_width():
-    with pytest.raises(ValueError, match="d_model=24, n_heads=5"):
-        TinyTransformer(n_heads=5)
+    with pytest.raises(ValueError, match="d_model=24 is not divisible by nhead=5"):
+        PraiseClassifier(nhead=5)
 
 
 def test_positions_solve_an_order_only_task_that_a_bag_cannot():

@@ -1,4 +1,4 @@
-"""The CloudWave generator: committed data files are exactly what the generator writes."""
+"""The CloudWave generators: committed data files are exactly what the generators write."""
 
 import json
 import re
@@ -7,7 +7,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from transformer_lab import cloudwave
+from transformer_lab.cloudwave import schema
+from transformer_lab.cloudwave.build import main
+from transformer_lab.cloudwave.customer360 import generate_customers
+from transformer_lab.cloudwave.events import N_SESSIONS, generate_events
+from transformer_lab.cloudwave.feedback import generate_feedback
+from transformer_lab.cloudwave.templates import MIRRORED
+from transformer_lab.cloudwave.usage import N_GRID_CUSTOMERS, generate_usage_grid
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -15,43 +21,59 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 @pytest.fixture(scope="module")
 def regenerated(tmp_path_factory):
     out = tmp_path_factory.mktemp("cloudwave")
-    cloudwave.main(["--out", str(out)])
+    main(["--out", str(out)])
     return out
 
 
 @pytest.mark.parametrize(
-    "name", [cloudwave.FEEDBACK_FILE, cloudwave.CUSTOMER360_FILE, cloudwave.USAGE_GRID_FILE, cloudwave.EVENTS_FILE]
+    "name", [schema.FEEDBACK_FILE, schema.CUSTOMER360_FILE, schema.USAGE_GRID_FILE, schema.EVENTS_FILE]
 )
 def test_regeneration_is_byte_identical_to_committed_files(regenerated, name):
     fresh, committed = (regenerated / name).read_bytes(), (DATA / name).read_bytes()
     assert fresh == committed, (
         f"data/{name} differs from what the generator writes now: run `make data` and commit, "
-        "or undo the change to transformer_lab/cloudwave.py"
+        "or undo the change to transformer_lab/cloudwave/"
     )
 
 
 def test_generation_is_seeded():
-    assert cloudwave.generate_customers(50) == cloudwave.generate_customers(50)
-    assert cloudwave.generate_customers(50, seed=1) != cloudwave.generate_customers(50, seed=2)
-    ids = ["C-00001", "C-00002"]
-    assert cloudwave.generate_feedback(ids, 40) == cloudwave.generate_feedback(ids, 40)
+    assert generate_customers(50) == generate_customers(50)
+    assert generate_customers(50, seed=1) != generate_customers(50, seed=2)
+
+
+CUSTOMERS = generate_customers(40)
+# Each generator that draws from the customers: (generator, its first argument, the error without one).
+FROM_CUSTOMERS = {
+    "feedback": (generate_feedback, [row["customer_id"] for row in CUSTOMERS], "at least one customer id"),
+    "usage grid": (generate_usage_grid, CUSTOMERS, "at least one customer row"),
+    "events": (generate_events, CUSTOMERS, "at least one customer row"),
+}
+
+
+@pytest.mark.parametrize("name", list(FROM_CUSTOMERS))
+def test_generators_are_seeded_and_reject_no_customers(name):
+    generate, customers, message = FROM_CUSTOMERS[name]
+    assert generate(customers, 20) == generate(customers, 20)
+    assert generate(customers, 20, seed=1) != generate(customers, 20, seed=2)
+    with pytest.raises(ValueError, match=message):
+        generate([], 3)
 
 
 def test_feedback_schema_and_shape():
-    lines = (DATA / cloudwave.FEEDBACK_FILE).read_text(encoding="utf-8").splitlines()
+    lines = (DATA / schema.FEEDBACK_FILE).read_text(encoding="utf-8").splitlines()
     records = [json.loads(line) for line in lines]
     assert len(records) >= 10_000
-    assert all(tuple(record) == cloudwave.FEEDBACK_COLUMNS for record in records)
+    assert all(tuple(record) == schema.FEEDBACK_COLUMNS for record in records)
     assert [r["feedback_id"] for r in records] == [f"FB-{i:06d}" for i in range(1, len(records) + 1)]
     assert [r["created_at"] for r in records] == sorted(r["created_at"] for r in records)
-    assert {r["channel"] for r in records} == set(cloudwave.CHANNELS)
-    assert {r["category"] for r in records} == set(cloudwave.CATEGORIES)
+    assert {r["channel"] for r in records} == set(schema.CHANNELS)
+    assert {r["category"] for r in records} == set(schema.CATEGORIES)
     assert {r["rating"] for r in records} == {1, 2, 3, 4, 5}
     assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}", r["created_at"]) for r in records)
 
 
 def test_feedback_is_realistic_enough_for_chapter_4():
-    frame = pd.read_json(DATA / cloudwave.FEEDBACK_FILE, lines=True, dtype=False)
+    frame = pd.read_json(DATA / schema.FEEDBACK_FILE, lines=True, dtype=False)
     praise = (frame["category"] == "praise").mean()
     assert 0.25 <= praise <= 0.30, f"praise should be a minority of 25-30 %, got {praise:.1%}"
     lengths = frame["feedback_text"].str.len()
@@ -65,24 +87,24 @@ def test_feedback_is_realistic_enough_for_chapter_4():
 
 def test_mirrored_pairs_use_the_same_characters():
     # the order-sensitive pairs really are indistinguishable to a bag of characters
-    for praise, category, complaint in cloudwave.MIRRORED:
+    for praise, category, complaint in MIRRORED:
         assert sorted(praise) == sorted(complaint), (praise, complaint)
-        assert category in cloudwave.CATEGORIES[1:]
+        assert category in schema.CATEGORIES[1:]
 
 
 def test_customer360_schema_and_churn():
-    frame = pd.read_csv(DATA / cloudwave.CUSTOMER360_FILE)
-    assert tuple(frame.columns) == cloudwave.CUSTOMER360_COLUMNS
+    frame = pd.read_csv(DATA / schema.CUSTOMER360_FILE)
+    assert tuple(frame.columns) == schema.CUSTOMER360_COLUMNS
     assert len(frame) >= 5000 and frame["customer_id"].is_unique
-    assert set(frame["plan_tier"]) == set(cloudwave.PLAN_TIERS)
+    assert set(frame["plan_tier"]) == set(schema.PLAN_TIERS)
     assert frame["nps_score"].between(0, 10).all() and frame["churned"].isin([0, 1]).all()
     assert 0.15 <= frame["churned"].mean() <= 0.25
-    feedback_ids = set(pd.read_json(DATA / cloudwave.FEEDBACK_FILE, lines=True, dtype=False)["customer_id"])
+    feedback_ids = set(pd.read_json(DATA / schema.FEEDBACK_FILE, lines=True, dtype=False)["customer_id"])
     assert feedback_ids <= set(frame["customer_id"])
 
 
 def test_churn_has_a_plan_by_usage_interaction():
-    frame = pd.read_csv(DATA / cloudwave.CUSTOMER360_FILE)
+    frame = pd.read_csv(DATA / schema.CUSTOMER360_FILE)
     idle = frame["logins_30d"] / frame["seats"] < 2.5
     rate = frame.groupby([frame["plan_tier"], idle])["churned"].mean()
     # unused seats raise churn a lot on Team/Business, hardly at all on Enterprise
@@ -93,8 +115,8 @@ def test_churn_has_a_plan_by_usage_interaction():
 
 def test_data_card_numbers_match_the_files():
     card = (DATA / "README.md").read_text(encoding="utf-8")
-    feedback = pd.read_json(DATA / cloudwave.FEEDBACK_FILE, lines=True, dtype=False)
-    customers = pd.read_csv(DATA / cloudwave.CUSTOMER360_FILE)
+    feedback = pd.read_json(DATA / schema.FEEDBACK_FILE, lines=True, dtype=False)
+    customers = pd.read_csv(DATA / schema.CUSTOMER360_FILE)
     counts = feedback["category"].value_counts()
     for category, count in counts.items():
         assert f"| {category} | {count:,} | {count / len(feedback):.1%}".replace("%", " %") in card, category
@@ -111,32 +133,16 @@ def test_data_card_numbers_match_the_files():
         assert f"{plan} {rate:.1%}".replace("%", " %") in card, plan
 
 
-def test_generate_feedback_rejects_no_customers():
-    with pytest.raises(ValueError, match="at least one customer id"):
-        cloudwave.generate_feedback([], 3)
-
-
-def test_generators_of_the_new_data_sets_are_seeded_and_reject_no_customers():
-    customers = cloudwave.generate_customers(40)
-    assert cloudwave.generate_usage_grid(customers, 3) == cloudwave.generate_usage_grid(customers, 3)
-    assert cloudwave.generate_usage_grid(customers, 3, seed=1) != cloudwave.generate_usage_grid(customers, 3, seed=2)
-    assert cloudwave.generate_events(customers, 20) == cloudwave.generate_events(customers, 20)
-    with pytest.raises(ValueError, match="at least one customer row"):
-        cloudwave.generate_usage_grid([], 3)
-    with pytest.raises(ValueError, match="at least one customer row"):
-        cloudwave.generate_events([], 3)
-
-
 def test_usage_grid_schema_and_weekly_pattern():
-    grid = pd.read_csv(DATA / cloudwave.USAGE_GRID_FILE)
-    customers = pd.read_csv(DATA / cloudwave.CUSTOMER360_FILE).set_index("customer_id")
-    assert tuple(grid.columns) == cloudwave.USAGE_GRID_COLUMNS
-    assert len(grid) == cloudwave.N_GRID_CUSTOMERS * 7 * 24
+    grid = pd.read_csv(DATA / schema.USAGE_GRID_FILE)
+    customers = pd.read_csv(DATA / schema.CUSTOMER360_FILE).set_index("customer_id")
+    assert tuple(grid.columns) == schema.USAGE_GRID_COLUMNS
+    assert len(grid) == N_GRID_CUSTOMERS * 7 * 24
     assert (grid.groupby("customer_id").size() == 168).all()
     assert grid["day_of_week"].between(0, 6).all() and grid["hour"].between(0, 23).all()
     assert (grid["active_users"] >= 0).all()
     assert (grid["active_users"] <= customers.loc[grid["customer_id"], "seats"].to_numpy()).all()
-    assert (DATA / cloudwave.USAGE_GRID_FILE).stat().st_size < 2_000_000
+    assert (DATA / schema.USAGE_GRID_FILE).stat().st_size < 2_000_000
     # working hours beat nights, weekdays beat weekends
     by_hour = grid.groupby("hour")["active_users"].mean()
     assert by_hour[10] > 10 * by_hour[3]
@@ -150,14 +156,14 @@ def test_usage_grid_schema_and_weekly_pattern():
 
 
 def test_events_schema_order_and_lockouts():
-    records = [json.loads(line) for line in (DATA / cloudwave.EVENTS_FILE).read_text(encoding="utf-8").splitlines()]
-    assert all(tuple(record) == cloudwave.EVENTS_COLUMNS for record in records)
-    assert {r["event"] for r in records} == set(cloudwave.EVENT_TYPES)
+    records = [json.loads(line) for line in (DATA / schema.EVENTS_FILE).read_text(encoding="utf-8").splitlines()]
+    assert all(tuple(record) == schema.EVENTS_COLUMNS for record in records)
+    assert {r["event"] for r in records} == set(schema.EVENT_TYPES)
     assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", r["timestamp"]) for r in records)
     sessions: dict[str, list[dict]] = {}
     for record in records:
         sessions.setdefault(record["session_id"], []).append(record)
-    assert list(sessions) == [f"S-{i:06d}" for i in range(1, cloudwave.N_SESSIONS + 1)]
+    assert list(sessions) == [f"S-{i:06d}" for i in range(1, N_SESSIONS + 1)]
     starts = [steps[0]["timestamp"] for steps in sessions.values()]
     assert starts == sorted(starts)
     for steps in sessions.values():
@@ -168,21 +174,25 @@ def test_events_schema_order_and_lockouts():
     following = [tuple(s["event"] for s in steps)[3] for steps in sessions.values()
                  if tuple(s["event"] for s in steps)[:3] == lockout]
     assert following.count("logout") + following.count("contact_support") > 50 and following.count("login") > 50
-    customer_ids = set(pd.read_csv(DATA / cloudwave.CUSTOMER360_FILE)["customer_id"])
+    customer_ids = set(pd.read_csv(DATA / schema.CUSTOMER360_FILE)["customer_id"])
     assert {r["customer_id"] for r in records} <= customer_ids
 
 
 def test_data_card_numbers_for_the_grid_and_the_events():
     card = " ".join((DATA / "README.md").read_text(encoding="utf-8").split())  # line breaks as spaces
-    grid = pd.read_csv(DATA / cloudwave.USAGE_GRID_FILE)
-    customers = pd.read_csv(DATA / cloudwave.CUSTOMER360_FILE).set_index("customer_id")
+    grid = pd.read_csv(DATA / schema.USAGE_GRID_FILE)
+    customers = pd.read_csv(DATA / schema.CUSTOMER360_FILE).set_index("customer_id")
     ids = grid["customer_id"].drop_duplicates()
     assert f"{len(grid):,} cells ({len(ids)} customers × 7 days × 24 hours)" in card
     assert f"({int(customers.loc[ids, 'churned'].sum())} of them churned)" in card
     assert f"0–{grid['active_users'].max():,} (never more" in card
-    events = pd.read_json(DATA / cloudwave.EVENTS_FILE, lines=True, dtype=False)
+    events = pd.read_json(DATA / schema.EVENTS_FILE, lines=True, dtype=False)
     sessions = events.groupby("session_id", sort=False)["event"].agg(tuple)
-    assert f"{len(events):,} events in {len(sessions):,} sessions of {events['customer_id'].nunique():,} distinct customers" in card
+    customers_with_events = events["customer_id"].nunique()
+    assert (
+        f"{len(events):,} events in {len(sessions):,} sessions of {customers_with_events:,} "
+        "distinct customers"
+    ) in card
     lengths = sessions.str.len()
     assert f"Sessions hold {lengths.min()}–{lengths.max()} events (median {lengths.median():.0f})" in card
     for event, count in events["event"].value_counts().items():

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from transformer_lab import cloudwave
+from transformer_lab.cloudwave import schema
+from transformer_lab.cloudwave.usage import N_GRID_CUSTOMERS
 from transformer_lab.datasets import (
     DATA_DIR_ENV,
     event_sequences,
@@ -40,7 +41,7 @@ def no_override(monkeypatch):
 
 def make_data_dir(folder: Path) -> Path:
     folder.mkdir(parents=True)
-    for name in (cloudwave.FEEDBACK_FILE, cloudwave.CUSTOMER360_FILE):
+    for name in (schema.FEEDBACK_FILE, schema.CUSTOMER360_FILE):
         shutil.copyfile(REPO_DATA / name, folder / name)
     return folder
 
@@ -86,7 +87,7 @@ def test_environment_variable_overrides(monkeypatch, tmp_path):
     data = make_data_dir(tmp_path / "elsewhere")
     monkeypatch.setenv(DATA_DIR_ENV, str(data))
     assert find_data_dir() == data
-    assert len(load_customer360()) == len(pd.read_csv(data / cloudwave.CUSTOMER360_FILE))
+    assert len(load_customer360()) == len(pd.read_csv(data / schema.CUSTOMER360_FILE))
 
 
 def test_bad_environment_variable_is_explained(monkeypatch, tmp_path):
@@ -100,17 +101,22 @@ def test_nothing_found_names_make_data(no_override, tmp_path):
         find_data_dir(start=tmp_path, files=["missing.csv"])
 
 
-def test_load_feedback_types_and_columns():
-    frame = load_feedback()
-    assert tuple(frame.columns) == cloudwave.FEEDBACK_COLUMNS
-    assert len(frame) >= 10_000 and frame["rating"].dtype == "int64"
-    assert isinstance(frame["feedback_text"].iloc[0], str)
-
-
-def test_load_customer360_types_and_columns():
-    frame = load_customer360()
-    assert tuple(frame.columns) == cloudwave.CUSTOMER360_COLUMNS
-    assert frame["seats"].dtype == "int64" and frame["monthly_spend"].dtype == "float64"
+@pytest.mark.parametrize(
+    "load, columns, dtypes",
+    [
+        (load_feedback, schema.FEEDBACK_COLUMNS, {"rating": "int64"}),
+        (load_customer360, schema.CUSTOMER360_COLUMNS, {"seats": "int64", "monthly_spend": "float64", "churned": "int64"}),
+        (load_usage_grid, schema.USAGE_GRID_COLUMNS, dict.fromkeys(schema.USAGE_GRID_COLUMNS[1:], "int64")),
+        (load_events, schema.EVENTS_COLUMNS, {}),
+    ],
+    ids=["feedback", "customer360", "usage grid", "events"],
+)
+def test_loaders_return_the_schema_columns_and_types(load, columns, dtypes):
+    frame = load()
+    assert tuple(frame.columns) == columns and len(frame) >= 5000
+    assert {column: str(frame[column].dtype) for column in dtypes} == dtypes
+    text_column = columns[0]  # every file starts with an id, read as text
+    assert isinstance(frame[text_column].iloc[0], str)
 
 
 def test_bad_json_line_names_its_line_number(tmp_path):
@@ -141,7 +147,7 @@ def test_empty_feedback_file(tmp_path):
 
 
 def test_customer360_missing_column(tmp_path):
-    frame = pd.read_csv(REPO_DATA / cloudwave.CUSTOMER360_FILE).drop(columns=["nps_score"])
+    frame = pd.read_csv(REPO_DATA / schema.CUSTOMER360_FILE).drop(columns=["nps_score"])
     path = tmp_path / "customer360.csv"
     frame.to_csv(path, index=False)
     with pytest.raises(ValueError, match=r"missing column\(s\) nps_score; expected customer_id"):
@@ -153,7 +159,7 @@ def test_customer360_empty_and_bad_values(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match="is empty"):
         load_customer360(empty)
-    header = ",".join(cloudwave.CUSTOMER360_COLUMNS)
+    header = ",".join(schema.CUSTOMER360_COLUMNS)
     holes = write_lines(tmp_path / "holes.csv", [header, "C-00001,3,Team,4,76.00,1,20,,0"])
     with pytest.raises(ValueError, match="column nps_score has a missing value"):
         load_customer360(holes)
@@ -212,10 +218,8 @@ def grid_lines(customer: str = "C-00001") -> list[str]:
 
 def test_load_usage_grid_and_pivot_to_an_array():
     frame = load_usage_grid()
-    assert tuple(frame.columns) == cloudwave.USAGE_GRID_COLUMNS
-    assert all(frame[c].dtype == "int64" for c in cloudwave.USAGE_GRID_COLUMNS[1:])
     ids, grid = usage_grid_array(frame)
-    assert grid.shape == (cloudwave.N_GRID_CUSTOMERS, 7, 24) and len(ids) == len(set(ids))
+    assert grid.shape == (N_GRID_CUSTOMERS, 7, 24) and len(ids) == len(set(ids))
     first = frame[frame["customer_id"] == ids[1]]
     cell = first[(first["day_of_week"] == 2) & (first["hour"] == 10)]["active_users"].item()
     assert grid[1, 2, 10] == cell
@@ -223,7 +227,7 @@ def test_load_usage_grid_and_pivot_to_an_array():
 
 
 def test_usage_grid_array_keeps_each_cell_in_place(tmp_path):
-    header = ",".join(cloudwave.USAGE_GRID_COLUMNS)
+    header = ",".join(schema.USAGE_GRID_COLUMNS)
     path = write_lines(tmp_path / "grid.csv", [header] + grid_lines("C-2")[::-1] + grid_lines("C-1"))
     ids, grid = usage_grid_array(load_usage_grid(path))
     assert ids == ["C-2", "C-1"]
@@ -244,7 +248,7 @@ def test_usage_grid_array_keeps_each_cell_in_place(tmp_path):
     ],
 )
 def test_usage_grid_with_bad_cells(tmp_path, change, message):
-    header = ",".join(cloudwave.USAGE_GRID_COLUMNS)
+    header = ",".join(schema.USAGE_GRID_COLUMNS)
     path = write_lines(tmp_path / "grid.csv", [header] + change(grid_lines()))
     with pytest.raises(ValueError, match=message):
         load_usage_grid(path)
@@ -255,7 +259,7 @@ def test_usage_grid_empty_or_missing_column(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match="is empty.*make data"):
         load_usage_grid(empty)
-    header_only = write_lines(tmp_path / "header.csv", [",".join(cloudwave.USAGE_GRID_COLUMNS)])
+    header_only = write_lines(tmp_path / "header.csv", [",".join(schema.USAGE_GRID_COLUMNS)])
     with pytest.raises(ValueError, match="header but no rows"):
         load_usage_grid(header_only)
     no_hour = write_lines(tmp_path / "no_hour.csv", ["customer_id,day_of_week,active_users", "C-1,0,3"])
@@ -265,12 +269,12 @@ def test_usage_grid_empty_or_missing_column(tmp_path):
 
 def test_load_events_and_pad_the_sequences():
     events = load_events()
-    assert tuple(events.columns) == cloudwave.EVENTS_COLUMNS and len(events) > 10_000
+    assert len(events) > 10_000
     sessions, codes, lengths = event_sequences(events)
     assert codes.shape == (events["session_id"].nunique(), lengths.max()) and lengths.sum() == len(events)
     assert sessions[:2] == ["S-000001", "S-000002"]
     first = events[events["session_id"] == sessions[0]]["event"].tolist()
-    assert [cloudwave.EVENT_TYPES[k - 1] for k in codes[0, : lengths[0]]] == first
+    assert [schema.EVENT_TYPES[k - 1] for k in codes[0, : lengths[0]]] == first
     assert (codes[0, lengths[0]:] == 0).all() and (codes[np.arange(len(lengths)), lengths - 1] > 0).all()
 
 
@@ -283,7 +287,7 @@ def test_event_sequences_keep_the_order_within_a_session():
         ]
     )
     sessions, codes, lengths = event_sequences(frame)
-    index = {name: k + 1 for k, name in enumerate(cloudwave.EVENT_TYPES)}
+    index = {name: k + 1 for k, name in enumerate(schema.EVENT_TYPES)}
     assert sessions == ["S-2", "S-1"] and lengths.tolist() == [2, 1]
     assert codes.tolist() == [[index["login_failed"], index["password_reset"]], [index["logout"], 0]]
     with pytest.raises(ValueError, match=r"unknown event type\(s\) \['dance'\]"):
@@ -313,9 +317,11 @@ def test_bad_event_files_name_the_line(tmp_path, lines, message):
         load_events(path)
 
 
-def test_new_loaders_find_their_file_or_explain(no_override, monkeypatch, tmp_path):
+@pytest.mark.parametrize(
+    "load, name", [(load_usage_grid, schema.USAGE_GRID_FILE), (load_events, schema.EVENTS_FILE)], ids=["grid", "events"]
+)
+def test_loaders_name_the_missing_file_and_make_data(no_override, monkeypatch, tmp_path, load, name):
+    # a data folder with only feedback.json and customer360.csv: found, but lacks this loader's file
     monkeypatch.setenv(DATA_DIR_ENV, str(make_data_dir(tmp_path / "only_two")))
-    with pytest.raises(FileNotFoundError, match=r"lacks usage_grid.csv.*make data"):
-        load_usage_grid()
-    with pytest.raises(FileNotFoundError, match=r"lacks events.json.*make data"):
-        load_events()
+    with pytest.raises(FileNotFoundError, match=rf"lacks {name}.*make data"):
+        load()

@@ -31,7 +31,7 @@ def tasks(page: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("page", list(PAGES))
-def test_every_seed_task_has_a_labelled_section(page):
+def test_every_task_has_a_labelled_section(page):
     prefix = "ex-week-20" if "week-20" in page else "ex-homework"
     assert list(tasks(page)) == [f"{prefix}-{name}" for name in PAGES[page]]
 
@@ -60,9 +60,9 @@ def test_pages_follow_the_book_conventions(page):
     assert "\n## Summary\n" in text
 
 
-def test_week20_page_keeps_the_seed_after_you_run_section():
-    # The client's exercise page ends with "After you run": a soft join, a block diagram you can
-    # read, and what this week does not expect (FlashAttention, CUDA kernels).
+def test_week20_page_ends_with_after_you_run():
+    # "After you run" looks back on the week: a soft join, a block diagram you can read, and what
+    # this week does not expect (FlashAttention, CUDA kernels).
     text = (ROOT / "exercises/week-20/index.md").read_text(encoding="utf-8")
     assert "\n## After you run\n" in text
     section = text.split("\n## After you run\n", 1)[1].split("\n## ", 1)[0]

@@ -32,7 +32,7 @@ TRAINING_PROBE = textwrap.dedent(
     import torch
     from torch import nn
 
-    from transformer_lab.char_transformer import TinyTransformer, encode_texts
+    from transformer_lab.char_transformer import PraiseClassifier, encode_texts
     from transformer_lab.reproducibility import seed_everything
     from transformer_lab.set_classifier import SetClassifier
     from transformer_lab.set_task import make_sets
@@ -54,7 +54,7 @@ TRAINING_PROBE = textwrap.dedent(
     ids = encode_texts(texts)
     labels = torch.tensor([1.0, 0.0, 1.0, 0.0] * 64)
     seed_everything(0)
-    print("chars", repr(final_loss(TinyTransformer(use_positions=True), (ids, labels), 10)))
+    print("chars", repr(final_loss(PraiseClassifier(use_positions=True), (ids, labels), 10)))
     print("kernels", torch.backends.cpu.get_cpu_capability())
     """
 )

@@ -176,17 +176,17 @@ def max_weight_by_width(
     return result
 
 
-def toy_self_attention(tokens: list[str], width: int = 4, seed: int = 0):
+def toy_self_attention(tokens: list[str], d_model: int = 4, seed: int = 0):
     """The login/failed/again toy: random embeddings and projections, seeded.
 
-    Returns the token embeddings E (L, width) and the self-attention weights (L, L) computed as
-    softmax((E Wq)(E Wk)ᵀ / √width). Nothing here is trained: the weights are random.
+    Returns the token embeddings E (L, d_model) and the self-attention weights (L, L) computed as
+    softmax((E Wq)(E Wk)ᵀ / √d_model). Nothing here is trained: the weights are random.
     """
     tokens = require_texts("tokens", tokens)
-    width = require_int("width", width, minimum=1)
+    d_model = require_int("d_model", d_model, minimum=1)
     generator = torch.Generator().manual_seed(require_int("seed", seed))
-    embeddings = torch.randn(len(tokens), width, generator=generator)
-    w_q, w_k, w_v = (torch.randn(width, width, generator=generator) for _ in range(3))
+    embeddings = torch.randn(len(tokens), d_model, generator=generator)
+    w_q, w_k, w_v = (torch.randn(d_model, d_model, generator=generator) for _ in range(3))
     x = embeddings[None]
     _, weights = attention(x @ w_q, x @ w_k, x @ w_v)
     return embeddings, weights[0]

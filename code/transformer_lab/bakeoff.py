@@ -26,7 +26,8 @@ from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from threadpoolctl import threadpool_limits
 from torch import nn
 
-from transformer_lab.cloudwave import PLAN_TIERS
+from transformer_lab.cloudwave.schema import PLAN_TIERS
+from transformer_lab.encoder import check_heads
 from transformer_lab.metrics import accuracy
 from transformer_lab.reproducibility import seed_everything
 from transformer_lab.timing import stopwatch
@@ -110,8 +111,8 @@ def token_of_column() -> list[int]:
     return list(range(len(NUMERIC_COLUMNS))) + [len(NUMERIC_COLUMNS)] * len(PLAN_TIERS)
 
 
-class ColumnTokenizer(nn.Module):
-    """Turn a row of F preprocessed numbers into T feature tokens of width D.
+class ColumnEmbedding(nn.Module):
+    """Turn a row of F preprocessed numbers into T feature tokens of width D (``d_model``).
 
     token_t = bias_t + Σ_{columns j of feature t} x_j · weight_j. A numeric feature gives a learned
     direction scaled by its value (plus a learned offset); for the one-hot plan tier exactly one
@@ -120,7 +121,7 @@ class ColumnTokenizer(nn.Module):
     x (B, F) → tokens (B, T, D).
     """
 
-    def __init__(self, token_of_column: Sequence[int], width: int):
+    def __init__(self, token_of_column: Sequence[int], d_model: int):
         super().__init__()
         n_tokens = max(token_of_column) + 1
         if sorted(set(token_of_column)) != list(range(n_tokens)):
@@ -128,8 +129,8 @@ class ColumnTokenizer(nn.Module):
         assignment = torch.zeros(len(token_of_column), n_tokens)
         assignment[torch.arange(len(token_of_column)), torch.tensor(token_of_column)] = 1.0
         self.register_buffer("assignment", assignment)  # (F, T)
-        self.weight = nn.Parameter(torch.randn(len(token_of_column), width) * 0.1)  # (F, D)
-        self.bias = nn.Parameter(torch.randn(n_tokens, width) * 0.1)  # (T, D)
+        self.weight = nn.Parameter(torch.randn(len(token_of_column), d_model) * 0.1)  # (F, D)
+        self.bias = nn.Parameter(torch.randn(n_tokens, d_model) * 0.1)  # (T, D)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         require_tensor("x", x)
@@ -140,8 +141,9 @@ class ColumnTokenizer(nn.Module):
         return torch.einsum("bfd,ft->btd", scaled, self.assignment) + self.bias[None]
 
 
-class ColumnTransformerNet(nn.Module):
-    """A small transformer over columns: tokenize, one encoder layer, mean over tokens, linear head.
+class TabularTransformer(nn.Module):
+    """Churn or not, from one table row: embed each column as a token, one encoder layer, mean
+    over the tokens, linear head.
 
     x (B, F) → logits (B,). Every token is a real feature, so the mean needs no padding mask.
     """
@@ -149,20 +151,21 @@ class ColumnTransformerNet(nn.Module):
     def __init__(
         self,
         token_of_column: Sequence[int],
-        width: int = 16,
-        heads: int = 2,
-        feedforward: int = 32,
+        d_model: int = 16,
+        nhead: int = 2,
+        d_ff: int = 32,
         dropout: float = 0.1,
     ):
         super().__init__()
-        self.tokenizer = ColumnTokenizer(token_of_column, width)
+        check_heads(d_model, nhead)
+        self.embed = ColumnEmbedding(token_of_column, d_model)
         self.encoder = nn.TransformerEncoderLayer(
-            width, heads, dim_feedforward=feedforward, dropout=dropout, batch_first=True
+            d_model, nhead, dim_feedforward=d_ff, dropout=dropout, batch_first=True
         )
-        self.head = nn.Linear(width, 1)
+        self.head = nn.Linear(d_model, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        tokens = self.encoder(self.tokenizer(x))  # (B, T, D)
+        tokens = self.encoder(self.embed(x))  # (B, T, D)
         return self.head(tokens.mean(dim=1)).squeeze(-1)
 
 
@@ -204,7 +207,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
             columns = token_of_column()
             if n_features != len(columns):
                 raise ValueError(f"the transformer expects the {len(columns)} preprocessed columns, got {n_features}")
-            return ColumnTransformerNet(columns)
+            return TabularTransformer(columns)
         raise ValueError(f"kind must be 'mlp' or 'transformer', got {self.kind!r}")
 
     def fit(self, X, y) -> "TorchClassifier":
@@ -216,10 +219,10 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         require_binary_labels("y", target)
         generator = seed_everything(self.seed)
         self.module_ = self._build(x.shape[1])
-        optimiser = adam(self.module_.parameters(), self.learning_rate, self.weight_decay)
+        optimizer = adam(self.module_.parameters(), self.learning_rate, self.weight_decay)
         loss_fn = nn.BCEWithLogitsLoss()
         for _ in range(self.epochs):
-            train_epoch(self.module_, optimiser, loss_fn, (x, target), self.batch_size, generator)
+            train_epoch(self.module_, optimizer, loss_fn, (x, target), self.batch_size, generator)
         self.module_.eval()
         self.classes_ = np.array([0, 1])
         return self
@@ -283,7 +286,7 @@ def fit_and_score(pipeline: Pipeline, frame: pd.DataFrame, train: np.ndarray, te
 def warm_up_models(frame: pd.DataFrame, models: Iterable[BaseEstimator], train: np.ndarray, rows: int = 50) -> None:
     """Fit each model once, untimed, on ``rows`` training rows per class, then throw the fit away.
 
-    The first fit in a process pays one-off costs (PyTorch's first autograd and optimiser calls,
+    The first fit in a process pays one-off costs (PyTorch's first autograd and optimizer calls,
     lazy imports, memory allocation) that have nothing to do with the model. Warming up keeps
     them out of the timed fits; the models passed in are cloned, so they stay unfitted. A network
     (a model with an ``epochs`` parameter) trains for a single epoch: one pass pays those costs.

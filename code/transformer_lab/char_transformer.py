@@ -5,7 +5,7 @@ The pieces, in the order chapter 4 uses them:
 - ``load_praise_sample`` — a seeded sample of feedback comments with a 0/1 ``is_praise`` label;
 - ``encode_texts`` / ``split_sample`` — characters to integer ids (lower-cased, capped, padded)
   and one fixed train/test split;
-- ``TinyTransformer`` — embed the ids (attention on raw ids would compare character *codes*, whose
+- ``PraiseClassifier`` — embed the ids (attention on raw ids would compare character *codes*, whose
   order means nothing), optionally add a learned position embedding, one encoder layer, masked
   mean pooling, one logit;
 - ``train_praise_model`` / ``train_and_score`` — the same seed gives the same initial weights and
@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from transformer_lab.datasets import load_feedback
+from transformer_lab.encoder import check_heads
 from transformer_lab.metrics import accuracy
 from transformer_lab.pooling import masked_mean
 from transformer_lab.reproducibility import seed_everything
@@ -47,6 +48,7 @@ PAD_ID = 0
 MAX_CHAR_ID = 126  # '~': every rarer character (é, ’, emoji) shares this id
 VOCAB_SIZE = MAX_CHAR_ID + 1
 LENGTH = 32
+EPOCHS = 8  # chapter 4's training length; the week-20 starter trains as long by default
 
 # The order-sensitive slice: a negation or a turn-around word among the characters the model sees.
 # With one of these, the same words can praise or complain depending on where they stand
@@ -126,8 +128,9 @@ def split_sample(sample: pd.DataFrame, length: int = LENGTH, test_share: float =
     return PraiseSplit(ids[train], labels[train], ids[test], labels[test], [texts[i] for i in order[cut:]])
 
 
-class TinyTransformer(nn.Module):
-    """Embed characters, optionally add positions, one encoder layer, masked mean, one logit.
+class PraiseClassifier(nn.Module):
+    """Is a comment praise? Embed its characters, optionally add positions, one encoder layer,
+    masked mean, one logit.
 
     Input ids (N, L) long with ``PAD_ID`` for padding; output logits (N,). Without positions the
     model is permutation invariant: any reordering of the encoded ids (the first L = 32 characters
@@ -139,19 +142,18 @@ class TinyTransformer(nn.Module):
         use_positions: bool = True,
         vocab_size: int = VOCAB_SIZE,
         d_model: int = 24,
-        n_heads: int = 2,
+        nhead: int = 2,
         d_ff: int = 48,
         length: int = LENGTH,
         dropout: float = 0.0,
     ):
         super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model must be divisible by n_heads, got d_model={d_model}, n_heads={n_heads}")
+        check_heads(d_model, nhead)
         self.use_positions = use_positions
         self.length = length
         self.embed = nn.Embedding(vocab_size, d_model)
         self.pos = nn.Embedding(length, d_model)  # created either way: same initial weights elsewhere
-        layer = nn.TransformerEncoderLayer(d_model, n_heads, d_ff, dropout=dropout, batch_first=True)
+        layer = nn.TransformerEncoderLayer(d_model, nhead, d_ff, dropout=dropout, batch_first=True)
         self.encoder = nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)
         self.head = nn.Linear(d_model, 1)
 
@@ -177,12 +179,12 @@ def train_praise_model(
     split: PraiseSplit,
     use_positions: bool,
     seed: int = 0,
-    epochs: int = 8,
+    epochs: int = EPOCHS,
     learning_rate: float = 5e-3,
     batch_size: int = 128,
     **model_options: int | float,
-) -> TinyTransformer:
-    """Train a ``TinyTransformer`` on ``split``'s training part; return it in eval mode.
+) -> PraiseClassifier:
+    """Train a ``PraiseClassifier`` on ``split``'s training part; return it in eval mode.
 
     ``seed`` fixes the initial weights and the order of the mini-batches. Both variants draw the
     same numbers from it, so with and without positions start from the same character
@@ -191,7 +193,7 @@ def train_praise_model(
     """
     check_settings(epochs, learning_rate, batch_size)
     generator = seed_everything(seed)
-    model = TinyTransformer(use_positions, length=split.x_train.shape[1], **model_options)
+    model = PraiseClassifier(use_positions, length=split.x_train.shape[1], **model_options)
     optimizer = adam(model.parameters(), learning_rate)
     data = (split.x_train, split.x_train == PAD_ID, split.y_train)
     for _ in range(epochs):
@@ -200,7 +202,7 @@ def train_praise_model(
 
 
 @torch.no_grad()
-def predict_logits(model: TinyTransformer, ids: torch.Tensor) -> torch.Tensor:
+def predict_logits(model: PraiseClassifier, ids: torch.Tensor) -> torch.Tensor:
     """Logits (N,) for ids (N, L), in eval mode (no dropout)."""
     model.eval()
     return model(ids)

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from transformer_lab.cloudwave import (
+from transformer_lab.cloudwave.schema import (
     CUSTOMER360_COLUMNS,
     CUSTOMER360_FILE,
     EVENT_TYPES,

@@ -23,12 +23,9 @@ import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-# The Rust library may count pairs on several threads and warns when a process forks after it did.
-# Like PyTorch's thread pin in ``reproducibility``, the package fixes this for every caller: one
-# thread, the same merges on every machine, and no warning in a page's output.
-os.environ["TOKENIZERS_PARALLELISM"] = "false"
-
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+# One tokenizer thread (TOKENIZERS_PARALLELISM=false) is part of the canonical numeric mode that
+# ``reproducibility`` sets when the package is imported, before this module runs.
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
 from transformer_lab.validation import is_int, require_counts, require_int, require_texts  # noqa: E402
 
@@ -91,11 +88,6 @@ def pre_tokenize(text: str) -> list[str]:
     ['self', '-', 'attention', ',', 'again']
     """
     return [piece for piece, _ in WHITESPACE.pre_tokenize_str(text)]
-
-
-def count_words(texts: Iterable[str]) -> int:
-    """Total number of pre-tokenized words in ``texts``."""
-    return sum(len(WHITESPACE.pre_tokenize_str(text)) for text in check_corpus(texts, name="texts"))
 
 
 def word_frequencies(corpus: Iterable[str]) -> Counter[str]:
@@ -339,32 +331,12 @@ def tokens_per_word_by_frequency(
     return rows
 
 
-def count_tokens(tokenizer: Tokenizer, texts: Iterable[str]) -> dict[str, int]:
-    """Encode ``texts`` in one batch; return the total number of tokens and of ``[UNK]`` tokens."""
-    check_tokenizer(tokenizer)
-    encodings = tokenizer.encode_batch(check_corpus(texts, name="texts"), add_special_tokens=False)
-    return {
-        "tokens": sum(len(encoding.ids) for encoding in encodings),
-        "unknown": sum(encoding.tokens.count(UNKNOWN_TOKEN) for encoding in encodings),
-    }
-
-
-def average_tokens_per_word(tokenizer: Tokenizer, texts: Iterable[str]) -> float:
-    """Tokens per pre-tokenized word over all ``texts``: total tokens / total words.
-
-    For a ``train_bpe_tokenizer`` tokenizer this is at least 1, and exactly 1 when every word is in
-    its vocabulary. Words are always counted with the ``Whitespace`` pre-tokenizer, whatever
-    ``tokenizer`` uses, so different tokenizers are compared on the same words.
-    """
-    texts = check_corpus(texts, name="texts")
-    return count_tokens(tokenizer, texts)["tokens"] / count_words(texts)
-
-
 def count_word_tokens(tokenizer: Tokenizer, words: Counter[str]) -> dict[str, int]:
-    """Like ``count_tokens`` on the texts behind ``words`` (from ``word_frequencies``), but faster.
+    """Total tokens and ``[UNK]`` tokens of the texts behind ``words`` (from ``word_frequencies``).
 
-    Exact for ``train_bpe_tokenizer`` tokenizers: with a ``Whitespace`` pre-tokenizer BPE encodes
-    each word independently, so each distinct word is encoded once and weighted by its count.
+    Returns ``{"tokens": ..., "unknown": ...}``. Encoding the whole texts gives the same counts for
+    ``train_bpe_tokenizer`` tokenizers (with a ``Whitespace`` pre-tokenizer BPE encodes each word
+    independently), but here each distinct word is encoded once and weighted by its count.
     """
     check_tokenizer(tokenizer)
     require_counts("words", words)

@@ -6,15 +6,12 @@ with the command that fixes it.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from book_pages import FILE_NAME_ALT  # noqa: E402 (needs the path above)
-from book_site import (  # noqa: E402 (needs the path above)
+from book_pages import FILE_NAME_ALT
+from book_site import (
     AXE_SCRIPT,
     CHROMIUM_ARGS,
     DETAILS,

@@ -5,9 +5,9 @@ reads `.ipynb`, so each page with code has an executed copy under `tests/referen
 same relative path. Those copies are the reviewed outputs that CI compares every re-execution
 against; `make refresh` rewrites them after a deliberate change.
 
-    python tests/book_pages.py refresh [PAGE.md ...]   # re-execute and rewrite references
-    python tests/book_pages.py list                    # pages in the table of contents
-    python tests/book_pages.py record-outputs          # rewrite the visible-outputs floor (deliberately)
+    python tools/book_pages.py refresh [PAGE.md ...]   # re-execute and rewrite references
+    python tools/book_pages.py list                    # pages in the table of contents
+    python tools/book_pages.py record-outputs          # rewrite the visible-outputs floor (deliberately)
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""`make bench`: time a clean, forced-execution build of the whole book, page by page.
+"""`make bench`: time a clean, forced-execution build page by page, and each starter's default run.
 
-    python tests/bench.py [--output _build/bench.md]
+    python tools/bench.py [--output _build/bench.md]
 
 Builds the book exactly as `make book` does (``-W -n --keep-going --all``, every page executed)
 into a fresh temporary folder, so nothing cached is reused and ``_build/html`` is left alone. It
@@ -8,13 +8,15 @@ reads myst-nb's "Executed notebook in N seconds" log line of each page, times th
 and records peak memory two ways: the largest single process (``getrusage`` of the finished
 children: the build or one page's kernel) and the whole process tree at its largest (sampled with
 psutil), and each page's kernel CPU time (sampled; close to the page's wall time on an idle
-machine, since torch runs on one thread). The markdown table goes to ``_build/bench.md`` and to the terminal; the full build log
-to ``_build/bench.log``.
+machine, since torch runs on one thread). Then it runs each exercise starter the way its page
+tells students to (``python exercises/…/starter.py``, no options) and times it.
 
-Budgets (BOOK.md): the whole clean build ≤ 90 s, no page > 15 s, on 2 cores. A busy machine
-inflates every figure: the table records the core count and the load average before the run.
-The exit status is the build's (0 unless the build itself failed); budget overruns are marked in
-the table, not turned into a failure, because timings depend on the machine.
+The report starts with the machine (CPU model, vector instruction sets, PyTorch's CPU kernel
+level, cores) and gives a verdict per line against the budgets below, then names every budget
+that failed. It goes to ``_build/bench.md`` and to the terminal; the build log to
+``_build/bench.log``. The exit status is the build's (0 unless the build or a starter itself
+failed); budget overruns are reported, not turned into a failure, because timings depend on the
+machine. A busy machine inflates every figure: the report records the load average before the run.
 """
 
 from __future__ import annotations
@@ -29,16 +31,17 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from book_pages import ROOT, has_code, toc_pages
+from machine import cpu_info, torch_kernels
 
-from book_pages import has_code, toc_pages  # noqa: E402
-
-TOTAL_BUDGET_S = 90.0
-PAGE_BUDGET_S = 15.0
+# Budgets on a 2-vCPU AVX2 machine without a GPU (a CI runner or a student's laptop).
+TOTAL_BUDGET_S = 90.0  # the whole clean build, every page executed
+PAGE_BUDGET_S = 15.0  # one page's execution
+STARTER_BUDGET_S = 15.0  # one starter script's default run
+STARTERS = ("exercises/week-20/starter.py", "exercises/homework/starter.py")
 EXECUTED = re.compile(r"^(?P<path>\S.*?): Executed notebook in (?P<seconds>[0-9.]+) seconds")
 BUILD_FLAGS = ["-W", "-n", "--keep-going", "--all"]
 
@@ -129,13 +132,39 @@ def mebibytes(n_bytes: float) -> str:
     return f"{n_bytes / 2**20:,.0f} MiB"
 
 
-def table(started: datetime, load: tuple[float, float, float], status: int, wall_s: float,
-          executed: dict[str, float], cpu: dict[str, float], tree_peak: int, largest_kib: int) -> str:
+def time_starter(script: str) -> tuple[int, float, float]:
+    """Run ``python SCRIPT`` from the repository root as a student would: (exit status, wall s, CPU s)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    completed = subprocess.run([sys.executable, script], cwd=ROOT, capture_output=True, text=True)
+    wall_s = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return completed.returncode, wall_s, cpu_s
+
+
+def verdict(seconds: float, budget: float, what: str, failures: list[str]) -> str:
+    """``ok`` or a bold overrun; an overrun is also added to ``failures``."""
+    if seconds <= budget:
+        return f"ok (≤ {budget:.0f} s)"
+    failures.append(f"{what}: {seconds:.1f} s > {budget:.0f} s")
+    return f"**over {budget:.0f} s**"
+
+
+def report(started: datetime, load: tuple[float, float, float], status: int, wall_s: float,
+           executed: dict[str, float], cpu: dict[str, float], tree_peak: int, largest_kib: int,
+           starters: dict[str, tuple[int, float, float]], kernels: str) -> str:
     when = started.strftime("%Y-%m-%d %H:%M UTC")
+    machine = cpu_info()
+    failures: list[str] = []
     lines = [
-        f"Clean forced-execution build (`make bench`), {when}; {os.cpu_count()} cores, "
-        f"load average before the run {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} (1 / 5 / 15 min), "
-        f"Python {platform.python_version()}.",
+        "# `make bench`: clean build and starters",
+        "",
+        f"Machine: {machine['model']}; {machine['isa']}; PyTorch CPU kernels {kernels}; "
+        f"{machine['cores']}; Python {platform.python_version()}.",
+        "",
+        f"Run: {when}; load average before the run {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f} "
+        "(1 / 5 / 15 min).",
         "",
         "| page | execution, wall (s) | kernel CPU (s) | budget (wall) |",
         "|---|---:|---:|---|",
@@ -144,23 +173,50 @@ def table(started: datetime, load: tuple[float, float, float], status: int, wall
         name = page.relative_to(ROOT).as_posix()
         if name in executed:
             seconds = executed[name]
-            mark = "ok" if seconds <= PAGE_BUDGET_S else f"**over {PAGE_BUDGET_S:.0f} s**"
             cpu_text = f"{cpu[name]:.1f}" if name in cpu else "—"
+            mark = verdict(seconds, PAGE_BUDGET_S, name, failures)
             lines.append(f"| `{name}` | {seconds:.1f} | {cpu_text} | {mark} |")
         elif has_code(page):
+            failures.append(f"{name}: not executed, see _build/bench.log")
             lines.append(f"| `{name}` | not executed? | — | **check the log** |")
         else:
             lines.append(f"| `{name}` | no code | — | — |")
-    total_mark = "ok" if wall_s <= TOTAL_BUDGET_S else f"**over {TOTAL_BUDGET_S:.0f} s**"
+    page_sum = sum(executed.values())
+    total_mark = verdict(wall_s, TOTAL_BUDGET_S, "whole clean build", failures)
     lines += [
-        f"| **whole clean build** | **{wall_s:.1f}** | | {total_mark} (≤ {TOTAL_BUDGET_S:.0f} s) |",
-        f"| sum over pages | {sum(executed.values()):.1f} | {sum(cpu.values()):.1f} | |",
+        f"| **whole clean build** | **{wall_s:.1f}** | | {total_mark} |",
+        f"| sum over pages | {page_sum:.1f} | {sum(cpu.values()):.1f} | |",
+        "",
+    ]
+    if page_sum:
+        lines += [
+            f"Build wall time / sum of page execution times: {wall_s / page_sum:.2f} "
+            "(below 1 when pages execute in parallel; the rest is Sphinx's own work).",
+            "",
+        ]
+    lines += [
+        "| starter, default run | wall (s) | CPU (s) | budget (wall) |",
+        "|---|---:|---:|---|",
+    ]
+    for script, (code, seconds, cpu_s) in starters.items():
+        mark = verdict(seconds, STARTER_BUDGET_S, f"python {script}", failures)
+        if code != 0:
+            failures.append(f"python {script}: exit status {code}")
+            mark = f"**failed (exit status {code})**"
+        lines.append(f"| `python {script}` | {seconds:.1f} | {cpu_s:.1f} | {mark} |")
+    lines += [
         "",
         f"Peak memory: {mebibytes(tree_peak)} for the build and its kernels together (sampled), "
         f"{mebibytes(largest_kib * 1024)} for the largest single process.",
+        "",
     ]
     if status != 0:
-        lines += ["", f"**The build failed (exit status {status}); see _build/bench.log.**"]
+        failures.append(f"the build failed (exit status {status}); see _build/bench.log")
+    if failures:
+        lines.append("**Over budget or failed:** " + "; ".join(failures) + ".")
+    else:
+        lines.append("**Every budget is met.**")
+    lines += ["", "Not timed here: the whole `make test` (budget: 6 minutes)."]
     return "\n".join(lines) + "\n"
 
 
@@ -170,15 +226,17 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     log_path = args.output.with_suffix(".log")
-    started, load = datetime.now(timezone.utc), os.getloadavg()
+    started, load = datetime.now(UTC), os.getloadavg()
+    kernels = torch_kernels()
     with tempfile.TemporaryDirectory(prefix="book-bench-") as scratch:
         status, wall_s, executed, cpu, tree_peak = run_build(Path(scratch), log_path)
     largest_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
-    report = table(started, load, status, wall_s, executed, cpu, tree_peak, largest_kib)
-    args.output.write_text(report, encoding="utf-8")
-    print(report)
+    starters = {script: time_starter(script) for script in STARTERS}
+    text = report(started, load, status, wall_s, executed, cpu, tree_peak, largest_kib, starters, kernels)
+    args.output.write_text(text, encoding="utf-8")
+    print(text)
     print(f"written to {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
-    return status
+    return status or int(any(code != 0 for code, _, _ in starters.values()))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,45 @@
+"""tools/bench.py (`make bench`): the report names the machine and every budget that failed."""
+
+from datetime import UTC, datetime
+
+from bench import PAGE_BUDGET_S, STARTER_BUDGET_S, TOTAL_BUDGET_S, report
+from book_pages import ROOT, has_code, toc_pages
+from machine import cpu_info
+
+PAGES = [page.relative_to(ROOT).as_posix() for page in toc_pages() if has_code(page)]
+STARTED = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
+LOAD = (0.1, 0.2, 0.3)
+
+
+def fake_report(page_seconds: float, build_seconds: float, starter_seconds: float) -> str:
+    executed = dict.fromkeys(PAGES, page_seconds)
+    starters = {
+        "exercises/week-20/starter.py": (0, starter_seconds, starter_seconds),
+        "exercises/homework/starter.py": (0, 1.0, 0.9),
+    }
+    return report(
+        STARTED, LOAD, 0, build_seconds, executed, {}, 2**30, 2**19, starters, "AVX2"
+    )
+
+
+def test_a_run_within_every_budget_says_so():
+    text = fake_report(PAGE_BUDGET_S - 1, TOTAL_BUDGET_S - 1, STARTER_BUDGET_S - 1)
+    assert "**Every budget is met.**" in text and "**over" not in text
+    assert (
+        f"| `{PAGES[0]}` | {PAGE_BUDGET_S - 1:.1f} | — | ok (≤ {PAGE_BUDGET_S:.0f} s) |"
+        in text
+    )
+    assert "PyTorch CPU kernels AVX2" in text and cpu_info()["cores"] in text
+
+
+def test_every_overrun_is_marked_and_named_at_the_end():
+    text = fake_report(PAGE_BUDGET_S + 1, TOTAL_BUDGET_S + 1, STARTER_BUDGET_S + 1)
+    verdict = text.split("**Over budget or failed:** ", 1)[1]
+    for page in PAGES:
+        assert f"{page}: {PAGE_BUDGET_S + 1:.1f} s > {PAGE_BUDGET_S:.0f} s" in verdict
+    assert (
+        f"whole clean build: {TOTAL_BUDGET_S + 1:.1f} s > {TOTAL_BUDGET_S:.0f} s" in verdict
+    )
+    assert "python exercises/week-20/starter.py: 16.0 s > 15 s" in verdict
+    assert "exercises/homework/starter.py" not in verdict
+    assert text.count("**over") == len(PAGES) + 2
