@@ -184,7 +184,7 @@ GOOD_ROW = "C-00001,3,Team,4,76.00,1,20,7,0"
     ],
 )
 def test_customer360_bad_cell_names_file_row_and_column(tmp_path, row, message):
-    path = write_lines(tmp_path / "customer360.csv", [",".join(cloudwave.CUSTOMER360_COLUMNS), GOOD_ROW, row])
+    path = write_lines(tmp_path / "customer360.csv", [",".join(schema.CUSTOMER360_COLUMNS), GOOD_ROW, row])
     with pytest.raises(ValueError, match=rf"customer360.csv: {message} \(data row 2\)"):
         load_customer360(path)
 
@@ -192,10 +192,10 @@ def test_customer360_bad_cell_names_file_row_and_column(tmp_path, row, message):
 @pytest.mark.parametrize(
     "name, loader",
     [
-        (cloudwave.FEEDBACK_FILE, load_feedback),
-        (cloudwave.CUSTOMER360_FILE, load_customer360),
-        (cloudwave.USAGE_GRID_FILE, load_usage_grid),
-        (cloudwave.EVENTS_FILE, load_events),
+        (schema.FEEDBACK_FILE, load_feedback),
+        (schema.CUSTOMER360_FILE, load_customer360),
+        (schema.USAGE_GRID_FILE, load_usage_grid),
+        (schema.EVENTS_FILE, load_events),
     ],
 )
 def test_a_byte_order_mark_is_ignored_in_every_format(tmp_path, name, loader):
