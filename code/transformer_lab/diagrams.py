@@ -33,8 +33,8 @@ FILLS = {
 }
 EDGE = "#333333"
 RESIDUAL = LINE_COLOURS[0]  # Okabe–Ito blue
-TEXT_PT = 10
-SMALL_PT = 9
+TEXT_PT = 11
+SMALL_PT = 10
 
 # The blocks of PyTorch's default (post-norm) ``nn.TransformerEncoderLayer``, in the order data
 # flows through them: (name of the submodule or function, what it is, kind of block).
@@ -132,10 +132,13 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
     """
     fig, ax = _canvas(7.0, 4.3)
     first = 1 if numbered else None
-    widths = {"self_attn": 1.45, "dropout1": 0.95, "norm1": 0.95, "linear1": 0.8, "activation": 0.95,
-              "dropout": 0.75, "linear2": 0.8, "dropout2": 0.8, "norm2": 0.85}
-    rows = [[(name, subtitle, kind, widths[name]) for name, subtitle, kind in ENCODER_BLOCKS[:3]],
-            [(name, subtitle, kind, widths[name]) for name, subtitle, kind in ENCODER_BLOCKS[3:]]]
+    widths = {"self_attn": 1.6, "dropout1": 0.95, "norm1": 0.95, "linear1": 0.8, "activation": 0.85,
+              "dropout": 0.8, "linear2": 0.8, "dropout2": 0.85, "norm2": 0.85}
+    # The activation is a function, not a submodule: its block is titled by what it computes.
+    titled = [(subtitle, name) if name == "activation" else (name, subtitle) for name, subtitle, _ in ENCODER_BLOCKS]
+    blocks = [(title, subtitle, kind, widths[name])
+              for (title, subtitle), (name, _, kind) in zip(titled, ENCODER_BLOCKS)]
+    rows = [blocks[:3], blocks[3:]]
     rows[0].insert(2, ("+", "", "add", 0.3))
     rows[1].insert(5, ("+", "", "add", 0.3))
     top_y, bottom_y = 3.15, 1.4
@@ -143,7 +146,7 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
     # Attention sublayer.
     ax.text(0.08, top_y, "x", ha="left", va="center", fontsize=TEXT_PT, fontweight="bold")
     ax.text(0.08, top_y - 0.3, "(B, L, D)", ha="left", va="center", fontsize=SMALL_PT)
-    top = _chain(ax, rows[0], top_y, 1.05, 0.35, first)
+    top = _chain(ax, rows[0], top_y, 1.05, 0.3, first)
     _arrow(ax, (0.3, top_y), (top[0]["left"], top_y))
     add1 = top[2]
     _path(ax, [(0.62, top_y), (0.62, top_y + 0.6), (add1["x"], top_y + 0.6), (add1["x"], add1["top"])], RESIDUAL)
@@ -159,7 +162,7 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
     ax.text(6.7, top_y + 0.08, "h", ha="right", va="bottom", fontsize=TEXT_PT, fontweight="bold")
 
     # Feed-forward sublayer.
-    bottom = _chain(ax, rows[1], bottom_y, 0.5, 0.15, None if first is None else first + 3)
+    bottom = _chain(ax, rows[1], bottom_y, 0.5, 0.13, None if first is None else first + 3)
     add2 = bottom[5]
     _path(ax, [(0.3, bottom_y), (0.3, bottom_y - 0.55), (add2["x"], bottom_y - 0.55), (add2["x"], add2["bottom"])],
           RESIDUAL)
@@ -172,7 +175,7 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
             fontsize=TEXT_PT, fontstyle="italic")
 
     ax.text(0.08, 0.05, "Pre-norm (norm_first=True) moves each norm to the start of its sublayer:\n"
-            "h = x + dropout1(self_attn(norm1(x))),  out = h + dropout2(linear2(… norm2(h) …)).",
+            "h = x + dropout1(self_attn(norm1(x))),   out = h + dropout2(linear2(…norm2(h)…))",
             ha="left", va="bottom", fontsize=SMALL_PT, linespacing=1.4)
     return fig
 
@@ -266,13 +269,13 @@ def mask_diagram(tokens: Sequence[str] = ("login", "failed", "again", "<pad>", "
         raise ValueError(f"tokens must hold 2 to 6 labels (the grid must fit the page), got {len(tokens)}")
     if isinstance(real, bool) or not isinstance(real, int) or not 1 <= real <= len(tokens):
         raise ValueError(f"real must be an int from 1 to len(tokens)={len(tokens)}, got {real!r}")
-    n, cell = len(tokens), 0.5
-    fig, ax = _canvas(7.0, 2.3 + n * cell)
-    top = 1.1 + n * cell
+    n, cell = len(tokens), 0.54
+    fig, ax = _canvas(7.0, 2.7 + n * cell)
+    top = 1.4 + n * cell
     padding = [j >= real for j in range(n)]
 
     # Left: padding mask, broadcast down the query axis.
-    left = 0.95
+    left = 0.85
     strip_y = top + 0.45
     ax.text(left + n * cell / 2, strip_y + 0.75, "padding mask (encoder)", ha="center", va="top",
             fontsize=TEXT_PT, fontweight="bold")
@@ -293,7 +296,7 @@ def mask_diagram(tokens: Sequence[str] = ("login", "failed", "again", "<pad>", "
             fontstyle="italic")
 
     # Right: causal mask.
-    right = 4.4
+    right = 4.2
     positions = [f"t{i}" for i in range(n)]
     ax.text(right + n * cell / 2, strip_y + 0.75, "causal mask (decoder)", ha="center", va="top",
             fontsize=TEXT_PT, fontweight="bold")
@@ -304,9 +307,9 @@ def mask_diagram(tokens: Sequence[str] = ("login", "failed", "again", "<pad>", "
     ax.text(right - 0.45, top - n * cell / 2, "query i", ha="center", va="center", rotation=90,
             fontsize=SMALL_PT, fontstyle="italic")
 
-    notes = ("Dark cells are set to −∞ before the softmax: their weight is exactly 0, each row still "
-             "sums to 1.\nPadding blocks whole key columns; padded queries still get a row, so pooling "
-             "must drop them.\nA causal mask blocks the upper triangle: query i reads keys 0 … i, "
-             "never the future.")
+    notes = ("Dark cells are set to −∞ before the softmax: their weight is exactly 0, and each row\n"
+             "still sums to 1. Padding blocks whole key columns; padded queries still get a row,\n"
+             "so pooling must drop them. A causal mask blocks the upper triangle: query i reads\n"
+             "keys 0 … i, never the future.")
     ax.text(0.05, 0.05, notes, ha="left", va="bottom", fontsize=SMALL_PT, linespacing=1.4)
     return fig
