@@ -19,7 +19,9 @@ BY_HAND = ROOT / "exercises" / "by-hand" / "index.md"
 CITED = ["1-1", "1-3", "2-1", "2-3", "3-1", "3-3"]
 
 LABEL = re.compile(r"^\(([A-Za-z0-9_-]+)\)=\s*$", re.MULTILINE)
-FIGURE_NAME = re.compile(r"^\s*:?name:\s*([A-Za-z0-9_-]+)\s*$", re.MULTILINE)
+# A figure's name: cell metadata `figure: name:` or a directive's `:name:`.
+FIGURE_NAME = re.compile(r"^\s+:?name:\s*([A-Za-z0-9_-]+)\s*$", re.MULTILINE)
+FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.DOTALL)  # jupytext header: its `name:` is the kernel
 REFERENCE = re.compile(r"\{(?:ref|numref)\}`([^`]*)`")
 MENTION = re.compile(r"\bexercises?\s+(\d+)\.(\d+)\b", re.IGNORECASE)
 BY_HAND_TARGET = re.compile(r"by-hand-(\d+)-(\d+)")
@@ -38,7 +40,8 @@ def target(reference: str) -> str:
 
 
 def labels(text: str) -> set[str]:
-    return set(LABEL.findall(text)) | set(FIGURE_NAME.findall(text))
+    body = FRONT_MATTER.sub("", text)
+    return set(LABEL.findall(body)) | set(FIGURE_NAME.findall(body))
 
 
 def book_labels() -> set[str]:
