@@ -104,7 +104,8 @@ def test_every_mention_of_a_sheet_exercise_is_a_resolved_cross_reference(page):
         if wanted not in sheet:
             problems.append(f"line {line}: {match.group(0)!r} but the sheet has no label ({wanted})")
         elif inside != [wanted]:
-            problems.append(f"line {line}: {match.group(0)!r} is plain text; write {{ref}}`{match.group(0)} <{wanted}>`")
+            fix = f"{{ref}}`{match.group(0)} <{wanted}>`"
+            problems.append(f"line {line}: {match.group(0)!r} is plain text; write {fix}")
     for label in (target(ref) for ref in REFERENCE.findall(text)):
         if BY_HAND_TARGET.fullmatch(label) and label not in sheet:
             problems.append(f"{{ref}} to {label}, which the sheet does not define")

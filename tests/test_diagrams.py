@@ -104,6 +104,11 @@ def test_multi_head_diagram_puts_the_shapes_on_the_arrows():
     plt.close(fig)
 
 
+def test_encoder_diagram_rejects_a_non_boolean_switch():
+    with pytest.raises(TypeError, match="numbered must be True or False, got int"):
+        encoder_layer_diagram(numbered=1)
+
+
 @pytest.mark.parametrize("heads", [1, 7, 2.0, True])
 def test_multi_head_diagram_rejects_lanes_that_do_not_fit(heads):
     with pytest.raises(ValueError, match="heads must be an int from 2 to 6"):
@@ -127,7 +132,8 @@ def test_mask_diagram_blocks_whole_key_columns_and_the_upper_triangle():
     padding_cells = sorted(cells)[:3]
     assert len({round(x, 6) for x, _ in padding_cells}) == 1, "padding blocks one whole column"
     labels = words(fig)
-    assert [text.get_text() for text in texts(fig)].count("−∞") == 6 and "(B, Lk)" in labels and "(B, Lq, Lk)" in labels
+    assert [text.get_text() for text in texts(fig)].count("−∞") == 6
+    assert "(B, Lk)" in labels and "(B, Lq, Lk)" in labels
     plt.close(fig)
 
 

@@ -3,7 +3,7 @@
 Three pictures a first-time reader needs: PyTorch's encoder layer with its residual paths, how
 multi-head attention splits and rejoins the width, and which cells of the (B, Lq, Lk) score tensor
 a padding mask and a causal mask hide. Every function returns a ``matplotlib.figure.Figure`` about
-7 inches wide (the book's page width at its dpi); the text is at least 9 pt. The fills are tints
+7 inches wide (the book's page width at its dpi); no text is smaller than 10 pt. The fills are tints
 of the Okabe–Ito palette and every block is also named in words, so no reader needs the colours.
 
 Coordinates are inches: the axes fill the figure and one data unit is one inch.
@@ -130,6 +130,8 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
     (+ h) → norm2. Residual paths are drawn in blue; a note says what ``norm_first=True`` changes.
     ``numbered=True`` replaces the block names by numbers 1–9 (in ``ENCODER_BLOCKS`` order).
     """
+    if not isinstance(numbered, bool):
+        raise TypeError(f"numbered must be True or False, got {type(numbered).__name__}")
     fig, ax = _canvas(7.0, 4.3)
     first = 1 if numbered else None
     widths = {"self_attn": 1.6, "dropout1": 0.95, "norm1": 0.95, "linear1": 0.8, "activation": 0.85,
