@@ -5,6 +5,7 @@ y (N,) float labels in {0, 1}. Models map ``(x, padding)`` to logits (N,).
 """
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -16,6 +17,8 @@ from transformer_lab.shapes import describe, require_padding, require_tensor
 from transformer_lab.timing import stopwatch
 
 Data = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+# accuracy_fn(logits (N,), labels (N,)) -> share classified correctly, as a float
+AccuracyFn = Callable[[torch.Tensor, torch.Tensor], float]
 
 
 @dataclass
@@ -94,14 +97,20 @@ def train_epoch(
     return total / len(y)
 
 
-def evaluate(model: nn.Module, data: Data, loss_fn: nn.Module | None = None) -> tuple[float, float]:
-    """Loss (BCE with logits unless ``loss_fn`` is given) and accuracy of ``model`` on ``data``."""
+def evaluate(
+    model: nn.Module, data: Data, loss_fn: nn.Module | None = None, accuracy_fn: AccuracyFn | None = None
+) -> tuple[float, float]:
+    """Loss (BCE with logits unless ``loss_fn`` is given) and accuracy of ``model`` on ``data``.
+
+    The accuracy is ``metrics.accuracy`` unless ``accuracy_fn(logits, labels)`` is given.
+    """
     x, padding, y = data
     loss_fn = loss_fn or nn.BCEWithLogitsLoss()
+    accuracy_fn = accuracy if accuracy_fn is None else accuracy_fn
     model.eval()
     with torch.no_grad():
         logits = model(x, padding)
-    return loss_fn(logits, y).item(), accuracy(logits, y)
+    return loss_fn(logits, y).item(), accuracy_fn(logits, y)
 
 
 def train_classifier(
@@ -112,15 +121,19 @@ def train_classifier(
     learning_rate: float = 3e-3,
     batch_size: int = 128,
     seed: int = 42,
+    accuracy_fn: AccuracyFn | None = None,
 ) -> TrainingResult:
     """Train ``model`` with Adam on BCE-with-logits; keep the epoch with the best validation loss.
 
     ``seed`` fixes the order of the mini-batches (the model's initial weights are the caller's:
     seed before building it). The model is trained in place and returned, in eval mode, holding
-    its best-validation weights.
+    its best-validation weights. ``accuracy_fn(logits, labels)`` scores that model at the end
+    (default: ``metrics.accuracy``); it plays no part in training or in choosing the epoch.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if accuracy_fn is not None and not callable(accuracy_fn):
+        raise TypeError(f"accuracy_fn must be a function (logits, labels) -> float, got {type(accuracy_fn).__name__}")
     check_data("train_data", train_data)
     check_data("val_data", val_data)
     check_settings(epochs, learning_rate, batch_size)
@@ -139,5 +152,5 @@ def train_classifier(
         if best_state is None:
             raise ValueError(f"the validation loss was never finite in {epochs} epochs: {history}")
         model.load_state_dict(best_state)
-        _, val_accuracy = evaluate(model, val_data, loss_fn)
+        _, val_accuracy = evaluate(model, val_data, loss_fn, accuracy_fn)
     return TrainingResult(history, val_accuracy, clock["seconds"], count_parameters(model), best_epoch, model)
