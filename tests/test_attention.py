@@ -11,6 +11,7 @@ from transformer_lab.attention import (
     causal_mask,
     max_weight_by_width,
     soft_join,
+    toy_inputs,
     toy_self_attention,
 )
 
@@ -129,3 +130,12 @@ def test_toy_matches_the_exercise_recipe():
     w_q, w_k, _ = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
     expected = torch.softmax((embeddings @ w_q) @ (embeddings @ w_k).T / 2, dim=-1)
     torch.testing.assert_close(weights, expected)
+
+
+def test_toy_inputs_are_the_numbers_the_toy_uses():
+    embeddings, w_q, w_k, w_v = toy_inputs(3, width=4, seed=5)
+    assert embeddings.shape == (3, 4) and w_q.shape == w_k.shape == w_v.shape == (4, 4)
+    same_embeddings, weights = toy_self_attention(["a", "b", "c"], width=4, seed=5)
+    assert torch.equal(same_embeddings, embeddings)
+    torch.testing.assert_close(weights, torch.softmax((embeddings @ w_q) @ (embeddings @ w_k).T / 2, dim=-1))
+    assert not torch.equal(toy_inputs(3, width=4, seed=6)[0], embeddings)

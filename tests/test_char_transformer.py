@@ -170,3 +170,24 @@ def test_compare_positions_scores_every_seed_and_variant():
     assert result.logits[0, True].shape == (len(split.y_test),)
     with pytest.raises(ValueError, match="at least one seed"):
         compare_positions(split, seeds=())
+
+
+class Doubled(TinyTransformer):
+    """A subclass with its own forward, as the week-20 starter's students write one."""
+
+    def forward(self, ids, padding=None):
+        return 2 * super().forward(ids, padding)
+
+
+def test_model_class_trains_a_subclass_from_the_same_initial_weights():
+    split = order_only_split()
+    mine = train_praise_model(split, False, seed=4, epochs=1, model_class=Doubled)
+    assert type(mine) is Doubled and not mine.training
+    seed_everything(4)
+    fresh = TinyTransformer(False, length=split.x_train.shape[1])
+    trained_from = train_praise_model(split, False, seed=4, epochs=1)
+    assert not torch.equal(trained_from.embed.weight, fresh.embed.weight)  # training moved it...
+    seed_everything(4)
+    assert torch.equal(Doubled(False, length=split.x_train.shape[1]).embed.weight, fresh.embed.weight)  # ...same start
+    with pytest.raises(TypeError, match="model_class must be TinyTransformer or a subclass"):
+        train_praise_model(split, False, epochs=1, model_class=torch.nn.Linear)

@@ -120,15 +120,22 @@ def max_weight_by_width(
     return result
 
 
+def toy_inputs(n_tokens: int, width: int = 4, seed: int = 0):
+    """The toy's random numbers, drawn from ``seed``: embeddings E (n_tokens, width), then the
+    query, key and value matrices W_q, W_k, W_v (width, width) each, in that order."""
+    generator = torch.Generator().manual_seed(seed)
+    embeddings = torch.randn(n_tokens, width, generator=generator)
+    w_q, w_k, w_v = (torch.randn(width, width, generator=generator) for _ in range(3))
+    return embeddings, w_q, w_k, w_v
+
+
 def toy_self_attention(tokens: list[str], width: int = 4, seed: int = 0):
-    """The login/failed/again toy: random embeddings and projections, seeded.
+    """The login/failed/again toy: random embeddings and projections, seeded (``toy_inputs``).
 
     Returns the token embeddings E (L, width) and the self-attention weights (L, L) computed as
     softmax((E Wq)(E Wk)ᵀ / √width). Nothing here is trained: the weights are random.
     """
-    generator = torch.Generator().manual_seed(seed)
-    embeddings = torch.randn(len(tokens), width, generator=generator)
-    w_q, w_k, w_v = (torch.randn(width, width, generator=generator) for _ in range(3))
+    embeddings, w_q, w_k, w_v = toy_inputs(len(tokens), width, seed)
     x = embeddings[None]
     _, weights = attention(x @ w_q, x @ w_k, x @ w_v)
     return embeddings, weights[0]

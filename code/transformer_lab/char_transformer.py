@@ -170,6 +170,7 @@ def train_praise_model(
     epochs: int = 8,
     learning_rate: float = 5e-3,
     batch_size: int = 128,
+    model_class: type[TinyTransformer] | None = None,
     **model_options: int | float,
 ) -> TinyTransformer:
     """Train a ``TinyTransformer`` on ``split``'s training part; return it in eval mode.
@@ -178,10 +179,15 @@ def train_praise_model(
     same numbers from it, so with and without positions start from the same character
     embeddings and encoder weights and see the same batches: only the flag differs. The epochs
     are run by ``training.train_epoch`` (Adam, binary cross-entropy on logits).
+    ``model_class``, a subclass of ``TinyTransformer`` (e.g. one with its own ``forward``), is
+    built and trained in its place, with the same arguments and so the same initial weights.
     """
     check_settings(epochs, learning_rate, batch_size)
+    model_class = TinyTransformer if model_class is None else model_class
+    if not (isinstance(model_class, type) and issubclass(model_class, TinyTransformer)):
+        raise TypeError(f"model_class must be TinyTransformer or a subclass of it, got {model_class!r}")
     generator = seed_everything(seed)
-    model = TinyTransformer(use_positions, length=split.x_train.shape[1], **model_options)
+    model = model_class(use_positions, length=split.x_train.shape[1], **model_options)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
     data = (split.x_train, split.x_train == PAD_ID, split.y_train)
     for _ in range(epochs):
