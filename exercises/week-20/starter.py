@@ -2,7 +2,7 @@
 
 Run from the repository root:
 
-    python exercises/week-20/starter.py                         # check Tasks 1 and 2 (a few seconds)
+    python exercises/week-20/starter.py                         # check Tasks 1 and 2 (about 2 s)
     python exercises/week-20/starter.py --train                 # Task 1: with positions against yours
     python exercises/week-20/starter.py --train --split-seed 1  # Task 1 extra: another train/test split
     python exercises/week-20/starter.py --train --length 64     # Task 1 extra: a longer window
@@ -265,7 +265,7 @@ def main(argv=None):
         else:
             print("finish NoPositions.forward first: the check above must pass")
     elif task1:
-        print("\nTask 1: your model passes; now train it with --train (about 5 s per seed on a laptop)")
+        print("\nTask 1: your model passes; now train it with --train (about 8 s for one training seed)")
     return 0
 
 
