@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {
-    "exercises/week-20/index.md": ["positions", "attention-map", "memo"],
+    "exercises/week-20/index.md": ["positions", "attention-map", "memo", "sinusoidal"],
     "exercises/homework/index.md": [
         "accuracy", "masked-mean", "attention", "mha", "assemble", "experiment",
         "embedding-parameters", "train-tokenizer", "tokens-per-word", "run-tokenizer",
@@ -144,9 +144,9 @@ def test_week20_page_keeps_the_seed_after_you_run_section():
 def test_week20_tasks_ask_for_the_students_own_code():
     text = read("exercises/week-20/index.md")
     starter = (ROOT / "exercises/week-20/starter.py").read_text(encoding="utf-8")
-    for name in ("NoPositions", "toy_weights", "MY_PAIR"):
+    for name in ("NoPositions", "toy_weights", "MY_PAIR", "sinusoidal_positions", "SinusoidalPositions"):
         assert name in text and name in starter, name
-    assert starter.count("# TODO Task") == 3
+    assert starter.count("# TODO Task") == 5
     for extra in ("--split-seed", "--length 64", "MY_PAIR"):
         assert extra in tasks("exercises/week-20/index.md")["ex-week-20-positions"], extra
 

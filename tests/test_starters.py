@@ -60,6 +60,17 @@ WEEK20_SOLUTIONS = {
         "q, k = embeddings @ w_q, embeddings @ w_k",
         "return torch.softmax(q @ k.T / q.shape[-1] ** 0.5, dim=-1)",
     ],
+    "sinusoidal_positions": [
+        "angle = torch.arange(length)[:, None] * 10000.0 ** (-torch.arange(0, d_model, 2) / d_model)",
+        "return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)",
+    ],
+    "SinusoidalPositions.forward": [
+        "from transformer_lab.pooling import masked_mean",
+        "padding = ids == PAD_ID if padding is None else padding",
+        "x = self.embed(ids) + sinusoidal_positions(ids.shape[1], self.embed.embedding_dim)",
+        "x = self.encoder(x, src_key_padding_mask=padding)",
+        "return self.head(masked_mean(x, padding)).squeeze(-1)",
+    ],
 }
 WEEK20_STUB = r'( +)raise NotImplementedError\("Task \d \({name}\):[^\n]*\)'
 
@@ -75,6 +86,9 @@ def week20_solved(tmp_path_factory):
 
 
 def test_untouched_week20_starter_says_not_done(week20):
+    out = run(WEEK20, "--sinusoidal")
+    assert "[not done yet] Task 4 (stretch): sinusoidal_positions(length, d_model)" in out
+    assert "[not done yet] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)" in out
     out = run(WEEK20)
     assert out.startswith("== Checks\n[not done yet] Task 1: NoPositions.forward(ids, padding=None)\n")
     assert "[not done yet] Task 2: toy_weights(embeddings, w_q, w_k)" in out
@@ -84,7 +98,9 @@ def test_untouched_week20_starter_says_not_done(week20):
 
 
 def test_finished_week20_starter_passes_and_prints_the_table(week20_solved):
-    out = run(week20_solved, "--toy-seed", 1)
+    out = run(week20_solved, "--toy-seed", 1, "--sinusoidal")
+    assert "[passed] Task 4 (stretch): sinusoidal_positions(length, d_model)" in out
+    assert "[passed] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)" in out
     assert "[passed] Task 1: NoPositions.forward(ids, padding=None)" in out
     assert "[passed] Task 2: toy_weights(embeddings, w_q, w_k)" in out
     tokens = ["login", "failed", "again"]
@@ -112,10 +128,13 @@ def test_week20_training_uses_the_students_model(week20_solved):
 def test_week20_order_flipped_pair_gets_one_score_without_positions(week20_solved, capsys):
     starter = load_module(week20_solved)
     starter.MY_PAIR = ("not slow, now fast", "not fast, now slow")
-    starter.positions_experiment(seeds=(0,), n_comments=300, epochs=1)
+    starter.positions_experiment(seeds=(0,), n_comments=300, epochs=1, sinusoidal=True)
     out = capsys.readouterr().out
+    assert re.search(r"seed 0: with positions 0\.\d{3}, yours without 0\.\d{3}, difference [+-]0\.\d{3}; "
+                     r"your sinusoids 0\.\d{3} \(", out)
     yours = re.search(r"yours: P\(praise\) (0\.\d+) for .*, (0\.\d+) for ", out)
     assert yours and yours.group(1) == yours.group(2)
+    assert re.search(r"sines: P\(praise\) 0\.\d+ for 'not slow, now fast', 0\.\d+ for 'not fast, now slow'", out)
     assert re.search(r" with: P\(praise\) 0\.\d+ for 'not slow, now fast', 0\.\d+ for 'not fast, now slow'", out)
     starter.MY_PAIR = ("not slow", "not fast")
     starter.score_pair({}, 32)
@@ -203,6 +222,56 @@ def test_week20_check_rejects_a_library_attention_call(week20):
 
     status, finding, *_ = week20.check_toy_weights(library)
     assert status == "FAILED" and "library attention call" in finding
+
+
+def book_sinusoids(length, d_model):
+    from transformer_lab.char_transformer import sinusoidal_positions
+
+    return sinusoidal_positions(length, d_model)
+
+
+@pytest.mark.parametrize("table, mistake", [
+    (lambda L, D: torch.stack([book_sinusoids(L, D)[:, 1::2], book_sinusoids(L, D)[:, 0::2]], -1).flatten(1),
+     "sines and cosines swapped"),
+    (lambda L, D: torch.cat([book_sinusoids(L, D)[:, :2], book_sinusoids(L, 2 * D)[:, 2:D]], dim=1),
+     "the slower clocks are off"),
+    (lambda L, D: book_sinusoids(L, D).T, "the table has the wrong shape"),
+    (lambda L, D: book_sinusoids(L, D) * 2, "another formula"),
+])
+def test_week20_check_names_the_mistake_in_a_sinusoid_table(week20, table, mistake):
+    status, finding, *_ = week20.check_sinusoidal_table(table)
+    assert status == "FAILED" and finding.startswith(f"Likely mistake: {mistake}"), finding
+    assert week20.check_sinusoidal_table(book_sinusoids) == ("passed",)
+
+
+class LearnedTable(TinyTransformer):
+    pass  # adds self.pos, the learned table, instead of the sinusoids
+
+
+class NoPositionsAtAll(NoPaddingMask):
+    def forward(self, ids, padding=None):
+        padding = ids == PAD_ID
+        x = self.encoder(self.embed(ids), src_key_padding_mask=padding)
+        return self.head(book_masked_mean(x, padding)).squeeze(-1)
+
+
+class SinusoidsScaled(TinyTransformer):
+    def forward(self, ids, padding=None):
+        padding = ids == PAD_ID
+        x = self.embed(ids) + 0.5 * book_sinusoids(ids.shape[1], self.embed.embedding_dim)
+        x = self.encoder(x, src_key_padding_mask=padding)
+        return self.head(book_masked_mean(x, padding)).squeeze(-1)
+
+
+@pytest.mark.parametrize("model_class, mistake", [
+    (LearnedTable, "the learned table self.pos is added"),
+    (NoPositionsAtAll, "no positions reach the model"),
+    (SinusoidsScaled, "another computation"),
+])
+def test_week20_check_names_the_mistake_in_a_sinusoidal_model(week20, week20_solved, model_class, mistake):
+    status, finding, *_ = week20.check_sinusoidal_model(model_class)
+    assert status == "FAILED" and finding.startswith(f"Likely mistake: {mistake}"), finding
+    assert load_module(week20_solved).check_sinusoidal_model() == ("passed",)
 
 
 # --- Homework -------------------------------------------------------------------------------------

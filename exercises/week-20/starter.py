@@ -7,6 +7,7 @@ Run from the repository root:
     python exercises/week-20/starter.py --train --split-seed 1  # Task 1 extra: another train/test split
     python exercises/week-20/starter.py --train --length 64     # Task 1 extra: a longer window
     python exercises/week-20/starter.py --toy-seed 1            # Task 2 with other random matrices
+    python exercises/week-20/starter.py --train --sinusoidal    # Task 4 (stretch): fixed positions too
 
 Write your code where it says TODO; do not edit the package (chapter 4 and its tests use it).
 Task 3 (the memo) is prose: no code.
@@ -55,6 +56,25 @@ def toy_weights(embeddings, w_q, w_k):
     """
     # TODO Task 2: queries, keys, scaled scores, softmax over the right axis.
     raise NotImplementedError("Task 2 (toy_weights): queries, keys, scaled scores, softmax")
+
+
+# --- Task 4 (stretch) ---------------------------------------------------------------------------
+
+
+def sinusoidal_positions(length, d_model):
+    """Fixed position vectors (length, d_model), nothing learned: row p, columns 2i and 2i + 1 hold
+    sin(p / 10000^(2i / d_model)) and cos(p / 10000^(2i / d_model)). d_model is even."""
+    # TODO Task 4 (stretch): one tensor operation per column family, no Python loop over positions.
+    raise NotImplementedError("Task 4 (sinusoidal_positions): positions, frequencies, sines and cosines")
+
+
+class SinusoidalPositions(TinyTransformer):
+    """TinyTransformer with your fixed sinusoidal positions instead of its learned table."""
+
+    def forward(self, ids, padding=None):
+        # TODO Task 4 (stretch): your NoPositions.forward, plus sinusoidal_positions(L, D) added to
+        # the character embeddings (L = ids.shape[1], D = the embedding width).
+        raise NotImplementedError("Task 4 (SinusoidalPositions.forward): embed, add the sinusoids, encode, pool, score")
 
 
 # =================================================================================================
@@ -182,6 +202,72 @@ def check_no_positions(model_class=None, n_comments=64):
             "model without positions)", "Try: compare your forward line by line with TinyTransformer.forward")
 
 
+def check_sinusoidal_table(function=None):
+    """Task 4: the student's table against the package's, for two sizes; names the likely mistake."""
+    from transformer_lab.char_transformer import sinusoidal_positions as book_table
+
+    function = function or sinusoidal_positions
+    for length, width in ((32, 24), (7, 6)):
+        status, table = attempt(function, length, width)
+        if status != "ok":
+            return status, table
+        expected = book_table(length, width)
+        if not isinstance(table, torch.Tensor) or tuple(table.shape) != (length, width):
+            shape = tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
+            return "FAILED", "Likely mistake: the table has the wrong shape", f"expected: {(length, width)}", \
+                f"received: {shape}"
+        table = table.detach().float()
+        if torch.allclose(table, expected, atol=1e-5):
+            continue
+        swapped = torch.stack([expected[:, 1::2], expected[:, 0::2]], dim=-1).flatten(1)  # cos, sin, cos, ...
+        if torch.allclose(table, swapped, atol=1e-5):
+            return ("FAILED", "Likely mistake: sines and cosines swapped (the sines belong in the even columns)",
+                    f"expected row 1: {_row(expected[1, :4])}", f"received row 1: {_row(table[1, :4])}")
+        if torch.allclose(table[0], expected[0], atol=1e-5) and torch.allclose(table[:, :2], expected[:, :2], atol=1e-5):
+            return ("FAILED", "Likely mistake: the slower clocks are off: check the frequencies "
+                    "1 / 10000^(2i / d_model), with 2i the even column index",
+                    f"expected column 2: {_row(expected[:4, 2])}", f"received column 2: {_row(table[:4, 2])}")
+        worst = (table - expected).abs().max().item()
+        return ("FAILED", f"Likely mistake: another formula (largest difference {worst:.3f})",
+                f"expected row 1: {_row(expected[1, :4])}", f"received row 1: {_row(table[1, :4])}")
+    return ("passed",)
+
+
+def check_sinusoidal_model(model_class=None, n_comments=64):
+    """Task 4: the student's model equals the package's model with its position table set to the sinusoids."""
+    from transformer_lab.char_transformer import encode_texts, load_praise_sample
+    from transformer_lab.char_transformer import sinusoidal_positions as book_table
+    from transformer_lab.reproducibility import seed_everything
+
+    model_class = model_class or SinusoidalPositions
+    ids = encode_texts(list(load_praise_sample(n=n_comments, seed=1)["feedback_text"]))
+    seed_everything(0)
+    mine = model_class().eval()
+    reference = TinyTransformer().eval()
+    reference.load_state_dict(mine.state_dict())
+    with torch.no_grad():
+        reference.pos.weight.copy_(book_table(*reference.pos.weight.shape))
+        status, logits = attempt(mine, ids)
+        if status != "ok":
+            return status, logits
+        expected = reference(ids)
+        if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != tuple(expected.shape):
+            return "FAILED", "Likely mistake: the output is not one logit per comment", \
+                f"expected shape: {tuple(expected.shape)}"
+        if torch.allclose(logits, expected, atol=1e-5):
+            return ("passed",)
+        status, moved = attempt(mine, shuffle_characters(ids))
+        if status == "ok" and torch.allclose(moved, logits, atol=1e-5):
+            return "FAILED", "Likely mistake: no positions reach the model: shuffled comments score the same"
+        learned = TinyTransformer().eval()
+        learned.load_state_dict(mine.state_dict())
+        if torch.allclose(logits, learned(ids), atol=1e-5):
+            return "FAILED", "Likely mistake: the learned table self.pos is added, not your sinusoids"
+    worst = (logits - expected).abs().max().item()
+    return ("FAILED", f"Likely mistake: another computation (largest difference {worst:.3f})",
+            "Try: your NoPositions.forward with sinusoidal_positions(L, D) added right after the embedding")
+
+
 def shuffle_characters(ids, seed=0):
     """Each row's real characters in a random order, padding left at the end: the same bag."""
     generator = torch.Generator().manual_seed(seed)
@@ -201,8 +287,11 @@ def print_toy_table(seed=0):
     print(pd.DataFrame(table.numpy(), index=TOKENS, columns=TOKENS).round(2).to_string())
 
 
-def positions_experiment(seeds=(0,), n_comments=4000, split_seed=0, length=32, epochs=None):
-    """Task 1: the package's model with positions against yours without, same seed, split and batches."""
+def positions_experiment(seeds=(0,), n_comments=4000, split_seed=0, length=32, epochs=None, sinusoidal=False):
+    """Task 1: the package's model with positions against yours without, same seed, split and batches.
+
+    ``sinusoidal=True`` (Task 4) trains your SinusoidalPositions model as a third variant.
+    """
     from transformer_lab.char_transformer import (
         load_praise_sample, majority_baseline, predict_logits, split_sample, train_praise_model,
     )
@@ -220,9 +309,13 @@ def positions_experiment(seeds=(0,), n_comments=4000, split_seed=0, length=32, e
         with stopwatch() as clock:
             models["with"] = train_praise_model(split, True, seed, **options)
             models["yours"] = train_praise_model(split, False, seed, model_class=NoPositions, **options)
+            if sinusoidal:
+                models["sines"] = train_praise_model(split, True, seed, model_class=SinusoidalPositions, **options)
         scores = {name: accuracy(predict_logits(model, split.x_test), split.y_test) for name, model in models.items()}
         print(f"seed {seed}: with positions {scores['with']:.3f}, yours without {scores['yours']:.3f}, "
-              f"difference {scores['with'] - scores['yours']:+.3f} ({format_wall_time(clock['seconds'])})")
+              f"difference {scores['with'] - scores['yours']:+.3f}"
+              + (f"; your sinusoids {scores['sines']:.3f}" if sinusoidal else "")
+              + f" ({format_wall_time(clock['seconds'])})")
     if any(MY_PAIR):
         score_pair(models, length)
 
@@ -251,17 +344,23 @@ def main(argv=None):
     parser.add_argument("--comments", type=int, default=4000, help="comments in the sample (Task 1)")
     parser.add_argument("--epochs", type=int, default=None, help="training epochs (Task 1; default: chapter 4's)")
     parser.add_argument("--toy-seed", type=int, default=0, help="seed of the toy's random matrices (Task 2)")
+    parser.add_argument("--sinusoidal", action="store_true",
+                        help="Task 4 (stretch): check your sinusoidal model; with --train, train it too")
     args = parser.parse_args(argv)
     print("== Checks")
     task1 = report("Task 1: NoPositions.forward(ids, padding=None)", check_no_positions())
     task2 = report("Task 2: toy_weights(embeddings, w_q, w_k)", check_toy_weights(seed=args.toy_seed))
+    task4 = args.sinusoidal and all([
+        report("Task 4 (stretch): sinusoidal_positions(length, d_model)", check_sinusoidal_table()),
+        report("Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)", check_sinusoidal_model()),
+    ])
     if task2:
         print("\n== Task 2: the 3-token attention map")
         print_toy_table(args.toy_seed)
     if args.train:
-        print("\n== Task 1: with positions against yours without")
+        print("\n== Task 1: with positions against yours without" + (" (and your sinusoids)" if task4 else ""))
         if task1:
-            positions_experiment(args.seeds, args.comments, args.split_seed, args.length, args.epochs)
+            positions_experiment(args.seeds, args.comments, args.split_seed, args.length, args.epochs, task4)
         else:
             print("finish NoPositions.forward first: the check above must pass")
     elif task1:
