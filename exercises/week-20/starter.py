@@ -1,4 +1,5 @@
-"""Week 20 exercises: your no-position model (Task 1) and your 3-token attention table (Task 2).
+"""Week 20 exercises: your no-position model (Task 1), your 3-token attention table (Task 2) and,
+as a stretch, your sinusoidal positions (Task 4).
 
 Run from the repository root:
 
