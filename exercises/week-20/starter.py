@@ -337,7 +337,7 @@ def score_pair(models, length=32):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     parser.add_argument("--train", action="store_true", help="Task 1: train with positions and your variant")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="training seeds (Task 1)")
     parser.add_argument("--split-seed", type=int, default=0, help="seed of the train/test split (Task 1)")
