@@ -12,6 +12,7 @@ from transformer_lab.attention import (
     max_weight_by_width,
     mix_values,
     soft_join,
+    toy_inputs,
     toy_self_attention,
 )
 
@@ -250,3 +251,12 @@ def test_gradients_stay_finite_when_padding_holds_nan():
     output.sum().backward()
     assert torch.isfinite(q.grad).all()
     assert (v.grad.masked_select(padding[:, :, None].expand_as(v)) == 0).all()
+
+
+def test_toy_inputs_are_the_numbers_the_toy_uses():
+    embeddings, w_q, w_k, w_v = toy_inputs(3, d_model=4, seed=5)
+    assert embeddings.shape == (3, 4) and w_q.shape == w_k.shape == w_v.shape == (4, 4)
+    same_embeddings, weights = toy_self_attention(["a", "b", "c"], d_model=4, seed=5)
+    assert torch.equal(same_embeddings, embeddings)
+    torch.testing.assert_close(weights, torch.softmax((embeddings @ w_q) @ (embeddings @ w_k).T / 2, dim=-1))
+    assert not torch.equal(toy_inputs(3, d_model=4, seed=6)[0], embeddings)

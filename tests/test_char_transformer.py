@@ -192,3 +192,39 @@ def test_labels_and_shares_are_checked():
         majority_baseline(torch.zeros(0), torch.zeros(3))
     with pytest.raises(TypeError, match="n must be an int, got bool True"):
         load_praise_sample(True)
+
+
+class Doubled(PraiseClassifier):
+    """A subclass with its own forward, as the week-20 starter's students write one."""
+
+    def forward(self, ids, padding=None):
+        return 2 * super().forward(ids, padding)
+
+
+def test_model_class_trains_a_subclass_from_the_same_initial_weights():
+    split = order_only_split()
+    mine = train_praise_model(split, False, seed=4, epochs=1, model_class=Doubled)
+    assert type(mine) is Doubled and not mine.training
+    seed_everything(4)
+    fresh = PraiseClassifier(False, length=split.x_train.shape[1])
+    trained_from = train_praise_model(split, False, seed=4, epochs=1)
+    assert not torch.equal(trained_from.embed.weight, fresh.embed.weight)  # training moved it...
+    seed_everything(4)
+    assert torch.equal(Doubled(False, length=split.x_train.shape[1]).embed.weight, fresh.embed.weight)  # ...same start
+    with pytest.raises(TypeError, match="model_class must be PraiseClassifier or a subclass"):
+        train_praise_model(split, False, epochs=1, model_class=torch.nn.Linear)
+
+
+def test_sinusoidal_positions_follow_the_formula():
+    from transformer_lab.char_transformer import sinusoidal_positions
+
+    table = sinusoidal_positions(32, 24)
+    assert table.shape == (32, 24)
+    torch.testing.assert_close(table[0], torch.tensor([0.0, 1.0] * 12))  # position 0: every clock at its start
+    torch.testing.assert_close(table[:, 0], torch.sin(torch.arange(32.0)))  # the fastest clock: one radian a step
+    torch.testing.assert_close(table[:, 1], torch.cos(torch.arange(32.0)))
+    slowest = 10_000 ** (-22 / 24)
+    torch.testing.assert_close(table[:, 22], torch.sin(torch.arange(32.0) * slowest))
+    assert len({tuple(row) for row in table.round(decimals=4).tolist()}) == 32  # every position distinct
+    with pytest.raises(ValueError, match="d_model must be even"):
+        sinusoidal_positions(4, 5)

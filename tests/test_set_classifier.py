@@ -3,8 +3,14 @@
 import pytest
 import torch
 
+from transformer_lab.attention import attention
 from transformer_lab.encoder import count_parameters, encoder_layer_parameters
-from transformer_lab.set_classifier import SetClassifier, largest_key_attention
+from transformer_lab.set_classifier import (
+    HandEncoderLayer,
+    SetClassifier,
+    largest_key_attention,
+    multi_head_self_attention,
+)
 from transformer_lab.set_task import make_sets
 
 
@@ -122,3 +128,100 @@ def test_bad_settings_and_dtypes_are_refused():
         build()(x.double(), padding)
     with pytest.raises(TypeError, match="x must hold floating-point numbers, got dtype torch.int64"):
         build()(x.long(), padding)
+
+
+def random_torch_layer(d_model=16, nhead=4, d_ff=24, seed=8):
+    torch.manual_seed(seed)
+    layer = torch.nn.TransformerEncoderLayer(d_model, nhead, d_ff, dropout=0.0, batch_first=True).eval()
+    with torch.no_grad():  # non-trivial biases and norms, so a mix-up of any of them shows
+        for parameter in layer.parameters():
+            parameter.add_(0.1 * torch.randn_like(parameter))
+    return layer
+
+
+@pytest.mark.parametrize("nhead", [1, 2, 4])
+def test_multi_head_self_attention_equals_the_library_layer(nhead):
+    torch.manual_seed(9)
+    mha = torch.nn.MultiheadAttention(16, nhead, batch_first=True).eval()
+    with torch.no_grad():
+        mha.in_proj_bias.normal_()
+        mha.out_proj.bias.normal_()
+    x, padding = torch.randn(5, 7, 16), torch.arange(7)[None, :] >= torch.tensor([7, 3, 5, 1, 6])[:, None]
+    with torch.no_grad():
+        expected, _ = mha(x, x, x, key_padding_mask=padding, need_weights=False)
+        torch.testing.assert_close(multi_head_self_attention(x, padding, mha), expected)
+
+
+def test_hand_layer_is_the_library_layer_written_out():
+    library = random_torch_layer()
+    hand = HandEncoderLayer(16, 4, 24)
+    hand.load_state_dict(library.state_dict())  # same names, same shapes: no key left over
+    x, padding = torch.randn(6, 8, 16), make_sets(6, seed=8)[1]
+    with torch.no_grad():
+        torch.testing.assert_close(hand(x, src_key_padding_mask=padding),
+                                   library(x, src_key_padding_mask=padding), atol=1e-5, rtol=1e-5)
+
+
+def test_same_seed_gives_the_same_initial_weights_with_any_attention():
+    library, hand = build(10), build(10, attention_fn=attention)
+    assert isinstance(hand.encoder, HandEncoderLayer)
+    assert list(library.state_dict()) == list(hand.state_dict())
+    for name, value in library.state_dict().items():
+        assert torch.equal(value, hand.state_dict()[name]), name
+    x, padding, _ = make_sets(32, seed=10)
+    with torch.no_grad():
+        torch.testing.assert_close(hand(x, padding), library(x, padding), atol=1e-5, rtol=1e-5)
+    # the hand layer passes the symmetry test of the library layer too
+    order = torch.randperm(8, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        torch.testing.assert_close(hand(x, padding), hand(x[:, order], padding[:, order]), atol=1e-6, rtol=1e-5)
+
+
+def test_the_functions_passed_in_are_the_ones_that_run():
+    calls = []
+
+    def spy_attention(q, k, v, padding):
+        calls.append((tuple(q.shape), tuple(padding.shape)))
+        return attention(q, k, v, padding)
+
+    x, padding, _ = make_sets(3, seed=11)
+    model = build(11, nhead=4, attention_fn=spy_attention)
+    with torch.no_grad():
+        model(x, padding)
+    assert calls == [((12, 8, 8), (12, 8))]  # B·H = 3·4 sets of 8 tokens, 32 / 4 = 8 channels per head
+
+    def uniform_attention(q, k, v, padding):  # ignores q and k: every real key gets the same weight
+        weights = (~padding)[:, None, :].float().expand(-1, q.shape[1], -1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        return weights @ v, weights
+
+    with torch.no_grad():
+        assert not torch.allclose(build(11, attention_fn=uniform_attention)(x, padding), build(11)(x, padding))
+        zero_pool = build(11, pool_fn=lambda h, padding: torch.zeros(h.shape[0], h.shape[2]))
+        logits = zero_pool(x, padding)
+        torch.testing.assert_close(logits, zero_pool.head(torch.zeros(3, 32)).squeeze(-1))
+        assert isinstance(zero_pool.encoder, torch.nn.TransformerEncoderLayer)  # pool_fn alone keeps it
+
+
+def test_multi_head_fn_replaces_the_whole_attention_step():
+    seen = []
+
+    def my_multi_head(x, padding, mha):
+        seen.append(mha.num_heads)
+        return multi_head_self_attention(x, padding, mha)
+
+    x, padding, _ = make_sets(4, seed=12)
+    with torch.no_grad():
+        torch.testing.assert_close(build(12, multi_head_fn=my_multi_head)(x, padding), build(12)(x, padding),
+                                   atol=1e-5, rtol=1e-5)
+    assert seen == [2]
+
+
+def test_bad_functions_are_explained():
+    with pytest.raises(TypeError, match="attention_fn must be a function, got int"):
+        SetClassifier(attention_fn=3)
+    with pytest.raises(TypeError, match="pool_fn must be a function, got str"):
+        SetClassifier(pool_fn="mean")
+    mha = torch.nn.MultiheadAttention(8, 2)  # batch_first=False
+    with pytest.raises(ValueError, match="batch_first=True"):
+        multi_head_self_attention(torch.zeros(1, 3, 8), torch.zeros(1, 3, dtype=torch.bool), mha)

@@ -141,3 +141,25 @@ def test_empty_data_and_integer_labels_are_refused():
         train_classifier(fresh_model(), TRAIN, (x[:0], padding[:0], y[:0]), epochs=1)
     with pytest.raises(TypeError, match=r"train_data y must hold floating-point numbers \(binary cross-entropy needs float labels\), got dtype torch.int64"):
         train_classifier(fresh_model(), (TRAIN[0], TRAIN[1], TRAIN[2].long()), VAL, epochs=1)
+
+
+def test_accuracy_fn_scores_the_best_model_and_nothing_else():
+    model = fresh_model(2)
+    twin = copy.deepcopy(model)
+    calls = []
+
+    def constant_accuracy(logits, labels):
+        calls.append((tuple(logits.shape), tuple(labels.shape)))
+        return 0.25
+
+    default = train_classifier(model, TRAIN, VAL, epochs=2, batch_size=64)
+    custom = train_classifier(twin, TRAIN, VAL, epochs=2, batch_size=64, accuracy_fn=constant_accuracy)
+    assert custom.history == default.history and custom.best_epoch == default.best_epoch  # training untouched
+    assert custom.accuracy == 0.25 and calls == [((128,), (128,))]  # called once, on the validation logits
+    assert evaluate(custom.model, VAL, accuracy_fn=lambda logits, labels: 0.5)[1] == 0.5
+    assert evaluate(custom.model, VAL)[1] == default.accuracy
+
+
+def test_accuracy_fn_must_be_a_function():
+    with pytest.raises(TypeError, match="accuracy_fn must be a function"):
+        train_classifier(fresh_model(), TRAIN, VAL, epochs=1, accuracy_fn=0.5)

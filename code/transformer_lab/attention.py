@@ -176,17 +176,25 @@ def max_weight_by_width(
     return result
 
 
+def toy_inputs(n_tokens: int, d_model: int = 4, seed: int = 0):
+    """The toy's random numbers, drawn from ``seed``: embeddings E (n_tokens, d_model), then the
+    query, key and value matrices W_q, W_k, W_v (d_model, d_model) each, in that order."""
+    n_tokens = require_int("n_tokens", n_tokens, minimum=1)
+    d_model = require_int("d_model", d_model, minimum=1)
+    generator = torch.Generator().manual_seed(require_int("seed", seed))
+    embeddings = torch.randn(n_tokens, d_model, generator=generator)
+    w_q, w_k, w_v = (torch.randn(d_model, d_model, generator=generator) for _ in range(3))
+    return embeddings, w_q, w_k, w_v
+
+
 def toy_self_attention(tokens: list[str], d_model: int = 4, seed: int = 0):
-    """The login/failed/again toy: random embeddings and projections, seeded.
+    """The login/failed/again toy: random embeddings and projections, seeded (``toy_inputs``).
 
     Returns the token embeddings E (L, d_model) and the self-attention weights (L, L) computed as
     softmax((E Wq)(E Wk)ᵀ / √d_model). Nothing here is trained: the weights are random.
     """
     tokens = require_texts("tokens", tokens)
-    d_model = require_int("d_model", d_model, minimum=1)
-    generator = torch.Generator().manual_seed(require_int("seed", seed))
-    embeddings = torch.randn(len(tokens), d_model, generator=generator)
-    w_q, w_k, w_v = (torch.randn(d_model, d_model, generator=generator) for _ in range(3))
+    embeddings, w_q, w_k, w_v = toy_inputs(len(tokens), d_model, seed)
     x = embeddings[None]
     _, weights = attention(x @ w_q, x @ w_k, x @ w_v)
     return embeddings, weights[0]

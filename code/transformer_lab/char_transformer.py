@@ -182,6 +182,7 @@ def train_praise_model(
     epochs: int = EPOCHS,
     learning_rate: float = 5e-3,
     batch_size: int = 128,
+    model_class: type[PraiseClassifier] | None = None,
     **model_options: int | float,
 ) -> PraiseClassifier:
     """Train a ``PraiseClassifier`` on ``split``'s training part; return it in eval mode.
@@ -190,10 +191,15 @@ def train_praise_model(
     same numbers from it, so with and without positions start from the same character
     embeddings and encoder weights and see the same batches: only the flag differs. The epochs
     are run by ``training.train_epoch`` (Adam, binary cross-entropy on logits).
+    ``model_class``, a subclass of ``PraiseClassifier`` (e.g. one with its own ``forward``), is
+    built and trained in its place, with the same arguments and so the same initial weights.
     """
     check_settings(epochs, learning_rate, batch_size)
+    model_class = PraiseClassifier if model_class is None else model_class
+    if not (isinstance(model_class, type) and issubclass(model_class, PraiseClassifier)):
+        raise TypeError(f"model_class must be PraiseClassifier or a subclass of it, got {model_class!r}")
     generator = seed_everything(seed)
-    model = PraiseClassifier(use_positions, length=split.x_train.shape[1], **model_options)
+    model = model_class(use_positions, length=split.x_train.shape[1], **model_options)
     optimizer = adam(model.parameters(), learning_rate)
     data = (split.x_train, split.x_train == PAD_ID, split.y_train)
     for _ in range(epochs):
@@ -264,3 +270,23 @@ def compare_positions(split: PraiseSplit, seeds: Sequence[int] = (0, 1, 2), **op
                 }
             )
     return PositionComparison(pd.DataFrame(rows), logits, sensitive)
+
+
+def sinusoidal_positions(length: int, d_model: int, base: float = 10_000.0) -> torch.Tensor:
+    """Fixed position vectors (length, d_model) of the original transformer, nothing learned.
+
+    Row p, columns 2i and 2i + 1: sin(p / base^(2i / d_model)) and cos(p / base^(2i / d_model)).
+    Each pair of columns is a clock at its own speed, from one turn per 2π positions (i = 0) to
+    almost standing still; ``d_model`` must be even so that every sine has its cosine.
+    """
+    for name, value in (("length", length), ("d_model", d_model)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if d_model % 2:
+        raise ValueError(f"d_model must be even (a sine and a cosine per frequency), got {d_model}")
+    position = torch.arange(length, dtype=torch.float32)[:, None]  # (L, 1)
+    frequency = base ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)  # (D/2,)
+    table = torch.empty(length, d_model)
+    table[:, 0::2] = torch.sin(position * frequency)
+    table[:, 1::2] = torch.cos(position * frequency)
+    return table

@@ -1,16 +1,116 @@
 """A small set classifier: embed each (key, value) token, optionally let tokens attend to each
 other with one encoder layer, average the real tokens, and score the set with an MLP.
 
+The encoder layer is PyTorch's ``nn.TransformerEncoderLayer`` by default. Pass ``attention_fn``
+(and, if you like, ``pool_fn``) and it becomes ``HandEncoderLayer``, the same layer written out
+so that its attention is a function you supply — the homework trains it on the student's
+``attention`` and ``masked_mean``.
+
 Shapes: B sets, L positions, D = ``d_model``, H = ``nhead``. Padding masks: True = padding.
 """
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
+from torch.nn import functional as F
 
+from transformer_lab.attention import attention
 from transformer_lab.encoder import check_heads, head_weights
 from transformer_lab.pooling import masked_mean
 from transformer_lab.set_task import check_sets, largest_key_index
-from transformer_lab.validation import require_bool, require_float_tensor, require_int
+from transformer_lab.validation import (
+    require_bool,
+    require_float_tensor,
+    require_int,
+    require_padding,
+    require_rank,
+    require_size,
+    require_tensor,
+)
+
+# attention_fn(q, k, v, padding) -> (output, weights): q (B, Lq, D), k (B, Lk, D), v (B, Lk, Dv),
+# padding (B, Lk) True = ignore; output (B, Lq, Dv), weights (B, Lq, Lk).
+AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+# pool_fn(x, padding) -> (B, D) from x (B, L, D) and padding (B, L).
+PoolFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+# multi_head_fn(x, padding, mha) -> (B, L, D): self-attention with the weights of ``mha``.
+MultiHeadFn = Callable[[torch.Tensor, torch.Tensor, nn.MultiheadAttention], torch.Tensor]
+
+
+def multi_head_self_attention(
+    x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention, attention_fn: AttentionFn = attention
+) -> torch.Tensor:
+    """Self-attention of x (B, L, D) with the weights of ``mha``, every head through ``attention_fn``.
+
+    The stacked projection ``mha.in_proj_weight`` (3D, D) and ``in_proj_bias`` (3D,) give Q, K and
+    V (B, L, D) each; every head takes its own D/H channels; the H heads are folded into the batch
+    (B·H sets of L tokens, the padding mask repeated per head) so that one call of
+    ``attention_fn`` runs them all; the outputs are put side by side again and mixed by
+    ``mha.out_proj``. padding (B, L), True = ignore that key. Returns (B, L, D). With the
+    package's ``attention`` this equals ``mha(x, x, x, key_padding_mask=padding)[0]`` (dropout 0).
+    """
+    if not isinstance(mha, nn.MultiheadAttention) or not mha.batch_first or mha.in_proj_weight is None:
+        raise ValueError("mha must be an nn.MultiheadAttention built with batch_first=True and one "
+                         f"stacked in_proj_weight (kdim = vdim = embed_dim), got {mha!r}")
+    require_tensor("x", x)
+    require_rank("x", x, ("B", "L", "D"))
+    require_size("x", x, 2, mha.embed_dim, f"the layer's embed_dim is {mha.embed_dim}")
+    require_padding(padding, x.shape[0], x.shape[1])
+    batch, length, width = x.shape
+    heads = mha.num_heads
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)  # (B, L, D) each
+
+    def fold(t: torch.Tensor) -> torch.Tensor:  # (B, L, D) -> (B·H, L, D/H)
+        return t.unflatten(-1, (heads, width // heads)).transpose(1, 2).reshape(batch * heads, length, -1)
+
+    mixed, _ = attention_fn(fold(q), fold(k), fold(v), padding.repeat_interleave(heads, dim=0))
+    mixed = mixed.reshape(batch, heads, length, -1).transpose(1, 2).reshape(batch, length, width)
+    return mha.out_proj(mixed)
+
+
+class HandEncoderLayer(nn.Module):
+    """``nn.TransformerEncoderLayer`` (post-norm, ReLU, dropout 0) written out, attention pluggable.
+
+    x -> [multi-head self-attention -> + x -> norm1] -> [linear1 -> ReLU -> linear2 -> + -> norm2].
+    Submodules carry the names and the order of creation of PyTorch's layer, so a state dict
+    moves between the two and, from the same seed, both start from the same weights.
+    ``attention_fn`` computes each head (default: the package's ``attention``);
+    ``multi_head_fn``, when given, replaces the whole multi-head step (it then gets ``self_attn``
+    and ignores ``attention_fn``). Input x (B, L, D), mask (B, L) True = padding; output (B, L, D).
+    """
+
+    norm_first = False  # post-norm, like the layer it mirrors
+
+    def __init__(
+        self,
+        d_model: int,
+        nhead: int,
+        dim_feedforward: int,
+        attention_fn: AttentionFn = attention,
+        multi_head_fn: MultiHeadFn | None = None,
+    ):
+        super().__init__()
+        check_heads(d_model, nhead)
+        for name, function in (("attention_fn", attention_fn), ("multi_head_fn", multi_head_fn)):
+            if function is not None and not callable(function):
+                raise TypeError(f"{name} must be a function, got {type(function).__name__}")
+        self.self_attn = nn.MultiheadAttention(d_model, nhead, dropout=0.0, batch_first=True)
+        self.linear1 = nn.Linear(d_model, dim_feedforward)
+        self.linear2 = nn.Linear(dim_feedforward, d_model)
+        self.norm1 = nn.LayerNorm(d_model)
+        self.norm2 = nn.LayerNorm(d_model)
+        self.attention_fn = attention_fn
+        self.multi_head_fn = multi_head_fn
+
+    def forward(self, x: torch.Tensor, src_key_padding_mask: torch.Tensor) -> torch.Tensor:
+        """x (B, L, D), src_key_padding_mask (B, L) True = padding → (B, L, D)."""
+        if self.multi_head_fn is not None:
+            attended = self.multi_head_fn(x, src_key_padding_mask, self.self_attn)
+        else:
+            attended = multi_head_self_attention(x, src_key_padding_mask, self.self_attn, self.attention_fn)
+        x = self.norm1(x + attended)
+        return self.norm2(x + self.linear2(torch.relu(self.linear1(x))))
 
 
 class SetClassifier(nn.Module):
@@ -20,27 +120,45 @@ class SetClassifier(nn.Module):
     no token ever sees another before the average, so no token can know whether its key is the
     largest. With attention, one ``nn.TransformerEncoderLayer`` (post-norm, dropout 0) runs first.
     Padded tokens are set to 0 once embedded, so whatever x holds there (even NaN) changes nothing.
+
+    ``attention_fn`` (see ``AttentionFn``) or ``multi_head_fn`` swaps that layer for a
+    ``HandEncoderLayer`` that calls them; ``pool_fn`` (default: the package's ``masked_mean``)
+    pools the tokens. From the same seed, every choice starts from the same initial weights.
     """
 
-    def __init__(self, use_attention: bool = True, d_model: int = 32, nhead: int = 2, d_ff: int = 64):
+    def __init__(
+        self,
+        use_attention: bool = True,
+        d_model: int = 32,
+        nhead: int = 2,
+        d_ff: int = 64,
+        *,
+        attention_fn: AttentionFn | None = None,
+        pool_fn: PoolFn | None = None,
+        multi_head_fn: MultiHeadFn | None = None,
+    ):
         super().__init__()
         require_bool("use_attention", use_attention)
         check_heads(d_model, nhead)
         require_int("d_ff", d_ff, minimum=1)
+        if pool_fn is not None and not callable(pool_fn):
+            raise TypeError(f"pool_fn must be a function, got {type(pool_fn).__name__}")
         self.embed = nn.Linear(2, d_model)
-        self.encoder = (
-            nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=d_ff, dropout=0.0, batch_first=True)
-            if use_attention
-            else None
-        )
+        if not use_attention:
+            self.encoder = None
+        elif attention_fn is None and multi_head_fn is None:
+            self.encoder = nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=d_ff, dropout=0.0, batch_first=True)
+        else:
+            self.encoder = HandEncoderLayer(d_model, nhead, d_ff, attention_fn or attention, multi_head_fn)
         self.head = nn.Sequential(nn.Linear(d_model, d_model), nn.ReLU(), nn.Linear(d_model, 1))
+        self.pool_fn = masked_mean if pool_fn is None else pool_fn
 
     def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
         """x (B, L, 2), padding (B, L) with True = padding → logits (B,)."""
         h = self.embed_tokens(x, padding)  # (B, L, D), padded tokens set to 0
         if self.encoder is not None:
             h = self.encoder(h, src_key_padding_mask=padding)
-        return self.head(masked_mean(h, padding)).squeeze(-1)
+        return self.head(self.pool_fn(h, padding)).squeeze(-1)
 
     def embed_tokens(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
         """Checked x (B, L, 2) → embedded tokens (B, L, D), exactly 0 at padded positions."""
@@ -53,7 +171,9 @@ class SetClassifier(nn.Module):
         """Per-head weights (B, H, L, L) the encoder's self-attention uses on x (B, L, 2).
 
         The layer is post-norm, so its attention reads the embedded tokens directly; recomputing
-        the attention on them returns exactly the weights of the forward pass.
+        the attention on them returns exactly the weights of the forward pass. For a
+        ``HandEncoderLayer`` these are the weights ``nn.MultiheadAttention`` computes from the same
+        parameters: the forward pass's own only when its ``attention_fn`` is right.
         """
         if self.encoder is None:
             raise ValueError("this SetClassifier was built with use_attention=False: it has no attention")

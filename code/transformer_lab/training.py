@@ -5,6 +5,7 @@ y (N,) float labels in {0, 1}. Models map ``(x, padding)`` to logits (N,).
 """
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -24,6 +25,8 @@ from transformer_lab.validation import (
 )
 
 Data = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+# accuracy_fn(logits (N,), labels (N,)) -> share classified correctly, as a float
+AccuracyFn = Callable[[torch.Tensor, torch.Tensor], float]
 
 
 @dataclass
@@ -120,21 +123,25 @@ def train_epoch(
     return total / len(y)
 
 
-def evaluate(model: nn.Module, data: Data, loss_fn: nn.Module | None = None) -> tuple[float, float]:
+def evaluate(
+    model: nn.Module, data: Data, loss_fn: nn.Module | None = None, accuracy_fn: AccuracyFn | None = None
+) -> tuple[float, float]:
     """Loss (BCE with logits unless ``loss_fn`` is given) and accuracy of ``model`` on ``data``.
 
-    A model that outputs NaN (a diverged run) gets NaN for both, not an accuracy that counts the
-    NaN logits as negative predictions.
+    The accuracy is ``metrics.accuracy`` unless ``accuracy_fn(logits, labels)`` is given. A model
+    that outputs NaN (a diverged run) gets NaN for both, not an accuracy that counts the NaN
+    logits as negative predictions.
     """
     check_data("data", data)
     x, padding, y = data
     loss_fn = loss_fn or nn.BCEWithLogitsLoss()
+    accuracy_fn = accuracy if accuracy_fn is None else accuracy_fn
     model.eval()
     with torch.no_grad():
         logits = model(x, padding)
     if torch.isnan(logits).any():
         return float("nan"), float("nan")
-    return loss_fn(logits, y).item(), accuracy(logits, y)
+    return loss_fn(logits, y).item(), accuracy_fn(logits, y)
 
 
 def train_classifier(
@@ -145,15 +152,19 @@ def train_classifier(
     learning_rate: float = 3e-3,
     batch_size: int = 128,
     seed: int = 42,
+    accuracy_fn: AccuracyFn | None = None,
 ) -> TrainingResult:
     """Train ``model`` with Adam on BCE-with-logits; keep the epoch with the best validation loss.
 
     ``seed`` fixes the order of the mini-batches (the model's initial weights are the caller's:
     seed before building it). The model is trained in place and returned, in eval mode, holding
-    its best-validation weights.
+    its best-validation weights. ``accuracy_fn(logits, labels)`` scores that model at the end
+    (default: ``metrics.accuracy``); it plays no part in training or in choosing the epoch.
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if accuracy_fn is not None and not callable(accuracy_fn):
+        raise TypeError(f"accuracy_fn must be a function (logits, labels) -> float, got {type(accuracy_fn).__name__}")
     check_data("train_data", train_data)
     check_data("val_data", val_data)
     check_settings(epochs, learning_rate, batch_size)
@@ -172,5 +183,5 @@ def train_classifier(
         if best_state is None:
             raise ValueError(f"the validation loss was never finite in {epochs} epochs: {history}")
         model.load_state_dict(best_state)
-        _, val_accuracy = evaluate(model, val_data, loss_fn)
+        _, val_accuracy = evaluate(model, val_data, loss_fn, accuracy_fn)
     return TrainingResult(history, val_accuracy, clock["seconds"], count_parameters(model), best_epoch, model)

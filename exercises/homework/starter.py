@@ -2,11 +2,13 @@
 
 Run from the repository root:
 
-    python exercises/homework/starter.py            # self-check, then Exercises 2, 3, 7, 8 and 9
-    python exercises/homework/starter.py --train    # Exercise 5: train the baseline and the transformer
+    python exercises/homework/starter.py            # self-check, then every exercise's example
+    python exercises/homework/starter.py --train    # Exercise 6: train on your functions
     python -m transformer_lab.selfcheck             # the self-check alone (checks this file by default)
 
 Replace each ``raise NotImplementedError(...)`` with your code, in order: Exercise 1 first.
+Your attention, masked_mean and accuracy are the ones the set classifier of Exercises 5 and 6
+is built, trained and scored with; Exercises 11 and 12 are stretch exercises.
 The self-check compares your functions with the book's and names the likely mistake when they
 disagree. Do not import the answers from ``transformer_lab`` (that would check the book, not you).
 The exercise page says what each exercise asks: exercises/homework/index.md.
@@ -16,10 +18,32 @@ import argparse
 import sys
 
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: F401  (Exercise 6)
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers  # noqa: F401  (Exercise 8)
 from torch import nn
 
 # --- Exercise 1 ----------------------------------------------------------------------------------
+
+
+def accuracy(logits, labels):
+    """Share of examples classified correctly, as a Python float.
+
+    logits (N,) raw scores (a logit of 0 is a probability of 0.5), labels (N,) in {0, 1}.
+    """
+    raise NotImplementedError("Exercise 1 (accuracy): threshold the logits, compare, average, return a float")
+
+
+# --- Exercise 2 ----------------------------------------------------------------------------------
+
+
+def masked_mean(x, padding):
+    """Average the real tokens of each example: x (B, L, D), padding (B, L) True = padding -> (B, D).
+
+    Leave padded tokens out of both the sum and the count. Every example has a real token.
+    """
+    raise NotImplementedError("Exercise 2 (masked_mean): mask, sum over the tokens, divide by the real count")
+
+
+# --- Exercise 3 ----------------------------------------------------------------------------------
 
 
 def attention(q, k, v, padding):
@@ -29,58 +53,62 @@ def attention(q, k, v, padding):
     Return (output, weights): output (B, Lq, Dv), weights (B, Lq, Lk), each row of weights
     summing to 1. Do not call a ready-made attention function.
     """
-    raise NotImplementedError("Exercise 1 (attention): scores, mask with -inf, softmax over the keys, mix the values")
+    raise NotImplementedError("Exercise 3 (attention): scores, mask with -inf, softmax over the keys, mix the values")
 
 
-# --- Exercise 3 ----------------------------------------------------------------------------------
+# --- Exercise 7 ----------------------------------------------------------------------------------
 
 
-def masked_mean(x, padding):
-    """Average the real tokens of each example: x (B, L, D), padding (B, L) True = padding -> (B, D).
-
-    Leave padded tokens out of both the sum and the count. Every example has a real token.
-    """
-    raise NotImplementedError("Exercise 3 (masked_mean): mask, sum over the tokens, divide by the real count")
-
-
-# --- Exercise 4 ----------------------------------------------------------------------------------
-
-
-def accuracy(logits, labels):
-    """Share of examples classified correctly, as a Python float.
-
-    logits (N,) raw scores (a logit of 0 is a probability of 0.5), labels (N,) in {0, 1}.
-    """
-    raise NotImplementedError("Exercise 4 (accuracy): threshold the logits, compare, average, return a float")
-
-
-# --- Exercise 6 ----------------------------------------------------------------------------------
-
-
-def train_bpe_tokenizer(corpus, vocab_size):
-    """Train and return a BPE ``tokenizers.Tokenizer`` on ``corpus`` (a list of strings).
-
-    A BPE model with ``unk_token="[UNK]"`` (so unseen characters become [UNK] instead of
-    vanishing), a Whitespace pre-tokenizer, and a BpeTrainer with ``vocab_size`` and the special
-    tokens ["[UNK]", "[PAD]"] (in that order).
-    """
-    raise NotImplementedError("Exercise 6 (train_bpe_tokenizer): model, pre-tokenizer, trainer, train, return")
+def embedding_parameters(vocab_size, d):
+    """Trainable parameters of an embedding matrix with ``vocab_size`` rows of width ``d``."""
+    raise NotImplementedError("Exercise 7 (embedding_parameters): how many numbers does the table hold?")
 
 
 # --- Exercise 8 ----------------------------------------------------------------------------------
 
 
-def tokens_per_word(tokenizer, words):
-    """Return {word: number of tokens} for each word in ``words``, each word encoded on its own."""
-    raise NotImplementedError("Exercise 8 (tokens_per_word): encode each word, count its tokens")
+def train_bpe_tokenizer(corpus, vocab_size):
+    """Train and return a BPE ``tokenizers.Tokenizer`` on ``corpus`` (a list of strings).
+
+    Unseen characters must become "[UNK]" instead of vanishing; words are split at whitespace and
+    punctuation before BPE merges characters; the vocabulary has ``vocab_size`` tokens, starting
+    with the special tokens "[UNK]" and "[PAD]" (in that order).
+    """
+    raise NotImplementedError("Exercise 8 (train_bpe_tokenizer): model, pre-tokenizer, trainer, train, return")
 
 
 # --- Exercise 9 ----------------------------------------------------------------------------------
 
 
-def embedding_parameters(vocab_size, d):
-    """Trainable parameters of an embedding matrix with ``vocab_size`` rows of width ``d``."""
-    raise NotImplementedError("Exercise 9 (embedding_parameters): how many numbers does the table hold?")
+def tokens_per_word(tokenizer, words):
+    """Return {word: number of tokens} for each word in ``words``, each word encoded on its own."""
+    raise NotImplementedError("Exercise 9 (tokens_per_word): encode each word, count its tokens")
+
+
+# --- Exercise 11 (stretch) -----------------------------------------------------------------------
+
+
+def causal_padding_mask(padding):
+    """A decoder's mask for a padded batch: padding (B, L) bool, True = padding -> (B, L, L) bool.
+
+    Entry [b, i, j] is True when query i of example b must NOT read key j: key j lies in the
+    future (j > i) or key j is padding.
+    """
+    raise NotImplementedError("Exercise 11 (causal_padding_mask): the future, the padding, either one blocks")
+
+
+# --- Exercise 12 (stretch) -----------------------------------------------------------------------
+
+
+def multi_head_attention(x, padding, mha):
+    """Self-attention of x (B, L, D) with the weights of ``mha``, by hand: returns (B, L, D).
+
+    padding (B, L) bool, True = ignore that key; mha an ``nn.MultiheadAttention(D, H,
+    batch_first=True)``. Use ``mha.in_proj_weight``, ``mha.in_proj_bias``, ``mha.num_heads`` and
+    ``mha.out_proj``, and your own ``attention`` for every head; never call ``mha`` itself.
+    The result must equal ``mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]``.
+    """
+    raise NotImplementedError("Exercise 12 (multi_head_attention): project, split the heads, attend, merge, project")
 
 
 # =================================================================================================
@@ -88,12 +116,12 @@ def embedding_parameters(vocab_size, d):
 # the functions you write are all above this line.
 # =================================================================================================
 
-# Exercise 2: change one setting at a time, run again, and explain what changed.
+# Exercise 4: change one setting at a time, run again, and explain what changed.
 NUM_HEADS = 2  # try 4
 HEAD = 0  # which head to print; try another one
 USE_PADDING_MASK = True  # try False
 
-# Exercise 5: change exactly ONE of these, record it and its validation accuracy.
+# Exercise 6: change exactly ONE of these, record it and its validation accuracy.
 EPOCHS = 12
 LEARNING_RATE = 3e-3
 TRAIN_HEADS = 2
@@ -112,8 +140,35 @@ def try_exercise(title, step):
         print(f"raised {summarise_exception(error, __file__)}")
 
 
+def yes_no(flag):
+    return "yes" if flag else "NO"
+
+
+def accuracy_example():
+    """Exercise 1: the prediction box's logits and labels."""
+    logits, labels = torch.tensor([2.0, 0.3, -0.2]), torch.tensor([1.0, 0.0, 0.0])
+    result = accuracy(logits, labels)
+    print(f"logits 2.0, 0.3, -0.2 with labels 1, 0, 0: accuracy() returns {result!r} ({type(result).__name__})")
+
+
+def masked_mean_example():
+    """Exercise 2: three tokens, the third one padding (the prediction box's example)."""
+    x = torch.tensor([[[2.0, 4.0], [4.0, 8.0], [900.0, 900.0]]])
+    pooled = masked_mean(x, torch.tensor([[False, False, True]]))
+    print(f"tokens [2, 4], [4, 8] and padding [900, 900]: masked_mean gives {pooled.tolist()}")
+
+
+def attention_example():
+    """Exercise 3: all-zero queries and keys, values 2, 4 and 100, the third key masked."""
+    q, k = torch.zeros(1, 2, 3), torch.zeros(1, 3, 3)
+    v = torch.tensor([[[2.0], [4.0], [100.0]]])
+    output, weights = attention(q, k, v, torch.tensor([[False, False, True]]))
+    print(f"outputs for the two queries: {[round(value, 4) for value in output.flatten().tolist()]}")
+    print(f"weights of the first query:  {[round(value, 4) for value in weights[0, 0].tolist()]}")
+
+
 def explore_multihead_attention(num_heads=NUM_HEADS, head=HEAD, use_padding_mask=USE_PADDING_MASK):
-    """Exercise 2: nn.MultiheadAttention against your attention, then one head of a random layer."""
+    """Exercise 4: nn.MultiheadAttention against your attention, then one head of a random layer."""
     from transformer_lab.encoder import identity_attention
     from transformer_lab.set_task import make_sets
 
@@ -132,122 +187,83 @@ def explore_multihead_attention(num_heads=NUM_HEADS, head=HEAD, use_padding_mask
         print(f"{label:>5} " + " ".join(f"{value:5.2f}" for value in row))
     library_out, library_weights = identity_attention(2)(x, x, x, key_padding_mask=padding)
     mine_out, mine_weights = attention(x, x, x, padding)
-    torch.testing.assert_close(mine_out, library_out)
-    torch.testing.assert_close(mine_weights, library_weights)
-    print("your attention equals nn.MultiheadAttention with one head and identity projections")
+    same = torch.allclose(mine_out, library_out, atol=1e-5) and torch.allclose(mine_weights, library_weights, atol=1e-5)
+    print(f"your attention equals nn.MultiheadAttention with one head and identity projections: {yes_no(same)}")
 
 
-def shuffle_check():
-    """Exercise 3: shuffle the tokens of each set (and its mask with them) and pool with your masked_mean."""
-    from transformer_lab.set_task import make_sets
-
-    x, padding, _ = make_sets(4, seed=11)
-    torch.manual_seed(30)
-    embed = nn.Linear(2, 32)
-    layer = nn.TransformerEncoderLayer(32, 2, dim_feedforward=64, dropout=0.0, batch_first=True).eval()
-    order = torch.randperm(x.shape[1])
-    with torch.no_grad():
-        encoded = layer(embed(x), src_key_padding_mask=padding)
-        shuffled = layer(embed(x[:, order]), src_key_padding_mask=padding[:, order])
-        print("encoder outputs shuffled along with the tokens:", torch.allclose(shuffled, encoded[:, order], atol=1e-5))
-        pooled, pooled_shuffled = masked_mean(encoded, padding), masked_mean(shuffled, padding[:, order])
-    print("masked mean unchanged by the shuffle:", torch.allclose(pooled, pooled_shuffled, atol=1e-5))
-    gap = (encoded.mean(dim=1) - pooled).abs().max().item()
-    print(f"largest difference between a plain .mean(dim=1) and your masked mean: {gap:.3f}")
-
-
-def prediction_shuffle_check(model=None, n_sets=64, seed=31, indent=""):
-    """Exercise 3: does shuffling the tokens of each set (and its mask with them) change the prediction?
-
-    The package's SetClassifier pools with the package's masked mean (it has no slot for yours), so
-    this checks the book's model: untrained by default, or the model you pass (``--train`` passes
-    both trained models). Evaluation mode, so that no dropout could make two runs differ.
-    """
+def your_set_classifier(use_attention=True, heads=TRAIN_HEADS, seed=30, my_multi_head=False):
+    """The book's set classifier built around YOUR attention and masked_mean (Exercises 5 and 6)."""
     from transformer_lab.set_classifier import SetClassifier
+
+    torch.manual_seed(seed)
+    extra = {"multi_head_fn": multi_head_attention} if my_multi_head else {"attention_fn": attention}
+    return SetClassifier(use_attention, nhead=heads, pool_fn=masked_mean, **(extra if use_attention else {}))
+
+
+TOLERANCE = 1e-4
+
+
+def shuffle_check(model=None, n_sets=64, seed=31, indent=""):
+    """Exercise 5: the same sets, tokens shuffled and four more padding positions: what changes?
+
+    The model is the set classifier around your attention and masked_mean (untrained by default;
+    --train passes the trained ones). Evaluation mode, so no dropout could make two runs differ.
+    """
     from transformer_lab.set_task import make_sets
 
-    if model is None:
-        torch.manual_seed(seed)
-        model = SetClassifier(use_attention=True)
-    model.eval()
+    # Another length changes the order of floating-point sums inside the layer: differences of
+    # about 1e-5 are rounding; a pooling that counts padding moves by tenths.
+    model = (model or your_set_classifier()).eval()
     x, padding, _ = make_sets(n_sets, seed=13)
     order = torch.randperm(x.shape[1], generator=torch.Generator().manual_seed(seed))
+    extra = 4  # the same sets, written with four more padding positions at the end
+    moved_x = torch.cat([x[:, order], torch.zeros(n_sets, extra, 2)], dim=1)
+    moved_padding = torch.cat([padding[:, order], torch.ones(n_sets, extra, dtype=torch.bool)], dim=1)
     with torch.no_grad():
-        logits = model(x, padding)
-        shuffled = model(x[:, order], padding[:, order])
-    flipped = int(((logits > 0) != (shuffled > 0)).sum())
-    unchanged = torch.allclose(logits, shuffled, atol=1e-5)
-    print(f"{indent}SetClassifier logits unchanged by the shuffle (evaluation mode): {unchanged}")
-    print(f"{indent}predicted class changed in {flipped} of {n_sets} sets")
-
-
-def run_tokenizer():
-    """Exercise 7: train at vocab_size 80 and encode a sentence the corpus never contained."""
-    from transformer_lab.tokenizer import TINY_CORPUS
-
-    tokenizer = train_bpe_tokenizer(list(TINY_CORPUS), vocab_size=80)
-    sentence = "the transformer decoder generates text"
-    encoding = tokenizer.encode(sentence)
-    print("vocabulary size:", tokenizer.get_vocab_size())
-    print("tokens:", encoding.tokens)
-    print("ids:   ", encoding.ids)
-    print(f"{len(sentence.split())} words -> {len(encoding.tokens)} tokens")
-
-
-def count_tokens_per_word():
-    """Exercise 8: tokens per word next to how often each word occurs in the corpus."""
-    from transformer_lab.tokenizer import TINY_CORPUS, word_occurrences
-
-    tokenizer = train_bpe_tokenizer(list(TINY_CORPUS), vocab_size=80)
-    words = ["cat", "dog", "attention", "tokenizer", "self-attention", "encodings"]
-    for word, count in tokens_per_word(tokenizer, words).items():
-        seen = word_occurrences(TINY_CORPUS, word)
-        print(f"{word!r:>17}: {count} token(s); in the corpus {seen['as a word']}x as a word, "
-              f"{seen['inside a word']}x inside a word")
-
-
-def embedding_costs():
-    """Exercise 9: the embedding table for this vocabulary and for 50,000 tokens."""
-    from transformer_lab.encoder import encoder_layer_parameters
-    from transformer_lab.tokenizer import TINY_CORPUS
-
-    tiny = train_bpe_tokenizer(list(TINY_CORPUS), vocab_size=80).get_vocab_size()
-    for vocab_size in (tiny, 50_000):
-        counts = ", ".join(f"d={d}: {embedding_parameters(vocab_size, d):,}" for d in (128, 512, 768))
-        print(f"vocab_size={vocab_size:,}  ->  {counts}")
-    print(f"one encoder layer (d=512, 8 heads, d_ff=2048): {encoder_layer_parameters(512, 8, 2048):,}")
+        logits, moved_logits = model(x, padding), model(moved_x, moved_padding)
+        if model.encoder is not None:
+            encoded = model.encoder(model.embed(x), src_key_padding_mask=padding)
+            moved = model.encoder(model.embed(moved_x), src_key_padding_mask=moved_padding)
+            real = ~padding[:, order]
+            follows = torch.allclose(moved[:, :8][real], encoded[:, order][real], atol=TOLERANCE, rtol=TOLERANCE)
+            print(f"{indent}encoder outputs of the real tokens move with the tokens: {yes_no(follows)}")
+        else:
+            encoded = model.embed(x)
+            moved = model.embed(moved_x)
+        pooled, moved_pooled = model.pool_fn(encoded, padding), model.pool_fn(moved, moved_padding)
+        plain = (moved.mean(dim=1) - encoded.mean(dim=1)).abs().max().item()
+    print(f"{indent}your masked_mean of them is unchanged: {yes_no(torch.allclose(pooled, moved_pooled, atol=TOLERANCE, rtol=TOLERANCE))}")
+    print(f"{indent}a plain .mean(dim=1) instead would move by up to {plain:.3f}")
+    flipped = int(((logits > 0) != (moved_logits > 0)).sum())
+    print(f"{indent}logits unchanged: {yes_no(torch.allclose(logits, moved_logits, atol=TOLERANCE, rtol=TOLERANCE))}; "
+          f"predicted class changed in {flipped} of {n_sets} sets")
 
 
 def one_change_experiment(epochs=EPOCHS, learning_rate=LEARNING_RATE, heads=TRAIN_HEADS, n_train=2048, seed=42,
-                          plot_path=None):
-    """Exercise 5: the mean-pooling baseline and the transformer, trained the same way.
-
-    With ``plot_path`` the loss curves of both models are also saved there as a PNG.
-    """
-    from transformer_lab.reproducibility import seed_everything
-    from transformer_lab.set_classifier import SetClassifier
+                          plot_path=None, my_multi_head=False):
+    """Exercise 6: the mean-pooling baseline and the transformer, trained the same way, on YOUR
+    attention, masked_mean and accuracy. With ``plot_path`` the loss curves are saved as a PNG."""
+    from transformer_lab.metrics import accuracy as book_accuracy
     from transformer_lab.set_task import make_sets
     from transformer_lab.timing import format_wall_time
     from transformer_lab.training import train_classifier
 
     train_data, val_data = make_sets(n_train, seed=11), make_sets(512, seed=12)
-    print(f"epochs={epochs}, learning_rate={learning_rate}, heads={heads}, {n_train} training sets, seed {seed}")
+    print(f"epochs={epochs}, learning_rate={learning_rate}, heads={heads}, {n_train} training sets, seed {seed}"
+          + (", your multi_head_attention" if my_multi_head else ""))
     histories = {}
     for name, use_attention in [("mean baseline", False), ("transformer", True)]:
-        seed_everything(seed)  # same initial weights and batches for both models, as in chapter 3
-        model = SetClassifier(use_attention, nhead=heads)
-        result = train_classifier(model, train_data, val_data, epochs=epochs, learning_rate=learning_rate, seed=seed)
-        print(f"{name}: validation accuracy {result.accuracy:.3f} (best epoch {result.best_epoch}), "
-              f"{result.parameters:,} parameters, {format_wall_time(result.seconds)}")
+        # the same seed: the same initial weights and batches for both models, as in chapter 3
+        model = your_set_classifier(use_attention, heads, seed, my_multi_head)
+        result = train_classifier(model, train_data, val_data, epochs=epochs, learning_rate=learning_rate, seed=seed,
+                                  accuracy_fn=accuracy)
+        with torch.no_grad():
+            book = book_accuracy(result.model(val_data[0], val_data[1]), val_data[2])
+        print(f"{name}: validation accuracy {result.accuracy:.3f} by your accuracy() ({book:.3f} by the book's), "
+              f"best epoch {result.best_epoch}, {result.parameters:,} parameters, {format_wall_time(result.seconds)}")
         print("  loss per epoch (train / validation): "
               + ", ".join(f"{train:.3f}/{val:.3f}" for train, val in result.history))
-        with torch.no_grad():
-            logits = result.model(val_data[0], val_data[1])
-        try:
-            print(f"  your accuracy() on the same logits: {accuracy(logits, val_data[2]):.3f}")
-        except NotImplementedError:
-            print("  (finish Exercise 4 to see your accuracy() here too)")
-        prediction_shuffle_check(result.model, indent="  ")
+        shuffle_check(result.model, indent="  ")
         histories[name] = result.history
     if plot_path:
         save_loss_curves(histories, plot_path)
@@ -255,7 +271,7 @@ def one_change_experiment(epochs=EPOCHS, learning_rate=LEARNING_RATE, heads=TRAI
 
 
 def save_loss_curves(histories, path):
-    """Exercise 5's figure: train and validation loss per epoch, one panel per model."""
+    """Exercise 6's figure: train and validation loss per epoch, one panel per model."""
     import matplotlib
 
     matplotlib.use("Agg")  # a script writes a file; no window needed
@@ -276,30 +292,118 @@ def save_loss_curves(histories, path):
     plt.close(fig)
 
 
+def embedding_costs():
+    """Exercise 7: embedding tables for three widths, against one encoder layer."""
+    from transformer_lab.encoder import encoder_layer_parameters
+
+    for vocab_size in (80, 50_000):
+        counts = ", ".join(f"d={d}: {embedding_parameters(vocab_size, d):,}" for d in (128, 512, 768))
+        print(f"vocab_size={vocab_size:,}  ->  {counts}")
+    print(f"one encoder layer (d=512, 8 heads, d_ff=2048): {encoder_layer_parameters(512, 8, 2048):,}")
+
+
+def trained_tokenizer():
+    from transformer_lab.tokenizer import TINY_CORPUS
+
+    return train_bpe_tokenizer(list(TINY_CORPUS), vocab_size=80)
+
+
+def count_tokens_per_word():
+    """Exercise 9: tokens per word next to how often each word occurs in the corpus."""
+    from transformer_lab.tokenizer import TINY_CORPUS, word_occurrences
+
+    tokenizer = trained_tokenizer()
+    print("vocabulary size:", tokenizer.get_vocab_size())
+    words = ["cat", "dog", "attention", "tokenizer", "self-attention", "encodings"]
+    for word, count in tokens_per_word(tokenizer, words).items():
+        seen = word_occurrences(TINY_CORPUS, word)
+        print(f"{word!r:>17}: {count} token(s); in the corpus {seen['as a word']}x as a word, "
+              f"{seen['inside a word']}x inside a word")
+
+
+def run_tokenizer():
+    """Exercise 10: a sentence the corpus never contained, and the price of this vocabulary."""
+    tokenizer = trained_tokenizer()
+    sentence = "the transformer decoder generates text"
+    encoding = tokenizer.encode(sentence)
+    print("tokens:", encoding.tokens)
+    print("ids:   ", encoding.ids)
+    print(f"{len(sentence.split())} words -> {len(encoding.tokens)} tokens")
+    vocab_size = tokenizer.get_vocab_size()
+    counts = ", ".join(f"d={d}: {embedding_parameters(vocab_size, d):,}" for d in (128, 512, 768))
+    print(f"this vocabulary's embedding table (vocab_size={vocab_size}): {counts}")
+
+
+def causal_mask_example():
+    """Exercise 11: your mask for one padded example, against the blocking of the book's attention."""
+    from transformer_lab.attention import attention as book_attention
+
+    padding = torch.tensor([[False, False, False, False, True, True], [False, False, True, True, True, True]])
+    mask = causal_padding_mask(padding)
+    print(f"padding {tuple(padding.shape)} -> mask {tuple(mask.shape)} {mask.dtype}")
+    print("example 0 (x = blocked; rows: queries, columns: keys):")
+    for row in mask[0].tolist():
+        print("    " + " ".join("x" if blocked else "." for blocked in row))
+    generator = torch.Generator().manual_seed(0)
+    q, k = torch.randn(2, 6, 4, generator=generator), torch.randn(2, 6, 4, generator=generator)
+    _, weights = book_attention(q, k, k, padding, causal=True)
+    same = tuple(mask.shape) == (2, 6, 6) and torch.equal(mask.bool(), weights == 0)
+    print(f"blocks exactly what the book's attention blocks with padding and causal=True: {yes_no(same)}")
+
+
+def multi_head_example():
+    """Exercise 12: your multi_head_attention against nn.MultiheadAttention with the same weights."""
+    from transformer_lab.set_task import make_sets
+
+    x, padding, _ = make_sets(8, seed=14)
+    torch.manual_seed(40)
+    tokens = nn.Linear(2, 16)(x).detach()
+    for heads in (1, 4):
+        mha = nn.MultiheadAttention(16, heads, batch_first=True).eval()
+        with torch.no_grad():
+            mha.in_proj_bias.normal_()  # non-zero biases, so a forgotten bias shows
+            mha.out_proj.bias.normal_()
+            expected, _ = mha(tokens, tokens, tokens, key_padding_mask=padding, need_weights=False)
+            mine = multi_head_attention(tokens, padding, mha)
+        if tuple(mine.shape) != tuple(expected.shape):
+            print(f"{heads} head(s): expected shape {tuple(expected.shape)}, yours {tuple(mine.shape)}")
+            continue
+        gap = (mine - expected).abs().max().item()
+        verdict = "equal" if gap < 1e-5 else "DIFFERENT"
+        print(f"{heads} head(s): {verdict} to nn.MultiheadAttention (largest difference "
+              f"{'below 1e-5' if gap < 1e-5 else f'{gap:.4f}'})")
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Try the homework functions; --train runs Exercise 5.")
-    parser.add_argument("--train", action="store_true", help="run the Exercise 5 training experiment")
+    parser = argparse.ArgumentParser(description="Try the homework functions; --train runs Exercise 6.")
+    parser.add_argument("--train", action="store_true", help="run the Exercise 6 training experiment")
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--learning-rate", type=float, default=LEARNING_RATE)
     parser.add_argument("--heads", type=int, default=TRAIN_HEADS)
     parser.add_argument("--n-train", type=int, default=2048, help="training sets (default 2048)")
     parser.add_argument("--seed", type=int, default=42, help="seed of the initial weights and batches")
     parser.add_argument("--plot", metavar="PNG", help="with --train: also save the loss curves to this file")
+    parser.add_argument("--my-multi-head", action="store_true",
+                        help="with --train: your multi_head_attention (Exercise 12) runs the heads")
     args = parser.parse_args(argv)
     if args.train:
-        try_exercise("Exercise 5: one change, then compare",
+        try_exercise("Exercise 6: train on your functions, then change one thing",
                      lambda: one_change_experiment(args.epochs, args.learning_rate, args.heads, args.n_train, args.seed,
-                                                   args.plot))
+                                                   args.plot, args.my_multi_head))
         return 0
     from transformer_lab.selfcheck import check_file, format_report
 
     print(format_report(check_file(__file__, display="exercises/homework/starter.py")))
-    try_exercise("Exercise 2: explore nn.MultiheadAttention", explore_multihead_attention)
-    try_exercise("Exercise 3: shuffle a set, pool it", shuffle_check)
-    try_exercise("Exercise 3: shuffle a set, predict", prediction_shuffle_check)
-    try_exercise("Exercise 7: run the tokenizer", run_tokenizer)
-    try_exercise("Exercise 8: tokens per word", count_tokens_per_word)
-    try_exercise("Exercise 9: embedding parameters", embedding_costs)
+    try_exercise("Exercise 1: the prediction box's example", accuracy_example)
+    try_exercise("Exercise 2: the prediction box's example", masked_mean_example)
+    try_exercise("Exercise 3: the prediction box's example", attention_example)
+    try_exercise("Exercise 4: explore nn.MultiheadAttention", explore_multihead_attention)
+    try_exercise("Exercise 5: the same sets, shuffled and padded further", shuffle_check)
+    try_exercise("Exercise 7: embedding tables", embedding_costs)
+    try_exercise("Exercise 9: tokens per word", count_tokens_per_word)
+    try_exercise("Exercise 10: an unseen sentence, and the price of the vocabulary", run_tokenizer)
+    try_exercise("Exercise 11 (stretch): a causal mask with padding", causal_mask_example)
+    try_exercise("Exercise 12 (stretch): multi-head attention by hand", multi_head_example)
     return 0
 
 
