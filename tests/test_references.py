@@ -11,7 +11,7 @@ whose output vanished (a print removed, then `make refresh`) or that gained a `r
 ``tests/references/visible_outputs.json`` records, per page, how many code cells show the reader
 an output (``book_pages.visible_outputs``: the reference holds an output and the page's cell has
 neither tag). Refreshing never rewrites that file: a page showing fewer outputs than recorded
-fails until someone deliberately runs ``python tests/book_pages.py record-outputs`` and commits
+fails until someone deliberately runs ``python tools/book_pages.py record-outputs`` and commits
 the lower number. More outputs than recorded pass (record them to raise the floor).
 """
 
@@ -85,13 +85,13 @@ def test_visible_outputs_do_not_shrink(page):
     recorded = json.loads(VISIBLE_OUTPUTS.read_text(encoding="utf-8"))
     assert page_id(page) in recorded, (
         f"{page_id(page)} is not in {VISIBLE_OUTPUTS.relative_to(ROOT)}: run "
-        f"`python tests/book_pages.py record-outputs` and commit it"
+        f"`python tools/book_pages.py record-outputs` and commit it"
     )
     shown = visible_outputs(page)
     assert shown >= recorded[page_id(page)], (
         f"{page_id(page)} shows the reader {shown} code-cell outputs, {recorded[page_id(page)]} are recorded "
         f"in {VISIBLE_OUTPUTS.relative_to(ROOT)}: an output disappeared or a cell gained a remove-output/"
-        f"remove-cell tag. If that is deliberate, run `python tests/book_pages.py record-outputs` and commit it"
+        f"remove-cell tag. If that is deliberate, run `python tools/book_pages.py record-outputs` and commit it"
     )
 
 

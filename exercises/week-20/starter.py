@@ -21,22 +21,22 @@ import sys
 import pandas as pd
 import torch
 
-from transformer_lab.char_transformer import PAD_ID, TinyTransformer
+from transformer_lab.char_transformer import PAD_ID, PraiseClassifier
 
 TOKENS = ["login", "failed", "again"]
 
 # --- Task 1 --------------------------------------------------------------------------------------
 
 
-class NoPositions(TinyTransformer):
-    """The book's TinyTransformer without its position embedding: it reads a bag of characters.
+class NoPositions(PraiseClassifier):
+    """The book's PraiseClassifier without its position embedding: it reads a bag of characters.
 
     Same constructor, same weights; only ``forward`` is yours. ids (N, L) long, padding (N, L) bool
     (True = padding; default ``ids == PAD_ID``) -> logits (N,).
     """
 
     def forward(self, ids, padding=None):
-        # TODO Task 1: the forward pass of TinyTransformer (chapter 4, or
+        # TODO Task 1: the forward pass of PraiseClassifier (chapter 4, or
         # code/transformer_lab/char_transformer.py) without the position embedding.
         raise NotImplementedError("Task 1 (NoPositions.forward): embed, encode with the padding mask, pool, score")
 
@@ -69,8 +69,8 @@ def sinusoidal_positions(length, d_model):
     raise NotImplementedError("Task 4 (sinusoidal_positions): positions, frequencies, sines and cosines")
 
 
-class SinusoidalPositions(TinyTransformer):
-    """TinyTransformer with your fixed sinusoidal positions instead of its learned table."""
+class SinusoidalPositions(PraiseClassifier):
+    """PraiseClassifier with your fixed sinusoidal positions instead of its learned table."""
 
     def forward(self, ids, padding=None):
         # TODO Task 4 (stretch): your NoPositions.forward, plus sinusoidal_positions(L, D) added to
@@ -165,7 +165,7 @@ def check_no_positions(model_class=None, n_comments=64):
     ids = encode_texts(texts)
     seed_everything(0)
     mine = model_class().eval()
-    reference, with_positions = TinyTransformer(use_positions=False).eval(), TinyTransformer().eval()
+    reference, with_positions = PraiseClassifier(use_positions=False).eval(), PraiseClassifier().eval()
     for model in (reference, with_positions):
         model.load_state_dict(mine.state_dict())
     with torch.no_grad():
@@ -200,7 +200,7 @@ def check_no_positions(model_class=None, n_comments=64):
                     "Try: pass the padding mask to the encoder and pool with masked_mean(x, padding)")
     worst = (logits - expected).abs().max().item()
     return ("FAILED", f"Likely mistake: another computation (largest difference {worst:.3f} from the package's "
-            "model without positions)", "Try: compare your forward line by line with TinyTransformer.forward")
+            "model without positions)", "Try: compare your forward line by line with PraiseClassifier.forward")
 
 
 def check_sinusoidal_table(function=None):
@@ -244,7 +244,7 @@ def check_sinusoidal_model(model_class=None, n_comments=64):
     ids = encode_texts(list(load_praise_sample(n=n_comments, seed=1)["feedback_text"]))
     seed_everything(0)
     mine = model_class().eval()
-    reference = TinyTransformer().eval()
+    reference = PraiseClassifier().eval()
     reference.load_state_dict(mine.state_dict())
     with torch.no_grad():
         reference.pos.weight.copy_(book_table(*reference.pos.weight.shape))
@@ -260,7 +260,7 @@ def check_sinusoidal_model(model_class=None, n_comments=64):
         status, moved = attempt(mine, shuffle_characters(ids))
         if status == "ok" and torch.allclose(moved, logits, atol=1e-5):
             return "FAILED", "Likely mistake: no positions reach the model: shuffled comments score the same"
-        learned = TinyTransformer().eval()
+        learned = PraiseClassifier().eval()
         learned.load_state_dict(mine.state_dict())
         if torch.allclose(logits, learned(ids), atol=1e-5):
             return "FAILED", "Likely mistake: the learned table self.pos is added, not your sinusoids"
