@@ -114,6 +114,9 @@ def _keep(s, ignore):
 # A mask step: (before the normalisation, after it).
 MASKS: list[tuple[Mistake, Callable, Callable]] = [
     (Mistake("", "", ""), _fill(float("-inf")), _keep),
+    # also right, but a large finite fill differs from −∞ once another step is wrong (a softmax
+    # over the queries spreads a column of -1e9 evenly, where −∞ gives NaN)
+    (Mistake("", "", ""), _fill(-1e9), _keep),
     (Mistake("mask_after_softmax", "padded keys were zeroed after the softmax instead of set to −∞ before it, so "
              "the weights no longer sum to 1", "masked_fill(padding[:, None, :], float('-inf')) on the scores, "
              "then softmax"), _keep, _fill(0.0)),
@@ -166,7 +169,8 @@ def _masked_scores(q, k, v, padding):
 OTHER_WEIGHT_MISTAKES: list[Mistake] = [
     Mistake("scaled_after_softmax", "the weights were divided by √d after the softmax (instead of the scores "
             "before it), so each row sums to 1/√d", "scale the scores, then softmax: softmax(q kᵀ / √d)",
-            lambda q, k, v, padding: torch.softmax(_masked_scores(q, k, v, padding), -1) / math.sqrt(q.shape[-1])),
+            lambda q, k, v, padding: torch.softmax((q.double() @ k.double().transpose(-2, -1)).masked_fill(
+                padding[:, None, :], float("-inf")), -1) / math.sqrt(q.shape[-1])),
 ]
 
 # The output is right, but the weights returned next to it are not the ones that produced it.
@@ -190,10 +194,10 @@ LIBRARY_ADVICE = ("write the steps yourself: scores = q @ k.transpose(-2, -1) / 
 def fail_library(names: list[str], what: str) -> None:
     """Reject a library attention call in a function the exercise wants written by hand."""
     fail("library_attention",
-         f"{', '.join(names)} computes the attention for you; {what} asks you to write it by hand, so the "
-         "self-check cannot see whether your own steps are right",
+         f"a library function ({names[0]}) computes the attention for you; {what} asks you to write it by hand, "
+         "so the self-check cannot see whether your own steps are right",
          "your own scores, mask, softmax and mix (no library attention call)",
-         f"a call to {', '.join(names)}", LIBRARY_ADVICE)
+         f"a call to {names[0]}", LIBRARY_ADVICE)
 
 
 def unpack_pair(result, out_shape, w_shape):

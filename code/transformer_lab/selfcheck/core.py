@@ -118,6 +118,10 @@ class StudentStopped(Exception):
 
 
 def capitalise(text: str) -> str:
+    """Upper-case the first letter, unless the sentence starts with code (``vocab_size``, ``d``)."""
+    first = text.split(" ", 1)[0]
+    if any(c in first for c in "_.()`"):
+        return text
     return text[:1].upper() + text[1:]
 
 

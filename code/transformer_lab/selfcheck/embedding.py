@@ -17,9 +17,9 @@ MISTAKES: list[Mistake] = [
             TABLE, lambda vocab_size, d: vocab_size + d),
     Mistake("counted_a_bias", "a bias was counted; an embedding is a lookup table with no bias", TABLE,
             lambda vocab_size, d: vocab_size * d + d),
-    Mistake("width_squared", "d × d was computed; the table has one row per token: vocab_size × d", TABLE,
+    Mistake("width_squared", "the count is d × d; the table has one row per token: vocab_size × d", TABLE,
             lambda vocab_size, d: d * d),
-    Mistake("vocab_squared", "vocab_size × vocab_size was computed; each token's row has d numbers", TABLE,
+    Mistake("vocab_squared", "the count is vocab_size × vocab_size; each token's row has d numbers", TABLE,
             lambda vocab_size, d: vocab_size * vocab_size),
     Mistake("counted_twice", "the table was counted twice (an input and an output table?); the question is about "
             "one embedding table", TABLE, lambda vocab_size, d: 2 * vocab_size * d),

@@ -14,11 +14,12 @@ from transformer_lab.selfcheck.tensors import check_unchanged, require_tensor, s
 
 NAME, EXERCISE = "causal_padding_mask", "Exercise 10"
 
-# B = 3 and L = 5 differ, every example has a real first token, and padding sits at the end of
-# two examples and nowhere in the third: each mistake below gives another mask.
+# B = 3 and L = 5 differ and every example has a real first token. Padding at the end alone hides
+# mistakes (the future already covers those keys for the earlier queries), so two examples have
+# a padded key in the middle: each mistake below gives another mask.
 PROBE_PADDING = torch.tensor([[False, False, False, True, True],
-                              [False, False, False, False, False],
-                              [False, False, True, True, True]])
+                              [False, True, False, False, False],
+                              [False, False, True, False, True]])
 
 
 def _future(padding: torch.Tensor, diagonal: int = 1) -> torch.Tensor:

@@ -11,7 +11,7 @@ from torch import nn
 
 from transformer_lab.selfcheck import _reference as reference
 from transformer_lab.selfcheck.attention import fail_library
-from transformer_lab.selfcheck.core import CheckResult, Mistake, combine, diagnose, fail, run_check
+from transformer_lab.selfcheck.core import CheckResult, Mistake, article, combine, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 from transformer_lab.selfcheck.tensors import check_gradient, check_unchanged, close, compare_rows, require_tensor, shape_text
 
@@ -67,8 +67,8 @@ def computed(x, padding, mha, *, heads: int | None = None, scale: str = "head", 
     divisor = {"head": math.sqrt(head_width), "model": math.sqrt(width), "none": 1.0}[scale]
     scores = q @ k.transpose(-2, -1) / divisor
     keys = padding[:, None, None, :].expand_as(scores)
-    if mask == "before":
-        scores = scores.masked_fill(keys, float("-inf"))
+    if mask in ("before", "before_finite"):
+        scores = scores.masked_fill(keys, float("-inf") if mask == "before" else -1e9)
     elif mask == "inverted":
         scores = scores.masked_fill(~keys, float("-inf"))
     elif mask == "queries":
@@ -117,6 +117,9 @@ MISTAKES: list[Mistake] = [
             "padding[:, None, None, :] lines up with the key axis of (B, H, Lq, Lk)", _variant(mask="queries")),
     Mistake("softmax_over_queries", "the softmax ran over the queries instead of the keys (dim=-1)",
             "torch.softmax(scores, dim=-1)", _variant(dim=-2)),
+    # the same with a finite fill: a column of -1e9 spreads evenly where one of −∞ gives NaN
+    Mistake("softmax_over_queries", "the softmax ran over the queries instead of the keys (dim=-1)",
+            "torch.softmax(scores, dim=-1)", _variant(dim=-2, mask="before_finite")),
     Mistake("in_proj_bias_ignored", "the input projection's bias (mha.in_proj_bias) was left out",
             "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)", _variant(in_bias=False)),
     Mistake("out_proj_bias_ignored", "the output projection's bias (mha.out_proj.bias) was left out",
@@ -127,7 +130,9 @@ MISTAKES: list[Mistake] = [
 ]
 # Two slips at once that go together: a model-width scale when the heads were never split is
 # already named by single_head; a forgotten bias with a forgotten projection is worth naming.
-MISTAKES.append(combine(MISTAKES[0], MISTAKES[11], variant=_variant(out_proj=False, in_bias=False)))
+_BY_CODE = {mistake.code: mistake for mistake in MISTAKES}
+MISTAKES.append(combine(_BY_CODE["no_output_projection"], _BY_CODE["in_proj_bias_ignored"],
+                        variant=_variant(out_proj=False, in_bias=False)))
 
 
 def _check_once(student: StudentFunction, x, padding, mha) -> None:
@@ -145,8 +150,8 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
              "read the weights; do not assign to them or call in-place methods on them")
     result = returned.result
     if isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.Tensor):
-        fail("returned_pair", f"{type_name(result)} of {len(result)} things came back; the exercise asks for the "
-             "output only", f"one tensor of shape ({b}, {length}, {width})",
+        fail("returned_pair", f"{article(type_name(result))} of {len(result)} things came back; the exercise asks "
+             "for the output only", f"one tensor of shape ({b}, {length}, {width})",
              f"{type_name(result)} of length {len(result)}", "return the output of the output projection alone")
     result = require_tensor(result, "the result", (b, length, width), "result")
     if tuple(result.shape) != (b, length, width):

@@ -12,8 +12,9 @@ from transformer_lab.selfcheck.execution import StudentFunction, type_name
 
 
 def shape_text(value) -> str:
-    """'(2, 3, 4)' for anything with a ``shape``."""
-    return "(" + ", ".join(str(n) for n in value.shape) + ")"
+    """'(2, 3, 4)' for anything with a ``shape`` ('(3,)' for one axis, '()' for none)."""
+    sizes = [str(n) for n in value.shape]
+    return "(" + ", ".join(sizes) + ("," if len(sizes) == 1 else "") + ")"
 
 
 def row_text(tensor: torch.Tensor, digits: int = 3) -> str:

@@ -16,6 +16,7 @@ COUNT_NAME, COUNT_EXERCISE = "tokens_per_word", "Exercise 8"
 
 TOKENIZER_SIZES = (80, 40)  # both reachable on the tiny corpus, so the size must follow the argument
 OTHER_CORPUS = ("zebras quietly jump over lazy foxes", "quiet zebras jump", "lazy foxes never jump")
+OTHER_SIZE = 80  # more than OTHER_CORPUS can reach (48 tokens): every pair seen, even once, is merged
 UNSEEN_SENTENCE = "the transformer decoder generates text"
 # 'é' and the emoji never occur in TINY_CORPUS: the reference encodes each of them as [UNK].
 UNSEEN_CHARACTERS = "the cat café serves tea 🙂"
@@ -67,12 +68,8 @@ def _vocab_difference(student, reference) -> tuple[str, str]:
 
 
 def _check_structure(student, reference) -> None:
-    """Model, special tokens, pre-tokenizer and normalizer, compared with the reference tokenizer."""
+    """Special tokens, pre-tokenizer and normalizer, compared with the reference tokenizer."""
     ref = _ref()
-    model = type(student.model).__name__
-    if model != "BPE":
-        fail("wrong_model", f"the model is {model}, not BPE", "Tokenizer(models.BPE(unk_token=\"[UNK]\"))",
-             f"Tokenizer(models.{model}(...))", "byte-pair encoding is models.BPE, trained with trainers.BpeTrainer")
     missing = [token for token in ref.SPECIAL_TOKENS if student.token_to_id(token) is None]
     if missing:
         fail("missing_special_tokens", f"the special token(s) {', '.join(missing)} are not in the vocabulary",
@@ -145,7 +142,7 @@ TRAINING_MISTAKES: list[Mistake] = [
     Mistake("min_frequency", "the trainer skipped pairs seen only once (min_frequency), so fewer merges were learned",
             "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) with no min_frequency",
             _trained_with(min_frequency=2)),
-    Mistake("subtracted_special_tokens", "vocab_size - 2 was passed to the trainer: its vocab_size already "
+    Mistake("subtracted_special_tokens", "the trainer was given vocab_size - 2: its vocab_size already "
             "includes the special tokens", "BpeTrainer(vocab_size=vocab_size, ...)",
             _trained_with(vocab_size=lambda size: size - 2)),
 ]
@@ -153,6 +150,12 @@ TRAINING_MISTAKES: list[Mistake] = [
 
 def _same_vocabulary(student, variant) -> bool:
     return student.get_vocab() == variant.get_vocab()
+
+
+def _differs_by(trained, reference, corpus, size: int, expected: str, received: str) -> None:
+    """``trained`` differs from ``reference``: fail with the option that explains it, if one does."""
+    mistakes = [m for m in TRAINING_MISTAKES if not _same_vocabulary(reference, m.variant(corpus, size))]
+    diagnose(trained, mistakes, (corpus, size), _same_vocabulary, expected, received)
 
 
 def check_train_bpe_tokenizer(function) -> CheckResult:
@@ -165,6 +168,10 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
         sizes = {size: (_train(student_function, corpus, size), ref.train_bpe_tokenizer(corpus, size))
                  for size in TOKENIZER_SIZES}
         student, reference = sizes[TOKENIZER_SIZES[0]]
+        model = type(student.model).__name__
+        if model != "BPE":
+            fail("wrong_model", f"the model is {model}, not BPE", "Tokenizer(models.BPE(unk_token=\"[UNK]\"))",
+                 f"Tokenizer(models.{model}(...))", "byte-pair encoding is models.BPE, trained with trainers.BpeTrainer")
         if student.get_vocab_size() <= len(ref.SPECIAL_TOKENS):
             fail("untrained", "the tokenizer was never trained (its vocabulary is empty)",
                  f"{reference.get_vocab_size()} tokens after training", f"{student.get_vocab_size()} tokens",
@@ -178,26 +185,35 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
                  "given one string, so that it saw one character at a time?)", wanted, received,
                  "tokenizer.train_from_iterator(corpus, trainer) with the list of texts itself")
         if got != want:
-            for size, (trained, _) in sizes.items():
-                diagnose(trained, TRAINING_MISTAKES, (corpus, size), _same_vocabulary, wanted, received)
+            for size, (trained, reference_at_size) in sizes.items():
+                if got[size] != want[size]:
+                    _differs_by(trained, reference_at_size, corpus, size, wanted, received)
             same = len(set(got.values())) == 1
             fail("ignores_vocab_size" if same else "vocab_size_differs",
                  "the vocabulary size does not follow the vocab_size argument" if same
                  else "the vocabulary size differs from what vocab_size asks for", wanted, received,
                  "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)")
         _check_structure(student, reference)
-        other = _train(student_function, OTHER_CORPUS, TOKENIZER_SIZES[1])
-        other_reference = ref.train_bpe_tokenizer(list(OTHER_CORPUS), TOKENIZER_SIZES[1])
-        same_as_before = other.get_vocab() == sizes[TOKENIZER_SIZES[1]][0].get_vocab()
-        if other.get_vocab() != other_reference.get_vocab() and same_as_before:
+        # A small corpus runs out of pairs before OTHER_SIZE: the vocabulary stops short of it.
+        other = _train(student_function, OTHER_CORPUS, OTHER_SIZE)
+        other_reference = ref.train_bpe_tokenizer(list(OTHER_CORPUS), OTHER_SIZE)
+        if other.get_vocab() != other_reference.get_vocab():
             expected, received = _vocab_difference(other, other_reference)
-            fail("ignores_corpus", "the tokenizer learned the same vocabulary from a different corpus: it does not "
-                 "train on the corpus argument (a global corpus?)", expected, received,
-                 "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument")
-        for size, (trained, reference_at_size) in sizes.items():
+            if other.get_vocab() == sizes[OTHER_SIZE][0].get_vocab():
+                fail("ignores_corpus", "the tokenizer learned the same vocabulary from a different corpus: it does "
+                     "not train on the corpus argument (a global corpus?)", expected, received,
+                     "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument")
+            _differs_by(other, other_reference, list(OTHER_CORPUS), OTHER_SIZE, expected, received)
+        for size, (trained, reference_at_size) in [*sizes.items(), (OTHER_SIZE, (other, other_reference))]:
             if trained.get_vocab() != reference_at_size.get_vocab():
                 expected, received = _vocab_difference(trained, reference_at_size)
-                diagnose(trained, TRAINING_MISTAKES, (corpus, size), _same_vocabulary, expected, received)
+                alphabet = {t for t in reference_at_size.get_vocab() if len(t) == 1}
+                missing = sorted(alphabet - set(trained.get_vocab()))
+                if missing:
+                    fail("missing_characters", f"characters of the corpus are missing from the vocabulary "
+                         f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
+                         expected, received, "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
+                         "character it sees; no limit_alphabet")
                 fail("vocabulary_differs", f"with vocab_size={size} the learned vocabulary differs from the reference",
                      expected, received,
                      "BPE(unk_token=\"[UNK]\") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and "
@@ -265,7 +281,7 @@ def _check_values(result: dict, expected: dict, tokenizer) -> None:
         fail("stored_token_ids", "the token ids (a list) were stored instead of their number",
              shown_expected, shown, "store len(tokenizer.encode(word).ids)")
     if value is None and all(v == tokenizer.token_to_id(w) for w, v in result.items()):
-        fail("used_token_to_id", "tokenizer.token_to_id(word) was stored: that is an id (None for a word that is "
+        fail("used_token_to_id", "the value stored is tokenizer.token_to_id(word): an id (None for a word that is "
              "not one token), not a count", shown_expected, shown, "len(tokenizer.encode(word).tokens)")
     fail("values_not_counts", f"the values are not whole numbers (e.g. {word!r}: {type_name(value)})",
          shown_expected, shown, "store an int: the number of tokens")
