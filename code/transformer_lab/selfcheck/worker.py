@@ -13,6 +13,7 @@ costs milliseconds; elsewhere it is spawned (one more import of torch).
 
 from __future__ import annotations
 
+import faulthandler
 import importlib.util
 import io
 import multiprocessing
@@ -158,6 +159,8 @@ def _isolate(limits: Limits, output_path: str) -> None:
                                   errors="replace", write_through=True)
     sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0, closefd=False), line_buffering=True,
                                   errors="replace", write_through=True)
+    if faulthandler.is_enabled():  # e.g. pytest's, still writing to the parent's terminal
+        faulthandler.enable(file=sys.stderr)
     try:
         import resource
     except ImportError:  # Windows
