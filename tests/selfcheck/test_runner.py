@@ -12,7 +12,6 @@ from selfcheck.solutions import SOLUTION, STRETCH, with_body, write
 from transformer_lab.selfcheck import (
     CHECKS,
     FAILED,
-    MISSING,
     NOT_ATTEMPTED,
     PASSED,
     RAISED,
@@ -137,6 +136,18 @@ def test_the_json_report_has_every_check_with_status_code_message_and_time(tmp_p
     assert by_name["attention"]["status"] == PASSED and by_name["attention"]["code"] is None
     assert by_name["causal_padding_mask"]["status"] == NOT_ATTEMPTED
     assert all(isinstance(c["seconds"], float) for c in data["checks"])
+
+
+def test_a_gradescope_results_file_is_written_next_to_the_report(tmp_path, capsys):
+    results = tmp_path / "results.json"
+    path = write(tmp_path, "student.py", SOLUTION.replace("return vocab_size * d", "return vocab_size + d"))
+    assert main([str(path), "--gradescope", str(results)]) == 1
+    data = json.loads(results.read_text(encoding="utf-8"))
+    assert data["score"] == len(CHECKS) - 1
+    failed = [t for t in data["tests"] if t["status"] == "failed" and t["max_score"]]
+    assert [t["name"] for t in failed] == ["Exercise 9: embedding_parameters(vocab_size, d)"]
+    assert "The sizes were added" in failed[0]["output"]
+    assert "[FAILED] Exercise 9" in capsys.readouterr().out
 
 
 def test_the_exit_status_is_not_zero_when_student_code_calls_sys_exit_0(tmp_path):

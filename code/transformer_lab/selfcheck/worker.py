@@ -46,6 +46,7 @@ STUDENT_MODULE = "student_submission"
 DEFAULT_SECONDS = 10.0
 DEFAULT_MEMORY_MB = 2048
 DEFAULT_OUTPUT_BYTES = 4_000_000
+SPAWN_SECONDS = 60.0  # extra time to load the file in a spawned (not forked) worker
 
 
 @dataclass(frozen=True)
@@ -256,12 +257,14 @@ class Worker:
                                        args=(child, self.path, self.names, self.limits, self.output_path))
         self.process.start()
         child.close()
-        self.deadline = time.monotonic() + self.limits.seconds
+        # A spawned worker imports torch again before it loads the file: allow for that.
+        self.limit = self.limits.seconds + (0 if context.get_start_method() == "fork" else SPAWN_SECONDS)
+        self.deadline = time.monotonic() + self.limit
         try:
             reply = self._receive()
         except StudentStopped as stopped:
-            raise LoadFailed(("loading the file: " + stopped.line) if stopped.status == TIMED_OUT
-                             else f"loading the file: {stopped.line}") from None
+            raise LoadFailed(f"loading the file {stopped.line}" if stopped.status == TIMED_OUT
+                             else f"while loading the file, {stopped.line}") from None
         if reply[0] == "load_error":
             self.kill()
             raise LoadFailed(reply[1])
