@@ -14,8 +14,8 @@ Exit status: 0 when every selected check passes, 1 otherwise, 2 when FILE cannot
 
 One module per graded concept (``attention``, ``pooling``, ``metrics``, ``tokenizer``,
 ``embedding``, ``masks``, ``multihead``), each with a table of :class:`Mistake` entries matched
-by :func:`first_match`; ``registry`` lists the checks, ``worker`` isolates student code,
-``runner`` checks a file, ``report`` formats the result, ``grading`` and ``cli`` are the commands.
+by :func:`first_match`; ``registry`` lists the checks, ``worker`` isolates student code
+(``execution`` calls it, ``transport`` brings its results back as plain data), ``runner`` checks a file, ``report`` formats the result, ``grading`` and ``cli`` are the commands.
 """
 
 from transformer_lab.selfcheck.attention import attention_probe, check_attention, overflow_probe

@@ -55,11 +55,12 @@ class GradientReport:
 
 @dataclass(frozen=True)
 class Opaque:
-    """Stands in for a returned object that cannot travel between processes (a generator, a
-    lambda, an instance of a class defined in the student's file)."""
+    """Stands in for a returned object that does not travel between processes as data (a
+    generator, a lambda, an instance of a class defined in the student's file)."""
 
     type_name: str
     text: str
+    category: str = ""  # "trainer" or "model" for a tokenizers trainer or model
 
     def __repr__(self) -> str:
         return self.text

@@ -143,7 +143,8 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
     if returned.library:
         fail_library(returned.library, WHAT)
     check_unchanged([x, padding], returned.args[:2], ["x", "padding"])
-    changed = [key for key, value in returned.args[2].state_dict().items() if not torch.equal(value, state[key])]
+    after = returned.args[2].state_dict()  # the layer, or its state when it came back from a worker
+    changed = [key for key, value in after.items() if key not in state or not torch.equal(value, state[key])]
     if changed:
         fail("changed_input", f"the function changed the layer's weights ({', '.join(changed)})",
              "mha unchanged after the call", f"{', '.join(changed)} modified",

@@ -90,37 +90,42 @@ def check_module(module: types.ModuleType, only: Sequence[str] = ()) -> list[Che
 
 
 def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Report) -> None:
-    """Run ``checks`` on the file at ``path`` in a worker; fill ``report``."""
+    """Run ``checks`` on the file at ``path`` in a worker; fill ``report`` (Ctrl-C stops with
+    the report so far)."""
     import transformer_lab.tokenizer  # noqa: F401 - loaded once here, so a forked worker need not load it
+
     with Worker(path, [check.name for check in checks], limits) as worker:
         try:
-            functions = worker.start()
-        except LoadFailed as error:
-            report.load_error = str(error)
-            report.load_output = worker.new_output()
-            report.results = [CheckResult(c.name, c.exercise, NOT_RUN, f"the file did not load: {error}")
-                              for c in checks]
-            return
+            _load_and_check(worker, checks, limits, report)
+        except KeyboardInterrupt:
+            report.interrupted = True
+            done = {result.name for result in report.results}
+            report.results += [CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
+                               for c in checks if c.name not in done]
+
+
+def _load_and_check(worker: Worker, checks: list[Check], limits: Limits, report: Report) -> None:
+    try:
+        functions = worker.start()
+    except LoadFailed as error:
+        report.load_error = str(error)
         report.load_output = worker.new_output()
-        for position, check in enumerate(checks):
-            start = time.perf_counter()
+        report.results = [CheckResult(c.name, c.exercise, NOT_RUN, f"the file did not load: {error}") for c in checks]
+        return
+    report.load_output = worker.new_output()
+    for check in checks:
+        start = time.perf_counter()
+        result = _absent(check, functions.get(check.name))
+        if result is None:
             try:
-                result = _absent(check, functions.get(check.name))
-                if result is None:
-                    try:
-                        worker.begin_check(limits.seconds)
-                    except LoadFailed as error:
-                        result = CheckResult(check.name, check.exercise, ENDED, f"the file no longer loads: {error}")
-                    else:
-                        result = _settle(check, check.run(RemoteFunction(worker, check.name)))
-            except KeyboardInterrupt:
-                report.interrupted = True
-                report.results += [CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
-                                   for c in checks[position:]]
-                return
-            result.seconds = time.perf_counter() - start
-            result.output = worker.new_output()
-            report.results.append(result)
+                worker.begin_check(limits.seconds)
+            except LoadFailed as error:
+                result = CheckResult(check.name, check.exercise, ENDED, f"the file no longer loads: {error}")
+            else:
+                result = _settle(check, check.run(RemoteFunction(worker, check.name)))
+        result.seconds = time.perf_counter() - start
+        result.output = worker.new_output()
+        report.results.append(result)
 
 
 def _loaded_here(path: Path) -> bool:

@@ -42,9 +42,10 @@ def _require_tokenizer(result, what: str) -> None:
     expected = "a trained tokenizers.Tokenizer"
     if result is None:
         fail("returned_none", f"{what} is None: the function has no `return`", expected, "None", ADVICE)
-    if isinstance(result, trainers.Trainer):
+    category = getattr(result, "category", "")  # an Opaque stand-in from a worker
+    if isinstance(result, trainers.Trainer) or category == "trainer":
         fail("returned_trainer", f"{what} is the trainer, not the tokenizer", expected, type_name(result), ADVICE)
-    if isinstance(result, models.Model):
+    if isinstance(result, models.Model) or category == "model":
         fail("returned_model", f"{what} is the bare BPE model, not a Tokenizer wrapping it", expected,
              type_name(result), ADVICE)
     fail("not_a_tokenizer", f"{what} is not a tokenizers.Tokenizer", expected, type_name(result), ADVICE)

@@ -27,13 +27,10 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from transformer_lab.selfcheck.core import ENDED, TIMED_OUT, StudentRaised, StudentStopped
 from transformer_lab.selfcheck.errors import summarise_exception
 from transformer_lab.selfcheck.execution import (
     GradientReport,
-    Opaque,
     Returned,
     StudentFunction,
     execute,
@@ -41,6 +38,7 @@ from transformer_lab.selfcheck.execution import (
     install_library_spies,
     static_library_use,
 )
+from transformer_lab.selfcheck.transport import decode, encode, loads_plain
 
 STUDENT_MODULE = "student_submission"
 DEFAULT_SECONDS = 10.0
@@ -78,31 +76,8 @@ class LoadFailed(Exception):
 # ---------------------------------------------------------------------------------------------
 
 
-def _portable(value: object, depth: int = 0) -> object:
-    """A copy of ``value`` that can travel to the parent: tensors detached, anything that would
-    not unpickle there (a lambda, a generator, a class from the student's file) as :class:`Opaque`."""
-    if isinstance(value, torch.Tensor):
-        return value.detach()
-    if depth < 3 and type(value) in (tuple, list):
-        return type(value)(_portable(item, depth + 1) for item in value)
-    if depth < 3 and type(value) is dict:
-        return {key: _portable(item, depth + 1) for key, item in value.items()}
-    try:
-        data = pickle.dumps(value)
-    except Exception:  # noqa: BLE001 - whatever cannot be pickled is described instead
-        data = None
-    if data is None or STUDENT_MODULE.encode() in data:
-        from transformer_lab.selfcheck.execution import type_name
-
-        try:
-            text = repr(value)[:120]
-        except Exception:  # noqa: BLE001
-            text = f"<{type(value).__name__}>"
-        return Opaque(type_name(value), text)
-    return value
-
-
 def _reply(conn, message: tuple) -> None:
+    """Send plain data only (see ``transport``)."""
     try:
         data = pickle.dumps(message)
     except Exception as error:  # noqa: BLE001
@@ -117,10 +92,10 @@ def _serve(module: types.ModuleType, message: tuple) -> tuple:
         if op == "gradient":
             report = execute_gradient(function, args, options["names"], options["pick"], options.get("hints", ()),
                                       catch_interrupt=True)
-            return ("gradient", report)
+            return ("gradient", encode(report))
         returned = execute(function, args, options.get("hints", ()), options.get("watch_library", False),
                            catch_interrupt=True, quiet=options.get("quiet", False))
-        return ("returned", _portable(returned.result), _portable(returned.args), returned.library)
+        return ("returned", encode(returned.result), encode(returned.args), list(returned.library))
     except NotImplementedError as error:
         return ("not_done", str(error).strip())
     except StudentRaised as raised:
@@ -331,7 +306,7 @@ class Worker:
             self.kill()
             raise StudentStopped(ENDED, describe_exit(exitcode)) from None
         try:
-            return pickle.loads(data)
+            return loads_plain(data)
         except Exception as error:  # noqa: BLE001
             raise StudentRaised("the result could not be read back: " + summarise_exception(error)) from None
 
@@ -373,9 +348,13 @@ class RemoteFunction(StudentFunction):
     def call(self, *args, hints=(), watch_library: bool = False, quiet: bool = False) -> Returned:
         reply = self._unpack(self.worker.request("call", self.name, list(args), hints=list(hints),
                                                  watch_library=watch_library, quiet=quiet))
-        return Returned(reply[1], list(reply[2]), list(reply[3]))
+        try:
+            result, arguments = decode(reply[1]), decode(reply[2])
+        except Exception as error:  # noqa: BLE001 - e.g. a tokenizer whose JSON does not load
+            raise StudentRaised("the result could not be read back: " + summarise_exception(error)) from None
+        return Returned(result, list(arguments), [str(name) for name in reply[3]])
 
     def gradient(self, args, names, pick: str, hints=()) -> GradientReport:
         reply = self._unpack(self.worker.request("gradient", self.name, list(args), names=list(names), pick=pick,
                                                  hints=list(hints)))
-        return reply[1]
+        return decode(reply[1])
