@@ -15,8 +15,8 @@ from collections.abc import Callable
 import torch
 
 from transformer_lab import attention as reference
-from transformer_lab.selfcheck.core import Mistake, combine, fail, first_match, run_check, CheckResult
-from transformer_lab.selfcheck.execution import StudentFunction, as_student
+from transformer_lab.selfcheck.core import CheckResult, Mistake, combine, fail, first_match, run_check
+from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 from transformer_lab.selfcheck.tensors import (
     check_gradient,
     check_unchanged,
@@ -217,8 +217,6 @@ def unpack_pair(result, out_shape, w_shape):
         fail("returned_one_tensor", "a single tensor was returned instead of the pair (output, weights)",
              expected, received, "return output, weights")
     if not isinstance(result, (tuple, list)) or len(result) != 2:
-        from transformer_lab.selfcheck.execution import type_name
-
         got = type_name(result)
         if isinstance(result, (tuple, list)):
             got += f" of length {len(result)}"
