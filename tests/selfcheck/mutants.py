@@ -440,6 +440,12 @@ def masked_mean_floor_division(x, padding):
     return _total(x, padding) // (~padding).sum(1, keepdim=True)
 
 
+@wrong("masked_mean", "integer_division")
+def masked_mean_truncated_division(x, padding):
+    counts = (~padding).sum(1, keepdim=True)
+    return torch.div(_total(x, padding), counts, rounding_mode="trunc")
+
+
 @wrong("masked_mean", "inverted_mask")
 def masked_mean_inverted(x, padding):
     keep = padding.unsqueeze(-1).float()

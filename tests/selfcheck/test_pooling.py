@@ -10,7 +10,7 @@ from transformer_lab.selfcheck.tensors import close
 
 def test_every_mistake_gives_another_answer_on_the_probe():
     x, padding = masked_mean_probe()
-    answers = {m.code: m.variant(x, padding) for m in MISTAKES}
+    answers = {m.message: m.variant(x, padding) for m in MISTAKES}
     right = masked_mean(x.double(), padding)
     for i, (code, answer) in enumerate(answers.items()):
         assert not close(answer, right), code

@@ -63,6 +63,9 @@ MISTAKES: list[Mistake] = [
     Mistake("integer_division", "the mean was rounded down: // (floor division) instead of /",
             "divide with /: total / counts",
             lambda x, padding: torch.div(_parts(x, padding)[1], _parts(x, padding)[2], rounding_mode="floor")),
+    Mistake("integer_division", "the mean was cut to a whole number (integer division, rounding toward zero) "
+            "instead of divided with /", "divide with /: total / counts",
+            lambda x, padding: torch.div(_parts(x, padding)[1], _parts(x, padding)[2], rounding_mode="trunc")),
     Mistake("inverted_mask", "the mask was inverted: the padded tokens were averaged and the real ones dropped",
             "True in padding means 'ignore': keep = ~padding",
             lambda x, padding: (_parts(x, padding)[0] * padding[:, :, None]).sum(1) / _parts(x, padding)[3]),
