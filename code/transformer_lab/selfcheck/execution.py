@@ -1,0 +1,278 @@
+"""Calling a student's function and describing what happened, in this process or in a worker.
+
+A check never calls student code directly: it goes through a :class:`StudentFunction`, which
+returns the result (and the arguments as they were after the call, to catch in-place changes) or
+raises ``NotImplementedError`` (not done yet), :class:`~transformer_lab.selfcheck.core.StudentRaised`
+(one summarised line) or :class:`~transformer_lab.selfcheck.core.StudentStopped` (a time-out or
+an ended process, only in a worker). :class:`LocalFunction` runs in this process (tests, pages);
+``worker.RemoteFunction`` runs in a separate process. Both use :func:`execute` and
+:func:`execute_gradient`, so a diagnosis is the same either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import os
+import re
+import sys
+import types
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from transformer_lab.selfcheck.core import StudentRaised
+from transformer_lab.selfcheck.errors import summarise_exception
+
+# Library functions that compute attention for the student; Exercise 1 and the multi-head stretch
+# ask for it by hand. (module, attribute, the name the report uses)
+LIBRARY_ATTENTION: tuple[tuple[object, str, str], ...] = (
+    (torch.nn.functional, "scaled_dot_product_attention", "F.scaled_dot_product_attention"),
+    (torch.nn.functional, "multi_head_attention_forward", "F.multi_head_attention_forward"),
+    (torch, "_native_multi_head_attention", "torch._native_multi_head_attention"),
+    (torch.nn.MultiheadAttention, "forward", "nn.MultiheadAttention"),
+)
+
+
+@dataclass
+class Returned:
+    """What a call gave back: the result, the arguments after the call, library attention used."""
+
+    result: object
+    args: list = field(default_factory=list)
+    library: list[str] = field(default_factory=list)
+
+
+@dataclass
+class GradientReport:
+    """Did a gradient flow from the (picked) result back to each named input?"""
+
+    requires_grad: bool
+    reached: dict[str, str]  # name -> "finite", "none" or "not finite"
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """Stands in for a returned object that does not travel between processes as data (a
+    generator, a lambda, an instance of a class defined in the student's file)."""
+
+    type_name: str
+    text: str
+    category: str = ""  # "trainer" or "model" for a tokenizers trainer or model
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def type_name(value: object) -> str:
+    """'int', 'numpy.float32', 'torch.Tensor', or the original type of an :class:`Opaque`."""
+    if isinstance(value, Opaque):
+        return value.type_name
+    kind = type(value)
+    if kind.__module__ in ("builtins", "__main__"):
+        return kind.__name__
+    module = kind.__module__.split(".")[0]
+    return f"{module}.{kind.__name__}"
+
+
+_RECORDS: list[list[str]] = []  # the open recordings; spies append to each
+_INSTALLED: list[tuple[object, str, object]] = []  # (owner, attribute, original) while spies are in place
+
+
+def install_library_spies() -> None:
+    """Wrap each library attention function so that a call is recorded (and still computed).
+
+    A worker installs them once, before it loads the student's file, so that even a function
+    imported under another name (``from torch.nn.functional import ... as sdpa``) is a spy."""
+    if _INSTALLED:
+        return
+    for owner, attribute, label in LIBRARY_ATTENTION:
+        original = getattr(owner, attribute, None)
+        if original is None:
+            continue
+
+        def spy(*args, _original=original, _label=label, **kwargs):
+            for record in _RECORDS:
+                record.append(_label)
+            return _original(*args, **kwargs)
+
+        _INSTALLED.append((owner, attribute, original))
+        setattr(owner, attribute, spy)
+
+
+def remove_library_spies() -> None:
+    while _INSTALLED:
+        owner, attribute, original = _INSTALLED.pop()
+        setattr(owner, attribute, original)
+
+
+@contextlib.contextmanager
+def library_spy() -> Iterator[list[str]]:
+    """Record every call of a library attention function while the block runs.
+
+    Spies installed here (none were in place) are removed again afterwards."""
+    temporary = not _INSTALLED
+    if temporary:
+        install_library_spies()
+    record: list[str] = []
+    _RECORDS.append(record)
+    try:
+        yield record
+    finally:
+        _RECORDS.remove(record)
+        if temporary:
+            remove_library_spies()
+
+
+def static_library_use(function: Callable) -> list[str]:
+    """Library attention named in the function's code: an attribute such as
+    ``F.scaled_dot_product_attention`` or a global bound to one (``from ... import ...``)."""
+    code = getattr(function, "__code__", None)
+    if code is None:
+        return []
+    names: set[str] = set()
+    stack = [code]
+    while stack:
+        current = stack.pop()
+        names.update(current.co_names)
+        stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+    found = []
+    globals_ = getattr(function, "__globals__", {})
+    for owner, attribute, label in LIBRARY_ATTENTION:
+        target = getattr(owner, attribute, None)
+        by_name = attribute in names and attribute != "forward"
+        originals = [target] + [original for o, a, original in _INSTALLED if (o, a) == (owner, attribute)]
+        by_alias = any(globals_.get(name) is t for name in names for t in originals if t is not None)
+        if by_name or by_alias:
+            found.append(label)
+    return sorted(set(found))
+
+
+def _uses_dot_t(function: Callable, caught: Sequence[warnings.WarningMessage]) -> bool:
+    """Did the function use ``.T`` on a batched tensor? PyTorch warns only once per process, so
+    the source is read too."""
+    if any("on tensors of dimension other than 2" in str(w.message) for w in caught):
+        return True
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):
+        return False
+    return re.search(r"\.T\b", source) is not None
+
+
+def _filename(function: Callable) -> str | None:
+    return getattr(getattr(function, "__code__", None), "co_filename", None)
+
+
+def _summarise(function: Callable, error: BaseException, hints, caught) -> str:
+    extra = list(hints)
+    if isinstance(error, Exception) and _uses_dot_t(function, caught):
+        extra.insert(0, (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)"))
+    return summarise_exception(error, _filename(function), extra)
+
+
+@contextlib.contextmanager
+def silenced_terminal() -> Iterator[None]:
+    """Send what native code writes straight to file descriptors 1 and 2 (the tokenizer trainer's
+    progress bars) to /dev/null while the block runs, so that the report stays readable."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+
+
+def execute(function: Callable, args: Sequence[object], hints=(), watch_library: bool = False,
+            catch_interrupt: bool = False, quiet: bool = False) -> Returned:
+    """Call ``function(*args)``; ``NotImplementedError`` passes through, any other exception
+    (``SystemExit`` included; ``KeyboardInterrupt`` when ``catch_interrupt``) becomes
+    ``StudentRaised`` with one summarised line. ``quiet`` silences the terminal meanwhile."""
+    args = list(args)
+    caught: list[warnings.WarningMessage] = []
+    spy = library_spy() if watch_library else contextlib.nullcontext([])
+    catchable = (Exception, SystemExit, KeyboardInterrupt) if catch_interrupt else (Exception, SystemExit)
+    silence = silenced_terminal() if quiet else contextlib.nullcontext()
+    with warnings.catch_warnings(record=True) as caught, spy as used, silence:
+        warnings.simplefilter("always")
+        try:
+            result = function(*args)
+        except NotImplementedError:
+            raise
+        except catchable as error:  # noqa: BLE001 - any student error becomes one line
+            raise StudentRaised(_summarise(function, error, hints, caught)) from None
+    return Returned(result, args, list(dict.fromkeys(used)))
+
+
+def pick_result(result: object, pick: str) -> object:
+    """The tensor a gradient check follows: the whole result or the first of a pair."""
+    if pick == "first" and isinstance(result, (tuple, list)) and result:
+        return result[0]
+    return result
+
+
+def execute_gradient(function: Callable, args: Sequence[object], names: Sequence[str], pick: str,
+                     hints=(), catch_interrupt: bool = False) -> GradientReport:
+    """Call ``function`` with the first ``len(names)`` arguments requiring gradients and report
+    whether a finite gradient reaches each of them from the sum of the (picked) result."""
+    leaves = [torch.as_tensor(a).detach().clone().requires_grad_(True) for a in args[: len(names)]]
+    returned = execute(function, [*leaves, *args[len(names):]], hints, catch_interrupt=catch_interrupt)
+    out = pick_result(returned.result, pick)
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
+        return GradientReport(False, {})
+    catchable = (Exception, SystemExit, KeyboardInterrupt) if catch_interrupt else (Exception, SystemExit)
+    try:
+        out.double().sum().backward()
+    except catchable as error:  # noqa: BLE001 - e.g. an in-place change that breaks autograd
+        raise StudentRaised("the gradient could not be computed: " + summarise_exception(error)) from None
+    reached = {}
+    for leaf, name in zip(leaves, names):
+        if leaf.grad is None:
+            reached[name] = "none"
+        else:
+            reached[name] = "finite" if bool(torch.isfinite(leaf.grad).all()) else "not finite"
+    return GradientReport(True, reached)
+
+
+class StudentFunction:
+    """The student's function as the checks see it (see the module docstring)."""
+
+    name: str = ""
+    library_names: list[str] = []
+
+    def call(self, *args, hints=(), watch_library: bool = False, quiet: bool = False) -> Returned:  # pragma: no cover
+        raise NotImplementedError
+
+    def gradient(self, args, names, pick: str, hints=()) -> GradientReport:  # pragma: no cover
+        raise NotImplementedError
+
+
+class LocalFunction(StudentFunction):
+    """A student function run in this process (no time limit; ``KeyboardInterrupt`` stops it)."""
+
+    def __init__(self, function: Callable):
+        self.function = function
+        self.name = getattr(function, "__name__", "function")
+        self.library_names = static_library_use(function)
+
+    def call(self, *args, hints=(), watch_library: bool = False, quiet: bool = False) -> Returned:
+        return execute(self.function, args, hints, watch_library, quiet=quiet)
+
+    def gradient(self, args, names, pick: str, hints=()) -> GradientReport:
+        return execute_gradient(self.function, args, names, pick, hints)
+
+
+def as_student(function) -> StudentFunction:
+    """Wrap a plain callable; pass a :class:`StudentFunction` through."""
+    return function if isinstance(function, StudentFunction) else LocalFunction(function)

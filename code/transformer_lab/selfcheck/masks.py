@@ -1,0 +1,116 @@
+"""Stretch exercise: ``causal_padding_mask(padding) -> (B, L, L)``, a decoder's mask with padding.
+
+Query i may read key j only when j <= i and key j is real; the mask is True where it may not.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from transformer_lab.selfcheck import _reference as reference
+from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
+from transformer_lab.selfcheck.execution import StudentFunction, as_student
+from transformer_lab.selfcheck.tensors import check_unchanged, require_tensor, shape_text
+
+NAME, EXERCISE = "causal_padding_mask", "Exercise 10"
+
+# B = 3 and L = 5 differ and every example has a real first token. Padding at the end alone hides
+# mistakes (the future already covers those keys for the earlier queries), so two examples have
+# a padded key in the middle: each mistake below gives another mask.
+PROBE_PADDING = torch.tensor([[False, False, False, True, True],
+                              [False, True, False, False, False],
+                              [False, False, True, False, True]])
+
+
+def _future(padding: torch.Tensor, diagonal: int = 1) -> torch.Tensor:
+    length = padding.shape[1]
+    return torch.ones(length, length, dtype=torch.bool).triu(diagonal=diagonal)[None].expand(padding.shape[0], -1, -1)
+
+
+def _keys(padding: torch.Tensor) -> torch.Tensor:
+    return padding[:, None, :].expand(-1, padding.shape[1], -1)
+
+
+def _queries(padding: torch.Tensor) -> torch.Tensor:
+    return padding[:, :, None].expand(-1, -1, padding.shape[1])
+
+
+MISTAKES: list[Mistake] = [
+    Mistake("padding_ignored", "only the future is blocked: padded keys are still visible",
+            "combine both with |: future[None] | padding[:, None, :]", lambda p: _future(p)),
+    Mistake("causal_missing", "only the padding is blocked: every query can still read later tokens",
+            "add the future: torch.ones(L, L, dtype=torch.bool).triu(diagonal=1)", lambda p: _keys(p)),
+    Mistake("blocked_diagonal", "the diagonal is blocked too: a token may read itself (j = i)",
+            "triu(diagonal=1) blocks j > i only; triu() with diagonal=0 also blocks j = i",
+            lambda p: _future(p, diagonal=0) | _keys(p)),
+    Mistake("causal_transposed", "the past is blocked instead of the future (tril instead of triu)",
+            "the future of query i is the keys j > i: the upper triangle, triu(diagonal=1)",
+            lambda p: _future(p).transpose(1, 2) | _keys(p)),
+    Mistake("inverted_mask", "the mask is inverted: True marks what a query may read",
+            "True means 'must not attend' (as key_padding_mask and attn_mask in PyTorch)",
+            lambda p: ~reference.causal_padding_mask(p)),
+    Mistake("padding_inverted", "the padding was inverted (~padding): real keys are blocked, padded ones visible",
+            "padding is already True where a key must be hidden: use it as it is",
+            lambda p: _future(p) | ~_keys(p)),
+    Mistake("padding_on_queries", "the padding was applied to the queries (rows) instead of the keys (columns)",
+            "padding[:, None, :] puts the mask on the key axis: every query row hides the same padded keys",
+            lambda p: _future(p) | _queries(p)),
+    Mistake("padding_on_both_axes", "padded queries were blocked as well, so their rows hide every key (softmax "
+            "of a row of −∞ is NaN)", "block keys only: future | padding[:, None, :]",
+            lambda p: _future(p) | _keys(p) | _queries(p)),
+    Mistake("combined_with_and", "future and padding were combined with & (and): a key is blocked only when it "
+            "is both", "a key is hidden when it is in the future OR padding: use |",
+            lambda p: _future(p) & _keys(p)),
+]
+
+
+def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
+    b, length = padding.shape
+    expected = reference.causal_padding_mask(padding)
+    returned = student.call(padding.clone())
+    check_unchanged([padding], returned.args, ["padding"])
+    result = require_tensor(returned.result, "the mask", (b, length, length), "mask")
+    if tuple(result.shape) != (b, length, length):
+        if tuple(result.shape) == (length, length):
+            fail("missing_batch_axis", "the mask has no batch axis: (L, L) instead of (B, L, L), so it cannot hold "
+                 "each example's padding", f"shape ({b}, {length}, {length}) = (B, L, L)",
+                 f"shape {shape_text(result)}", "combine the (L, L) future with padding[:, None, :] (B, 1, L)")
+        fail("mask_shape", "the mask has the wrong shape", f"shape ({b}, {length}, {length}) = (B, L, L)",
+             f"shape {shape_text(result)}", "future[None] | padding[:, None, :] broadcasts to (B, L, L)")
+    rows = f"example {b - 1}: {_rows(expected[-1])}"
+    if result.dtype != torch.bool:
+        values = result.detach().double()
+        if torch.equal(values == float("-inf"), expected) and bool((values[~expected] == 0).all()):
+            fail("additive_float_mask", "a float mask of 0 and −∞ came back; the exercise asks for a bool mask "
+                 "(True = blocked)", f"dtype torch.bool, {rows}", f"dtype {result.dtype}",
+                 "return the boolean mask itself; masked_fill turns it into −∞ scores later")
+        if torch.equal(values != 0, expected):
+            fail("not_bool", f"the mask has dtype {result.dtype}, not torch.bool (the pattern is right)",
+                 f"dtype torch.bool, {rows}", f"dtype {result.dtype}", "build it from bool tensors, or add .bool()")
+        fail("not_bool", f"the mask has dtype {result.dtype}, not torch.bool", f"dtype torch.bool, {rows}",
+             f"dtype {result.dtype}", "True where query i must not read key j, as a bool tensor")
+    if torch.equal(result, expected):
+        return
+    worst = int((result != expected).flatten(1).sum(1).argmax())
+    shown_expected = f"example {worst}: {_rows(expected[worst])}"
+    shown = f"example {worst}: {_rows(result[worst])}"
+    diagnose(result, MISTAKES, (padding,), lambda a, b: torch.equal(a, b.to(a.dtype)), shown_expected, shown)
+    fail("mask_differs", "the mask differs: query i must not read key j when j > i or key j is padding",
+         shown_expected, shown, "future = triu(ones(L, L), diagonal=1); return future[None] | padding[:, None, :]")
+
+
+def _rows(mask: torch.Tensor) -> str:
+    """The (L, L) mask as rows of 1 (blocked) and 0, e.g. '01111/00111/...'."""
+    return "/".join("".join("1" if v else "0" for v in row) for row in mask.tolist())
+
+
+def check_causal_padding_mask(function) -> CheckResult:
+    """Check ``causal_padding_mask(padding) -> (B, L, L)`` against the private reference."""
+    student = as_student(function)
+
+    def body():
+        _check_once(student, PROBE_PADDING)
+        _check_once(student, torch.tensor([[False, False, True, True, True, True, True],
+                                           [False, False, False, False, False, False, True]]))
+
+    return run_check(NAME, EXERCISE, body)

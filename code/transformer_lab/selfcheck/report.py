@@ -1,0 +1,160 @@
+"""The report of one file: as text for the student, as JSON for tools, as an autograder's results."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from transformer_lab.selfcheck.core import NOT_ATTEMPTED, PASSED, STATUSES, CheckResult, Finding
+from transformer_lab.timing import format_wall_time
+
+OUTPUT_LINES = 5  # lines of a check's printed output shown in the text report
+
+
+@dataclass
+class Report:
+    path: str
+    results: list[CheckResult] = field(default_factory=list)
+    load_error: str | None = None
+    seconds: float = 0.0
+    load_output: str = ""
+    interrupted: bool = False
+
+    @property
+    def all_passed(self) -> bool:
+        """Every check passed (a stretch exercise left alone does not count against it)."""
+        return (self.load_error is None and not self.interrupted
+                and all(r.status in (PASSED, NOT_ATTEMPTED) for r in self.results))
+
+
+def _signatures() -> dict[str, str]:
+    from transformer_lab.selfcheck.registry import ALL_CHECKS
+
+    return {check.name: check.signature for check in ALL_CHECKS}
+
+
+def _printed(text: str, label: str) -> list[str]:
+    lines = text.rstrip("\n").splitlines()
+    if not lines:
+        return []
+    shown = [f"      {line[:150]}" for line in lines[:OUTPUT_LINES]]
+    more = f" (first {OUTPUT_LINES} of {len(lines)} lines)" if len(lines) > OUTPUT_LINES else ""
+    return [f"    {label}{more}:"] + shown
+
+
+def format_report(report: Report) -> str:
+    """The text the command prints."""
+    lines = [f"Self-check of {report.path}", ""]
+    if report.load_error is not None:
+        lines += [f"Could not load the file: {report.load_error}", "Fix this first; no check ran."]
+        lines += _printed(report.load_output, "Your file printed while loading")
+        return "\n".join(lines)
+    lines += _printed(report.load_output, "Your file printed while loading")
+    signature = _signatures()
+    for result in report.results:
+        lines.append(f"[{result.status}] {result.exercise}: {signature.get(result.name, result.name)}")
+        if result.status != PASSED:
+            if result.finding is None:
+                lines.append(f"    {result.summary}")
+            else:
+                finding = result.finding
+                lines.append(f"    Likely mistake: {finding.mistake}")
+                lines.append(f"    expected: {finding.expected}")
+                lines.append(f"    received: {finding.received}")
+                if finding.advice:
+                    lines.append(f"    Try: {finding.advice}")
+        lines += _printed(result.output, "Your code printed")
+    counted = [r for r in report.results if r.status != NOT_ATTEMPTED]
+    counts = {status: sum(r.status == status for r in counted) for status in STATUSES}
+    parts = [f"{n} {status.lower()}" for status, n in counts.items() if n]
+    checks = f"{len(counted)} check{'s' if len(counted) != 1 else ''}"
+    skipped = len(report.results) - len(counted)
+    stretch = f", {skipped} stretch exercise{'s' if skipped != 1 else ''} not attempted" if skipped else ""
+    summary = f"{', '.join(parts) or 'nothing checked'} (of {checks}){stretch}"
+    if report.interrupted:
+        summary = "Interrupted: " + summary
+    lines += ["", f"{summary}, in {format_wall_time(report.seconds)}."]
+    return "\n".join(lines)
+
+
+def result_record(result: CheckResult) -> dict:
+    """One check as a flat dict: check, exercise, status, code, message, evidence, seconds, output."""
+    finding = result.finding
+    return {
+        "check": result.name,
+        "exercise": result.exercise,
+        "status": result.status,
+        "code": result.code,
+        "message": finding.mistake if finding else result.summary,
+        "expected": finding.expected if finding else None,
+        "received": finding.received if finding else None,
+        "advice": finding.advice if finding else None,
+        "seconds": round(result.seconds, 4),
+        "output": result.output,
+    }
+
+
+def report_to_dict(report: Report) -> dict:
+    return {
+        "file": report.path,
+        "passed": report.all_passed,
+        "load_error": report.load_error,
+        "load_output": report.load_output,
+        "interrupted": report.interrupted,
+        "seconds": round(report.seconds, 4),
+        "checks": [result_record(r) for r in report.results],
+    }
+
+
+def report_to_json(report: Report) -> str:
+    """The machine-readable report (``--json``)."""
+    return json.dumps(report_to_dict(report), indent=2, ensure_ascii=False)
+
+
+def report_from_dict(data: dict) -> Report:
+    """Rebuild a :class:`Report` from :func:`report_to_dict` (e.g. a report made in another process)."""
+    results = []
+    for item in data["checks"]:
+        finding = None
+        if item.get("code") is not None:
+            finding = Finding(item["code"], item["message"], item["expected"] or "", item["received"] or "",
+                              item["advice"] or "")
+        results.append(CheckResult(item["check"], item["exercise"], item["status"],
+                                   "" if finding else item["message"], finding, item["seconds"], item.get("output", "")))
+    return Report(data["file"], results, data.get("load_error"), data.get("seconds", 0.0), data.get("load_output", ""),
+                  data.get("interrupted", False))
+
+
+def _result_text(result: CheckResult) -> str:
+    if result.finding is None:
+        return result.summary
+    finding = result.finding
+    text = f"{finding.mistake}\nexpected: {finding.expected}\nreceived: {finding.received}"
+    return text + (f"\nTry: {finding.advice}" if finding.advice else "")
+
+
+def gradescope_results(report: Report) -> dict:
+    """The report as a Gradescope ``results.json``: one test per check, 1 point if it passed.
+
+    Stretch checks are extra credit (``max_score`` 0: a pass adds a point, leaving them costs
+    nothing). A file that does not load scores 0 on every check, with the error as its output."""
+    from transformer_lab.selfcheck.registry import BY_NAME
+
+    tests = []
+    for result in report.results:
+        check = BY_NAME.get(result.name)
+        optional = bool(check and check.optional)
+        tests.append({
+            "name": f"{result.exercise}: {_signatures().get(result.name, result.name)}",
+            "score": 1 if result.status == PASSED else 0,
+            "max_score": 0 if optional else 1,
+            "status": "passed" if result.status == PASSED else "failed",
+            "output": f"[{result.status}] {_result_text(result)}".strip(),
+        })
+    output = format_report(report).splitlines()[-1] if report.load_error is None else \
+        f"Could not load the file: {report.load_error}"
+    return {"score": sum(t["score"] for t in tests), "output": output, "tests": tests}
+
+
+__all__ = ["Report", "format_report", "report_to_json", "report_to_dict", "report_from_dict", "gradescope_results",
+           "result_record"]

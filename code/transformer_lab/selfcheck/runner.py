@@ -1,0 +1,186 @@
+"""Checking a student's file: find it, run every selected check in a worker, collect a report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import types
+from collections.abc import Sequence
+from pathlib import Path
+
+from transformer_lab.selfcheck.core import (
+    FAILED,
+    MISSING,
+    NOT_ATTEMPTED,
+    NOT_DONE,
+    NOT_RUN,
+    ENDED,
+    CheckResult,
+    Finding,
+)
+from transformer_lab.selfcheck.registry import ALL_CHECKS, Check
+from transformer_lab.selfcheck.report import Report, report_from_dict
+from transformer_lab.selfcheck.worker import Limits, LoadFailed, RemoteFunction, Worker, load_module
+
+DEFAULT_PATH = Path("exercises") / "homework" / "starter.py"
+
+
+def find_homework_starter(start: Path | str | None = None) -> Path:
+    """The homework starter (``exercises/homework/starter.py``) in ``start`` (default: the working
+    directory) or one of its parents, else next to the package; ``FileNotFoundError`` if absent."""
+    origins = [Path(start or Path.cwd()).resolve(), Path(__file__).resolve().parent]
+    for origin in origins:
+        for folder in (origin, *origin.parents):
+            if (folder / DEFAULT_PATH).is_file():
+                return folder / DEFAULT_PATH
+    raise FileNotFoundError(f"no {DEFAULT_PATH} above {origins[0]} or above the package at {origins[1]}")
+
+
+def selected_checks(only: Sequence[str] = ()) -> list[Check]:
+    """The checks named in ``only`` (all of them when empty), in the order of the exercises."""
+    return [check for check in ALL_CHECKS if not only or check.name in only]
+
+
+def _absent(check: Check, info: dict | None) -> CheckResult | None:
+    """The result for a function that is missing, not callable or imported from the book."""
+    if info is None or not info["callable"]:
+        what = "no function" if info is None else "a name that is not a function"
+        if check.optional:
+            return CheckResult(check.name, check.exercise, NOT_ATTEMPTED,
+                               f"optional stretch exercise: {what} `{check.name}` in the file")
+        return CheckResult(check.name, check.exercise, MISSING,
+                           f"{what} `{check.name}` in the file: define {check.signature}")
+    origin = info["module"]
+    if origin.split(".")[0] == "transformer_lab":
+        finding = Finding("imported_answer", f"`{check.name}` is the book's own function, imported from {origin}",
+                          f"your own {check.signature}", f"{origin}.{check.name}",
+                          "write the function yourself; the self-check compares it with the book's")
+        return CheckResult(check.name, check.exercise, FAILED, finding.mistake, finding)
+    return None
+
+
+def _settle(check: Check, result: CheckResult) -> CheckResult:
+    """A stretch exercise still raising ``NotImplementedError`` is 'not attempted', not 'not done'."""
+    if check.optional and result.status == NOT_DONE:
+        result.status = NOT_ATTEMPTED
+        result.summary = f"optional stretch exercise: {result.summary}"
+    return result
+
+
+def check_module(module: types.ModuleType, only: Sequence[str] = ()) -> list[CheckResult]:
+    """Run the selected checks on the functions of an imported ``module``, in this process.
+
+    No time limit and no isolation: for code you trust (tests, a page). Students' files go
+    through :func:`check_file`."""
+    from transformer_lab.selfcheck.execution import static_library_use
+
+    results = []
+    for check in selected_checks(only):
+        function = getattr(module, check.name, None)
+        info = None if function is None else {
+            "callable": callable(function), "module": getattr(function, "__module__", "") or "",
+            "library": static_library_use(function) if callable(function) else []}
+        start = time.perf_counter()
+        result = _absent(check, info) or _settle(check, check.run(function))
+        result.seconds = time.perf_counter() - start
+        results.append(result)
+    return results
+
+
+def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Report) -> None:
+    """Run ``checks`` on the file at ``path`` in a worker; fill ``report`` (Ctrl-C stops with
+    the report so far)."""
+    import transformer_lab.tokenizer  # noqa: F401 - loaded once here, so a forked worker need not load it
+
+    with Worker(path, [check.name for check in checks], limits) as worker:
+        try:
+            _load_and_check(worker, checks, limits, report)
+        except KeyboardInterrupt:
+            report.interrupted = True
+            done = {result.name for result in report.results}
+            report.results += [CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
+                               for c in checks if c.name not in done]
+
+
+def _load_and_check(worker: Worker, checks: list[Check], limits: Limits, report: Report) -> None:
+    try:
+        functions = worker.start()
+    except LoadFailed as error:
+        report.load_error = str(error)
+        report.load_output = worker.new_output()
+        report.results = [CheckResult(c.name, c.exercise, NOT_RUN, f"the file did not load: {error}") for c in checks]
+        return
+    report.load_output = worker.new_output()
+    for check in checks:
+        start = time.perf_counter()
+        result = _absent(check, functions.get(check.name))
+        if result is None:
+            try:
+                worker.begin_check(limits.seconds)
+            except LoadFailed as error:
+                result = CheckResult(check.name, check.exercise, ENDED, f"the file no longer loads: {error}")
+            else:
+                result = _settle(check, check.run(RemoteFunction(worker, check.name)))
+        result.seconds = time.perf_counter() - start
+        result.output = worker.new_output()
+        report.results.append(result)
+
+
+def _loaded_here(path: Path) -> bool:
+    """Has this process already run the file (e.g. the starter checking itself)? Then its code may
+    have changed the references, so the checks must run in a fresh interpreter."""
+    target = path.resolve()
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file:
+            try:
+                if Path(file).resolve() == target:
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+def _check_in_fresh_process(path: Path, only: Sequence[str], display: str, limits: Limits) -> Report:
+    command = [sys.executable, "-m", "transformer_lab.selfcheck", str(path), "--json", "--display", display,
+               "--time-limit", str(limits.seconds)]
+    if only:
+        command += ["--only", *only]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    try:
+        return report_from_dict(json.loads(completed.stdout))
+    except (json.JSONDecodeError, KeyError, TypeError):
+        last = (completed.stderr or completed.stdout).strip().splitlines()[-1:] or ["no output"]
+        return Report(display, load_error=f"the self-check could not run ({last[0][:200]})")
+
+
+def check_file(path: str | Path, only: Sequence[str] = (), display: str | None = None,
+               limits: Limits | None = None, isolated: bool = True) -> Report:
+    """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
+    one-line error. ``display`` is the name the report prints for the file (default: ``path``).
+
+    The student's code runs in a worker process with ``limits`` (time per check, memory, output);
+    ``isolated=False`` runs it in this process instead (trusted code only)."""
+    start = time.perf_counter()
+    path = Path(path)
+    display = display or str(path)
+    limits = limits or Limits()
+    checks = selected_checks(only)
+    if isolated and _loaded_here(path):
+        return _check_in_fresh_process(path, only, display, limits)
+    report = Report(display)
+    if isolated:
+        _run_in_worker(path, checks, limits, report)
+    else:
+        try:
+            module = load_module(path)
+        except (Exception, SystemExit) as error:  # noqa: BLE001 - a broken file is reported, not raised
+            from transformer_lab.selfcheck.errors import summarise_exception
+
+            report.load_error = summarise_exception(error, str(path))
+        else:
+            report.results = check_module(module, only)
+    report.seconds = time.perf_counter() - start
+    return report

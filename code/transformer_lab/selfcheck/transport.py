@@ -1,0 +1,122 @@
+"""What a worker sends back, in a form the parent can read without running any of its code.
+
+Unpickling runs whatever a pickle names, so a student's function could return an object whose
+pickle calls ``exec`` in the parent. The worker therefore encodes results as plain data: every
+value becomes a tagged tuple of strings, numbers, bytes, lists and tuples; tensors and arrays
+travel as raw bytes with a dtype from a short list; a tokenizer as its JSON. The parent
+unpickles that with :class:`PlainUnpickler`, which refuses every global, and rebuilds the values.
+"""
+
+from __future__ import annotations
+
+import io
+import pickle
+
+import numpy as np
+import torch
+
+from transformer_lab.selfcheck.execution import GradientReport, Opaque, type_name
+
+DEPTH = 4
+TENSOR_DTYPES = {str(d): d for d in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+                                     torch.float16, torch.float32, torch.float64)}
+NUMPY_KINDS = "biuf"  # bool, signed and unsigned integers, floats
+
+
+class ModuleState:
+    """A ``nn.Module`` that came back from a worker: its type and its tensors."""
+
+    def __init__(self, kind: str, state: dict[str, torch.Tensor]):
+        self.kind, self._state = kind, state
+
+    def state_dict(self) -> dict[str, torch.Tensor]:
+        return dict(self._state)
+
+
+def encode(value: object, depth: int = 0) -> object:
+    """``value`` as plain data (see the module docstring)."""
+    if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
+        return ("plain", value)
+    if isinstance(value, torch.Tensor) and str(value.dtype) in TENSOR_DTYPES and value.layout == torch.strided:
+        data = value.detach().cpu().contiguous()
+        return ("tensor", str(data.dtype), list(data.shape), data.view(-1).view(torch.uint8).numpy().tobytes()
+                if data.dtype != torch.bool else data.numpy().tobytes())
+    if isinstance(value, np.ndarray) and value.dtype.kind in NUMPY_KINDS:
+        return ("ndarray", value.dtype.str, list(value.shape), np.ascontiguousarray(value).tobytes())
+    if isinstance(value, np.generic) and value.dtype.kind in NUMPY_KINDS:
+        return ("npscalar", value.dtype.str, value.tobytes())
+    if depth < DEPTH and type(value) in (list, tuple):
+        return (type(value).__name__, [encode(item, depth + 1) for item in value])
+    if depth < DEPTH and type(value) is dict:
+        return ("dict", [(encode(k, depth + 1), encode(v, depth + 1)) for k, v in value.items()])
+    if isinstance(value, torch.nn.Module):
+        return ("module", type_name(value), [(name, encode(t, depth + 1)) for name, t in value.state_dict().items()])
+    if isinstance(value, GradientReport):
+        return ("gradient", value.requires_grad, dict(value.reached))
+    try:
+        from tokenizers import Tokenizer, models, trainers
+    except ImportError:  # pragma: no cover
+        Tokenizer = models = trainers = None
+    if Tokenizer is not None and isinstance(value, Tokenizer):
+        return ("tokenizer", value.to_str())
+    category = ""
+    if trainers is not None and isinstance(value, trainers.Trainer):
+        category = "trainer"
+    elif models is not None and isinstance(value, models.Model):
+        category = "model"
+    try:
+        text = repr(value)[:120]
+    except Exception:  # noqa: BLE001 - a broken __repr__ is the student's, not ours
+        text = f"<{type(value).__name__}>"
+    return ("opaque", type_name(value), text, category)
+
+
+def decode(node: object) -> object:
+    """Rebuild a value from :func:`encode`'s plain data."""
+    tag = node[0]
+    if tag == "plain":
+        return node[1]
+    if tag == "tensor":
+        dtype = TENSOR_DTYPES[node[1]]
+        flat = torch.frombuffer(bytearray(node[3]), dtype=torch.uint8) if node[3] else torch.empty(0, dtype=torch.uint8)
+        if dtype == torch.bool:
+            return flat.to(torch.bool).reshape(node[2])
+        return flat.view(dtype).reshape(node[2]).clone()
+    if tag == "ndarray":
+        dtype = np.dtype(node[1])
+        if dtype.kind not in NUMPY_KINDS:
+            raise ValueError(f"unexpected array dtype {dtype}")
+        return np.frombuffer(node[3], dtype=dtype).reshape(node[2]).copy()
+    if tag == "npscalar":
+        dtype = np.dtype(node[1])
+        if dtype.kind not in NUMPY_KINDS:
+            raise ValueError(f"unexpected scalar dtype {dtype}")
+        return np.frombuffer(node[2], dtype=dtype)[0]
+    if tag == "list":
+        return [decode(item) for item in node[1]]
+    if tag == "tuple":
+        return tuple(decode(item) for item in node[1])
+    if tag == "dict":
+        return {decode(k): decode(v) for k, v in node[1]}
+    if tag == "module":
+        return ModuleState(node[1], {name: decode(t) for name, t in node[2]})
+    if tag == "gradient":
+        return GradientReport(bool(node[1]), {str(k): str(v) for k, v in node[2].items()})
+    if tag == "tokenizer":
+        from tokenizers import Tokenizer
+
+        return Tokenizer.from_str(node[1])
+    if tag == "opaque":
+        return Opaque(str(node[1]), str(node[2]), str(node[3]))
+    raise ValueError(f"unexpected tag {tag!r}")
+
+
+class PlainUnpickler(pickle.Unpickler):
+    """Reads only plain data: any class or function named in the pickle is refused."""
+
+    def find_class(self, module: str, name: str):
+        raise pickle.UnpicklingError(f"refused to load {module}.{name}")
+
+
+def loads_plain(data: bytes) -> object:
+    return PlainUnpickler(io.BytesIO(data)).load()

@@ -1,0 +1,1219 @@
+"""A catalogue of student implementations of every graded function: plausible wrong ones, each
+with the mistake code the self-check should name, and right ones written unlike the package.
+
+``python tests/selfcheck/mutants.py`` prints the numbers the issue asks for (variants, rejected,
+named) and one line per variant that is not named; ``test_mutations.py`` asserts them.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+from transformer_lab.selfcheck import PASSED
+from transformer_lab.selfcheck.registry import BY_NAME
+
+# Codes that say only *that* something differs, not which mistake it is.
+GENERIC_CODES = {"weights_differ", "output_differs", "result_differs", "accuracy_differs", "counts_differ",
+                 "vocabulary_differs", "parameters_differ", "mask_differs", "returned_weights_differ",
+                 "rows_do_not_sum_to_one", "weights_not_finite", "result_not_finite", "weights_shape",
+                 "output_shape", "result_shape", "mask_shape", None}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    check: str
+    function: Callable
+    code: str | None  # the mistake the self-check should name; None for a right implementation
+
+    @property
+    def label(self) -> str:
+        return f"{self.check}:{self.function.__name__}"
+
+
+WRONG: list[Mutant] = []
+RIGHT: list[Mutant] = []
+
+
+def wrong(check: str, code: str):
+    def register(function):
+        WRONG.append(Mutant(check, function, code))
+        return function
+
+    return register
+
+
+def right(check: str):
+    def register(function):
+        RIGHT.append(Mutant(check, function, None))
+        return function
+
+    return register
+
+
+# =============================================================================================
+# Exercise 1: attention
+# =============================================================================================
+
+INF = float("-inf")
+
+
+@right("attention")
+def attention_masked_fill(q, k, v, padding):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores.masked_fill(padding[:, None, :], INF), dim=-1)
+    return weights @ v, weights
+
+
+@right("attention")
+def attention_einsum_where(q, k, v, padding):
+    scores = torch.einsum("bqd,bkd->bqk", q, k) / q.shape[-1] ** 0.5
+    scores = torch.where(padding.unsqueeze(1), torch.tensor(INF), scores)
+    weights = scores.softmax(-1)
+    return torch.einsum("bqk,bkv->bqv", weights, v), weights
+
+
+@right("attention")
+def attention_loop(q, k, v, padding):
+    outputs, all_weights = [], []
+    for b in range(q.shape[0]):
+        keep = ~padding[b]
+        weights = torch.zeros(q.shape[1], k.shape[1], dtype=q.dtype)
+        weights[:, keep] = torch.softmax(q[b] @ k[b, keep].T / math.sqrt(q.shape[-1]), dim=-1)
+        outputs.append(weights @ v[b])
+        all_weights.append(weights)
+    return torch.stack(outputs), torch.stack(all_weights)
+
+
+@right("attention")
+def attention_large_negative(q, k, v, padding):
+    scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.size(-1))
+    weights = F.softmax(scores.masked_fill(padding[:, None, :], -1e9), dim=-1)
+    return torch.bmm(weights, v), weights
+
+
+@right("attention")
+def attention_finfo_min(q, k, v, padding):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(padding.unsqueeze(1), torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=2)
+    return weights @ v, weights
+
+
+@right("attention")
+def attention_additive_mask(q, k, v, padding):
+    bias = torch.zeros(padding.shape, dtype=q.dtype).masked_fill(padding, INF)
+    weights = torch.softmax(q @ k.mT / math.sqrt(q.shape[-1]) + bias[:, None, :], dim=-1)
+    return weights @ v, weights
+
+
+@right("attention")
+def attention_renormalised_after(q, k, v, padding):
+    """Zeroing after the softmax *and renormalising* is the same as −∞ before it."""
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    weights = weights.masked_fill(padding[:, None, :], 0.0)
+    weights = weights / weights.sum(-1, keepdim=True)
+    return weights @ v, weights
+
+
+@right("attention")
+def attention_stable_by_hand(q, k, v, padding):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    exp = torch.exp(scores - scores.amax(-1, keepdim=True))
+    weights = exp / exp.sum(-1, keepdim=True)
+    return weights @ v, weights
+
+
+def _attention(q, k, v, padding, divisor=None, dim=-1, fill=INF):
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if divisor is None else divisor)
+    weights = torch.softmax(scores.masked_fill(padding[:, None, :], fill), dim=dim)
+    return weights @ v, weights
+
+
+@wrong("attention", "no_scaling")
+def attention_no_scaling(q, k, v, padding):
+    return _attention(q, k, v, padding, divisor=1)
+
+
+@wrong("attention", "divided_by_d")
+def attention_divided_by_d(q, k, v, padding):
+    return _attention(q, k, v, padding, divisor=q.shape[-1])
+
+
+@wrong("attention", "multiplied_by_sqrt_d")
+def attention_multiplied(q, k, v, padding):
+    return _attention(q, k, v, padding, divisor=1 / math.sqrt(q.shape[-1]))
+
+
+@wrong("attention", "divided_by_2_sqrt_d")
+def attention_two_sqrt_d(q, k, v, padding):
+    return _attention(q, k, v, padding, divisor=2 * math.sqrt(q.shape[-1]))
+
+
+@wrong("attention", "divided_by_half_d")
+def attention_power_precedence(q, k, v, padding):
+    d = q.shape[-1]
+    return _attention(q, k, v, padding, divisor=d ** 1/2)
+
+
+@wrong("attention", "divided_by_value_width")
+def attention_value_width(q, k, v, padding):
+    return _attention(q, k, v, padding, divisor=math.sqrt(v.shape[-1]))
+
+
+@wrong("attention", "wrong_width")
+def attention_number_of_queries(q, k, v, padding):
+    return _attention(q, k, v, padding, divisor=math.sqrt(q.shape[1]))
+
+
+@wrong("attention", "wrong_width")
+def attention_number_of_keys(q, k, v, padding):
+    return _attention(q, k, v, padding, divisor=math.sqrt(k.size(1)))
+
+
+@wrong("attention", "softmax_over_queries")
+def attention_softmax_dim1(q, k, v, padding):
+    return _attention(q, k, v, padding, dim=1)
+
+
+@wrong("attention", "softmax_over_queries")
+def attention_softmax_queries_large_negative(q, k, v, padding):
+    return _attention(q, k, v, padding, dim=-2, fill=-1e9)
+
+
+@wrong("attention", "softmax_over_batch")
+def attention_softmax_without_dim(q, k, v, padding):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    weights = F.softmax(scores)  # no dim: PyTorch warns and picks dim 0 for a 3-D tensor
+    return weights @ v, weights
+
+
+@wrong("attention", "no_scaling+softmax_over_queries")
+def attention_two_mistakes(q, k, v, padding):
+    return _attention(q, k, v, padding, divisor=1, dim=1)
+
+
+@wrong("attention", "relu_normalised")
+def attention_relu(q, k, v, padding):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    positive = torch.relu(scores)
+    weights = positive / positive.sum(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
+@wrong("attention", "sigmoid_not_softmax")
+def attention_sigmoid(q, k, v, padding):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    weights = torch.sigmoid(scores)
+    return weights @ v, weights
+
+
+@wrong("attention", "normalised_without_exp+mask_with_zero")
+def attention_divide_by_sum(q, k, v, padding):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], 0.0)
+    weights = scores / scores.sum(-1, keepdim=True)
+    return weights @ v, weights
+
+
+@wrong("attention", "mask_after_softmax")
+def attention_mask_after(q, k, v, padding):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    weights = weights.masked_fill(padding[:, None, :], 0.0)
+    return weights @ v, weights
+
+
+@wrong("attention", "mask_with_zero")
+def attention_mask_zero(q, k, v, padding):
+    return _attention(q, k, v, padding, fill=0.0)
+
+
+@wrong("attention", "inverted_mask")
+def attention_inverted(q, k, v, padding):
+    return _attention(q, k, v, ~padding)
+
+
+@wrong("attention", "mask_ignored")
+def attention_forgot_assignment(q, k, v, padding):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores.masked_fill(padding[:, None, :], INF)  # the masked copy is thrown away
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong("attention", "inf_after_softmax")
+def attention_inf_after(q, k, v, padding):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    weights = weights.masked_fill(padding[:, None, :], INF)
+    return weights @ v, weights
+
+
+@wrong("attention", "mask_times_inf")
+def attention_mask_times_inf(q, k, v, padding):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + padding[:, None, :] * INF
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+@wrong("attention", "scaled_after_softmax")
+def attention_scaled_after(q, k, v, padding):
+    weights = torch.softmax((q @ k.transpose(-2, -1)).masked_fill(padding[:, None, :], INF), dim=-1)
+    weights = weights / math.sqrt(q.shape[-1])
+    return weights @ v, weights
+
+
+@wrong("attention", "returned_unmasked_weights")
+def attention_returns_unmasked_weights(q, k, v, padding):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores, dim=-1)
+    masked = torch.softmax(scores.masked_fill(padding[:, None, :], INF), dim=-1)
+    return masked @ v, weights
+
+
+@wrong("attention", "returned_scores")
+def attention_returns_scores(q, k, v, padding):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    return torch.softmax(scores, dim=-1) @ v, scores
+
+
+@wrong("attention", "output_from_other_weights")
+def attention_output_from_unmasked(q, k, v, padding):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores.masked_fill(padding[:, None, :], INF), dim=-1)
+    return torch.softmax(scores, dim=-1) @ v, weights
+
+
+@wrong("attention", "mixed_keys")
+def attention_mixes_keys(q, k, v, padding):
+    _, weights = attention_masked_fill(q, k, v, padding)
+    return weights @ k, weights
+
+
+@wrong("attention", "weights_transposed")
+def attention_k_times_q(q, k, v, padding):
+    scores = (k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, :, None], INF)
+    weights = torch.softmax(scores, dim=1)
+    return weights.transpose(1, 2) @ v, weights
+
+
+@wrong("attention", "returned_only_output")
+def attention_output_only(q, k, v, padding):
+    return attention_masked_fill(q, k, v, padding)[0]
+
+
+@wrong("attention", "swapped_outputs")
+def attention_swapped(q, k, v, padding):
+    output, weights = attention_masked_fill(q, k, v, padding)
+    return weights, output
+
+
+@wrong("attention", "weights_not_a_tensor")
+def attention_numpy_weights(q, k, v, padding):
+    output, weights = attention_masked_fill(q, k, v, padding)
+    return output, weights.detach().numpy()
+
+
+@wrong("attention", "softmax_overflow")
+def attention_naive_softmax(q, k, v, padding):
+    exp = torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], 0.0)
+    weights = exp / exp.sum(-1, keepdim=True)
+    return weights @ v, weights
+
+
+@wrong("attention", "no_gradient")
+def attention_rewrapped(q, k, v, padding):
+    output, weights = attention_masked_fill(q, k, v, padding)
+    return torch.tensor(output.tolist()), torch.tensor(weights.tolist())
+
+
+@wrong("attention", "changed_input")
+def attention_cleans_values(q, k, v, padding):
+    v[padding] = 0.0  # "clean" the padded values: changes the caller's tensor
+    return attention_masked_fill(q, k, v, padding)
+
+
+@wrong("attention", "library_attention")
+def attention_fused(q, k, v, padding):
+    allowed = ~padding[:, None, :]
+    output = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+    weights = torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~allowed, INF), dim=-1)
+    return output, weights
+
+
+@wrong("attention", "library_attention")
+def attention_fused_alias(q, k, v, padding):
+    _, weights = attention_masked_fill(q, k, v, padding)
+    return sdpa(q, k, v, attn_mask=~padding[:, None, :]), weights
+
+
+def _hidden_library_call(q, k, v, padding):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=~padding[:, None, :])
+
+
+@wrong("attention", "library_attention")
+def attention_fused_in_a_helper(q, k, v, padding):
+    _, weights = attention_masked_fill(q, k, v, padding)
+    return _hidden_library_call(q, k, v, padding), weights
+
+
+# Mistakes no table lists: rejected, but only with a description of the difference.
+
+
+@wrong("attention", "weights_shape")
+def attention_queries_with_queries(q, k, v, padding):
+    scores = (q @ q.transpose(-2, -1) / math.sqrt(q.shape[-1]))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v[:, : q.shape[1]], weights
+
+
+# =============================================================================================
+# Exercise 3: masked_mean
+# =============================================================================================
+
+
+@right("masked_mean")
+def masked_mean_multiply(x, padding):
+    keep = (~padding).unsqueeze(-1).to(x.dtype)
+    return (x * keep).sum(1) / keep.sum(1)
+
+
+@right("masked_mean")
+def masked_mean_loop(x, padding):
+    return torch.stack([x[b][~padding[b]].mean(0) for b in range(x.shape[0])])
+
+
+@right("masked_mean")
+def masked_mean_masked_fill(x, padding):
+    summed = x.masked_fill(padding[:, :, None], 0.0).sum(dim=1)
+    return summed / (~padding).sum(dim=1, keepdim=True)
+
+
+@right("masked_mean")
+def masked_mean_nanmean(x, padding):
+    return x.masked_fill(padding[:, :, None], float("nan")).nanmean(dim=1)
+
+
+@right("masked_mean")
+def masked_mean_matmul(x, padding):
+    keep = (~padding).float()
+    return torch.bmm(keep[:, None, :], x)[:, 0] / keep.sum(-1, keepdim=True)
+
+
+def _total(x, padding):
+    return x.masked_fill(padding[:, :, None], 0.0).sum(1)
+
+
+@wrong("masked_mean", "mean_over_padding")
+def masked_mean_plain_mean(x, padding):
+    return x.mean(dim=1)
+
+
+@wrong("masked_mean", "padded_not_zeroed")
+def masked_mean_not_zeroed(x, padding):
+    return x.sum(1) / (~padding).sum(1, keepdim=True)
+
+
+@wrong("masked_mean", "divided_by_full_length")
+def masked_mean_full_length(x, padding):
+    return _total(x, padding) / x.shape[1]
+
+
+@wrong("masked_mean", "divided_by_longest")
+def masked_mean_longest(x, padding):
+    return _total(x, padding) / (~padding).sum(1).max()
+
+
+@wrong("masked_mean", "divided_by_batch_count")
+def masked_mean_batch_count(x, padding):
+    return _total(x, padding) / (~padding).sum()
+
+
+@wrong("masked_mean", "integer_division")
+def masked_mean_floor_division(x, padding):
+    return _total(x, padding) // (~padding).sum(1, keepdim=True)
+
+
+@wrong("masked_mean", "integer_division")
+def masked_mean_truncated_division(x, padding):
+    counts = (~padding).sum(1, keepdim=True)
+    return torch.div(_total(x, padding), counts, rounding_mode="trunc")
+
+
+@wrong("masked_mean", "inverted_mask")
+def masked_mean_inverted(x, padding):
+    keep = padding.unsqueeze(-1).float()
+    return (x * keep).sum(1) / keep.sum(1)
+
+
+@wrong("masked_mean", "sum_not_mean")
+def masked_mean_sum(x, padding):
+    return _total(x, padding)
+
+
+@wrong("masked_mean", "divided_by_padding_count")
+def masked_mean_padding_count(x, padding):
+    return _total(x, padding) / padding.sum(1, keepdim=True)
+
+
+@wrong("masked_mean", "max_not_mean")
+def masked_mean_max(x, padding):
+    return x.masked_fill(padding[:, :, None], INF).max(dim=1).values
+
+
+@wrong("masked_mean", "counts_broadcast_wrong")
+def masked_mean_counts_without_keepdim(x, padding):
+    return _total(x, padding) / (~padding).sum(1)
+
+
+@wrong("masked_mean", "kept_dimension")
+def masked_mean_keepdim(x, padding):
+    keep = (~padding).unsqueeze(-1).float()
+    return (x * keep).sum(1, keepdim=True) / keep.sum(1, keepdim=True)
+
+
+@wrong("masked_mean", "averaged_over_features")
+def masked_mean_features(x, padding):
+    return x.mean(dim=-1)
+
+
+@wrong("masked_mean", "pooled_whole_batch")
+def masked_mean_whole_batch(x, padding):
+    return x[~padding].mean(0)
+
+
+@wrong("masked_mean", "changed_input")
+def masked_mean_in_place(x, padding):
+    x[padding] = 0.0
+    return x.sum(1) / (~padding).sum(1, keepdim=True)
+
+
+@wrong("masked_mean", "result_differs")  # not in the table: a median is not a mean
+def masked_mean_median(x, padding):
+    return torch.stack([x[b][~padding[b]].median(0).values for b in range(x.shape[0])])
+
+
+@wrong("masked_mean", "no_gradient")
+def masked_mean_detached(x, padding):
+    return masked_mean_multiply(x, padding).detach()
+
+
+# =============================================================================================
+# Exercise 4: accuracy
+# =============================================================================================
+
+
+@right("accuracy")
+def accuracy_logit_zero(logits, labels):
+    return ((logits > 0).float() == labels).float().mean().item()
+
+
+@right("accuracy")
+def accuracy_sigmoid(logits, labels):
+    return float(((torch.sigmoid(logits) > 0.5).long() == labels.long()).float().mean())
+
+
+@right("accuracy")
+def accuracy_round(logits, labels):
+    return (torch.round(torch.sigmoid(logits)) == labels).sum().item() / len(labels)
+
+
+@right("accuracy")
+def accuracy_numpy_float64(logits, labels):
+    return ((logits.numpy() > 0) == labels.numpy()).mean()  # numpy.float64 is a subclass of float
+
+
+@right("accuracy")
+def accuracy_loop(logits, labels):
+    correct = sum(int((float(z) >= 0) == bool(y)) for z, y in zip(logits, labels))
+    return correct / len(labels)
+
+
+@wrong("accuracy", "threshold_logits_at_half")
+def accuracy_at_half(logits, labels):
+    return ((logits > 0.5).float() == labels).float().mean().item()
+
+
+@wrong("accuracy", "all_positive")
+def accuracy_sigmoid_twice(logits, labels):
+    probabilities = torch.sigmoid(logits)
+    return ((torch.sigmoid(probabilities) > 0.5).float() == labels).float().mean().item()
+
+
+@wrong("accuracy", "all_positive")
+def accuracy_probabilities_at_zero(logits, labels):
+    return ((torch.sigmoid(logits) > 0).float() == labels).float().mean().item()
+
+
+@wrong("accuracy", "percentage")
+def accuracy_percent(logits, labels):
+    return 100 * accuracy_logit_zero(logits, labels)
+
+
+@wrong("accuracy", "count_correct")
+def accuracy_count(logits, labels):
+    return int(((logits > 0).float() == labels).sum())
+
+
+@wrong("accuracy", "error_rate")
+def accuracy_inverted(logits, labels):
+    return ((logits < 0).float() == labels).float().mean().item()
+
+
+@wrong("accuracy", "returned_tensor")
+def accuracy_tensor(logits, labels):
+    return ((logits > 0).float() == labels).float().mean()
+
+
+@wrong("accuracy", "returned_tensor")
+def accuracy_tensor_at_half(logits, labels):
+    return ((logits > 0.5).float() == labels).float().mean()
+
+
+@wrong("accuracy", "returned_numpy")
+def accuracy_numpy32(logits, labels):
+    return ((logits > 0).float() == labels).float().mean().numpy()
+
+
+@wrong("accuracy", "integer_division")
+def accuracy_floor_division(logits, labels):
+    return int(((logits > 0).float() == labels).sum()) // len(labels)
+
+
+@wrong("accuracy", "compared_logits_with_labels")
+def accuracy_no_threshold(logits, labels):
+    return (logits == labels).float().mean().item()
+
+
+@wrong("accuracy", "accuracy_differs")  # not in the table: correct positives over all positives (recall)
+def accuracy_over_positives(logits, labels):
+    return (((logits > 0).float() == labels) & (labels == 1)).sum().item() / labels.sum().item()
+
+
+@wrong("accuracy", "rounded_logits")
+def accuracy_rounded_logits(logits, labels):
+    return (torch.round(logits) == labels).float().mean().item()
+
+
+# =============================================================================================
+# Exercise 6: train_bpe_tokenizer
+# =============================================================================================
+
+
+def bpe(corpus, vocab_size, pre_tokenizer=pre_tokenizers.Whitespace, specials=("[UNK]", "[PAD]"), unk_token="[UNK]",
+        model=models.BPE, normalizer=None, **trainer_options):
+    tokenizer = Tokenizer(model(unk_token=unk_token))
+    if pre_tokenizer is not None:
+        tokenizer.pre_tokenizer = pre_tokenizer()
+    if normalizer is not None:
+        tokenizer.normalizer = normalizer
+    trainer_class = trainers.WordPieceTrainer if model is models.WordPiece else trainers.BpeTrainer
+    trainer = trainer_class(vocab_size=vocab_size, special_tokens=list(specials), show_progress=False, **trainer_options)
+    tokenizer.train_from_iterator(corpus, trainer)
+    return tokenizer
+
+
+@right("train_bpe_tokenizer")
+def bpe_as_in_the_exercise(corpus, vocab_size):
+    return bpe(corpus, vocab_size)
+
+
+@right("train_bpe_tokenizer")
+def bpe_with_progress_bar(corpus, vocab_size):  # hint 3 of the page leaves show_progress on
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"]))
+    return tokenizer
+
+
+@right("train_bpe_tokenizer")
+def bpe_trained_in_batches(corpus, vocab_size):
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"], show_progress=False)
+    tokenizer.train_from_iterator((text for text in corpus), trainer=trainer, length=len(corpus))
+    return tokenizer
+
+
+@wrong("train_bpe_tokenizer", "ignores_vocab_size")
+def bpe_hard_coded_size(corpus, vocab_size):
+    return bpe(corpus, 80)
+
+
+@wrong("train_bpe_tokenizer", "ignores_vocab_size")
+def bpe_default_size(corpus, vocab_size):
+    return bpe(corpus, 30000)
+
+
+@wrong("train_bpe_tokenizer", "missing_special_tokens")
+def bpe_no_specials(corpus, vocab_size):
+    return bpe(corpus, vocab_size, specials=())
+
+
+@wrong("train_bpe_tokenizer", "special_token_ids")
+def bpe_specials_swapped(corpus, vocab_size):
+    return bpe(corpus, vocab_size, specials=("[PAD]", "[UNK]"))
+
+
+@wrong("train_bpe_tokenizer", "missing_pre_tokenizer")
+def bpe_no_pre_tokenizer(corpus, vocab_size):
+    return bpe(corpus, vocab_size, pre_tokenizer=None)
+
+
+@wrong("train_bpe_tokenizer", "wrong_pre_tokenizer")
+def bpe_whitespace_split(corpus, vocab_size):
+    return bpe(corpus, vocab_size, pre_tokenizer=pre_tokenizers.WhitespaceSplit)
+
+
+@wrong("train_bpe_tokenizer", "wrong_pre_tokenizer")
+def bpe_byte_level(corpus, vocab_size):
+    return bpe(corpus, vocab_size, pre_tokenizer=pre_tokenizers.ByteLevel)
+
+
+@wrong("train_bpe_tokenizer", "missing_unk_token")
+def bpe_without_unk_token(corpus, vocab_size):
+    return bpe(corpus, vocab_size, unk_token=None)
+
+
+@wrong("train_bpe_tokenizer", "wrong_unk_token")
+def bpe_pad_as_unk_token(corpus, vocab_size):
+    return bpe(corpus, vocab_size, unk_token="[PAD]")
+
+
+@wrong("train_bpe_tokenizer", "min_frequency")
+def bpe_min_frequency(corpus, vocab_size):
+    return bpe(corpus, vocab_size, min_frequency=2)
+
+
+@wrong("train_bpe_tokenizer", "subtracted_special_tokens")
+def bpe_size_minus_specials(corpus, vocab_size):
+    return bpe(corpus, vocab_size - 2)
+
+
+@wrong("train_bpe_tokenizer", "no_merges")
+def bpe_trained_on_one_string(corpus, vocab_size):
+    return bpe(" ".join(corpus), vocab_size)
+
+
+@wrong("train_bpe_tokenizer", "wrong_model")
+def bpe_wordpiece(corpus, vocab_size):
+    return bpe(corpus, vocab_size, model=models.WordPiece)
+
+
+@wrong("train_bpe_tokenizer", "extra_normalizer")
+def bpe_lowercase(corpus, vocab_size):
+    return bpe(corpus, vocab_size, normalizer=normalizers.Lowercase())
+
+
+@wrong("train_bpe_tokenizer", "missing_characters")
+def bpe_limited_alphabet(corpus, vocab_size):
+    return bpe(corpus, vocab_size, limit_alphabet=20)
+
+
+@wrong("train_bpe_tokenizer", "ignores_corpus")
+def bpe_global_corpus(corpus, vocab_size):
+    from transformer_lab.tokenizer import TINY_CORPUS
+
+    return bpe(list(TINY_CORPUS), vocab_size)
+
+
+@wrong("train_bpe_tokenizer", "returned_trainer")
+def bpe_returns_trainer(corpus, vocab_size):
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"])
+    Tokenizer(models.BPE(unk_token="[UNK]")).train_from_iterator(corpus, trainer)
+    return trainer
+
+
+@wrong("train_bpe_tokenizer", "untrained")
+def bpe_never_trained(corpus, vocab_size):
+    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    return tokenizer
+
+
+@wrong("train_bpe_tokenizer", "returned_none")
+def bpe_no_return(corpus, vocab_size):
+    bpe(corpus, vocab_size)
+
+
+# =============================================================================================
+# Exercise 8: tokens_per_word
+# =============================================================================================
+
+
+@right("tokens_per_word")
+def tokens_via_tokens(tokenizer, words):
+    return {word: len(tokenizer.encode(word).tokens) for word in words}
+
+
+@right("tokens_per_word")
+def tokens_via_len(tokenizer, words):
+    return {word: len(tokenizer.encode(word)) for word in words}
+
+
+@right("tokens_per_word")
+def tokens_via_batch(tokenizer, words):
+    return {word: len(encoding.ids) for word, encoding in zip(words, tokenizer.encode_batch(list(words)))}
+
+
+@right("tokens_per_word")
+def tokens_via_loop(tokenizer, words):
+    counts = {}
+    for word in words:
+        counts[word] = 0
+        for _ in tokenizer.encode(word, add_special_tokens=False).ids:
+            counts[word] += 1
+    return counts
+
+
+def _global_tokenizer():
+    from transformer_lab.tokenizer import TINY_CORPUS, train_bpe_tokenizer
+
+    return train_bpe_tokenizer(list(TINY_CORPUS), 80)
+
+
+GLOBAL_TOKENIZER = _global_tokenizer()
+
+
+@wrong("tokens_per_word", "counted_characters")
+def tokens_characters(tokenizer, words):
+    return {w: len(w) for w in words}
+
+
+@wrong("tokens_per_word", "returned_list")
+def tokens_as_list(tokenizer, words):
+    return [len(tokenizer.encode(w).tokens) for w in words]
+
+
+@wrong("tokens_per_word", "counted_words")
+def tokens_words(tokenizer, words):
+    return {w: len(w.split()) for w in words}
+
+
+@wrong("tokens_per_word", "counted_whole_list")
+def tokens_whole_list(tokenizer, words):
+    return {w: len(tokenizer.encode(" ".join(words)).tokens) for w in words}
+
+
+@wrong("tokens_per_word", "stored_tokens")
+def tokens_lists(tokenizer, words):
+    return {w: tokenizer.encode(w).tokens for w in words}
+
+
+@wrong("tokens_per_word", "stored_token_ids")
+def tokens_id_lists(tokenizer, words):
+    return {w: tokenizer.encode(w).ids for w in words}
+
+
+@wrong("tokens_per_word", "stored_token_id")
+def tokens_first_id(tokenizer, words):
+    return {w: tokenizer.encode(w).ids[0] for w in words}
+
+
+@wrong("tokens_per_word", "used_token_to_id")
+def tokens_token_to_id(tokenizer, words):
+    return {w: tokenizer.token_to_id(w) for w in words}
+
+
+@wrong("tokens_per_word", "counted_distinct_tokens")
+def tokens_distinct(tokenizer, words):
+    return {w: len(set(tokenizer.encode(w).tokens)) for w in words}
+
+
+@wrong("tokens_per_word", "guessed_from_vocabulary")
+def tokens_guessed(tokenizer, words):
+    vocabulary = tokenizer.get_vocab()
+    return {w: 1 if w in vocabulary else len(w) for w in words}
+
+
+@wrong("tokens_per_word", "counted_pieces")
+def tokens_pre_tokenizer_pieces(tokenizer, words):
+    return {w: len(tokenizer.pre_tokenizer.pre_tokenize_str(w)) for w in words}
+
+
+@wrong("tokens_per_word", "ignores_tokenizer")
+def tokens_global_tokenizer(tokenizer, words):
+    return {w: len(GLOBAL_TOKENIZER.encode(w).tokens) for w in words}
+
+
+@wrong("tokens_per_word", "wrong_keys")
+def tokens_token_keys(tokenizer, words):
+    return {t: 1 for w in words for t in tokenizer.encode(w).tokens}
+
+
+# =============================================================================================
+# Exercise 9: embedding_parameters
+# =============================================================================================
+
+
+@right("embedding_parameters")
+def embedding_product(vocab_size, d):
+    return vocab_size * d
+
+
+@right("embedding_parameters")
+def embedding_from_module(vocab_size, d):
+    return sum(p.numel() for p in torch.nn.Embedding(vocab_size, d).parameters())
+
+
+@right("embedding_parameters")
+def embedding_prod(vocab_size, d):
+    return math.prod((vocab_size, d))
+
+
+@wrong("embedding_parameters", "added_not_multiplied")
+def embedding_added(vocab_size, d):
+    return vocab_size + d
+
+
+@wrong("embedding_parameters", "counted_a_bias")
+def embedding_with_bias(vocab_size, d):
+    return vocab_size * d + d
+
+
+@wrong("embedding_parameters", "width_squared")
+def embedding_d_squared(vocab_size, d):
+    return d * d
+
+
+@wrong("embedding_parameters", "vocab_squared")
+def embedding_vocab_squared(vocab_size, d):
+    return vocab_size ** 2
+
+
+@wrong("embedding_parameters", "counted_twice")
+def embedding_in_and_out(vocab_size, d):
+    return 2 * vocab_size * d
+
+
+@wrong("embedding_parameters", "counted_bytes")
+def embedding_bytes(vocab_size, d):
+    return vocab_size * d * 4
+
+
+@wrong("embedding_parameters", "in_millions")
+def embedding_millions(vocab_size, d):
+    return vocab_size * d / 1e6
+
+
+@wrong("embedding_parameters", "not_a_number")
+def embedding_tensor(vocab_size, d):
+    return torch.tensor(vocab_size * d)
+
+
+@wrong("embedding_parameters", "not_a_number")
+def embedding_text(vocab_size, d):
+    return f"{vocab_size * d:,}"
+
+
+# =============================================================================================
+# Stretch: causal_padding_mask
+# =============================================================================================
+
+
+@right("causal_padding_mask")
+def mask_triu(padding):
+    length = padding.shape[1]
+    future = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+    return future.unsqueeze(0) | padding.unsqueeze(1)
+
+
+@right("causal_padding_mask")
+def mask_arange(padding):
+    positions = torch.arange(padding.shape[1])
+    return (positions[None, None, :] > positions[None, :, None]) | padding[:, None, :]
+
+
+@right("causal_padding_mask")
+def mask_loops(padding):
+    batch, length = padding.shape
+    mask = torch.zeros(batch, length, length, dtype=torch.bool)
+    for b in range(batch):
+        for i in range(length):
+            for j in range(length):
+                mask[b, i, j] = bool(j > i or padding[b, j])
+    return mask
+
+
+@right("causal_padding_mask")
+def mask_from_allowed(padding):
+    length = padding.shape[1]
+    allowed = torch.tril(torch.ones(length, length, dtype=torch.bool))[None] & ~padding[:, None, :]
+    return ~allowed
+
+
+@right("causal_padding_mask")
+def mask_with_package_causal_mask(padding):
+    from transformer_lab.attention import causal_mask
+
+    return causal_mask(padding.shape[1]).expand(padding.shape[0], -1, -1) | padding[:, None, :]
+
+
+def _future(padding, diagonal=1):
+    length = padding.shape[1]
+    return torch.ones(length, length, dtype=torch.bool).triu(diagonal)
+
+
+@wrong("causal_padding_mask", "padding_ignored")
+def mask_causal_only(padding):
+    return _future(padding).expand(padding.shape[0], -1, -1).clone()
+
+
+@wrong("causal_padding_mask", "causal_missing")
+def mask_padding_only(padding):
+    return padding[:, None, :].expand(-1, padding.shape[1], -1).clone()
+
+
+@wrong("causal_padding_mask", "blocked_diagonal")
+def mask_diagonal(padding):
+    return _future(padding, diagonal=0)[None] | padding[:, None, :]
+
+
+@wrong("causal_padding_mask", "causal_transposed")
+def mask_tril(padding):
+    length = padding.shape[1]
+    return torch.ones(length, length, dtype=torch.bool).tril(-1)[None] | padding[:, None, :]
+
+
+@wrong("causal_padding_mask", "inverted_mask")
+def mask_allowed_instead(padding):
+    length = padding.shape[1]
+    return torch.ones(length, length, dtype=torch.bool).tril()[None] & ~padding[:, None, :]
+
+
+@wrong("causal_padding_mask", "padding_inverted")
+def mask_not_padding(padding):
+    return _future(padding)[None] | ~padding[:, None, :]
+
+
+@wrong("causal_padding_mask", "padding_on_queries")
+def mask_query_padding(padding):
+    return _future(padding)[None] | padding[:, :, None]
+
+
+@wrong("causal_padding_mask", "padding_on_both_axes")
+def mask_both_axes(padding):
+    return _future(padding)[None] | padding[:, None, :] | padding[:, :, None]
+
+
+@wrong("causal_padding_mask", "combined_with_and")
+def mask_and(padding):
+    return _future(padding)[None] & padding[:, None, :]
+
+
+@wrong("causal_padding_mask", "missing_batch_axis")
+def mask_no_batch(padding):
+    return _future(padding)
+
+
+@wrong("causal_padding_mask", "additive_float_mask")
+def mask_additive(padding):
+    blocked = _future(padding)[None] | padding[:, None, :]
+    return torch.zeros(blocked.shape).masked_fill(blocked, INF)
+
+
+@wrong("causal_padding_mask", "not_bool")
+def mask_as_integers(padding):
+    return (_future(padding)[None] | padding[:, None, :]).long()
+
+
+# =============================================================================================
+# Stretch: multi_head_attention
+# =============================================================================================
+
+
+def _mha(x, padding, mha, *, split_transpose=True, merge_transpose=True, divisor=None, fill=INF, mask_keys=True,
+         in_bias=True, out_bias=True, out_proj=True, heads=None, dim=-1, after=False):
+    b, length, d = x.shape
+    h = heads or mha.num_heads
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias if in_bias else None).chunk(3, dim=-1)
+
+    def split(t):
+        return t.view(b, length, h, d // h).transpose(1, 2) if split_transpose else t.reshape(b, h, length, d // h)
+
+    q, k, v = split(q), split(k), split(v)
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(d // h) if divisor is None else divisor)
+    mask = padding[:, None, None, :] if mask_keys else padding[:, None, :, None]
+    if not after and fill is not None:
+        scores = scores.masked_fill(mask, fill)
+    weights = torch.softmax(scores, dim=dim)
+    if after:
+        weights = weights.masked_fill(mask, 0.0)
+    mixed = weights @ v
+    merged = mixed.transpose(1, 2).reshape(b, length, d) if merge_transpose else mixed.reshape(b, length, d)
+    if not out_proj:
+        return merged
+    return F.linear(merged, mha.out_proj.weight, mha.out_proj.bias if out_bias else None)
+
+
+@right("multi_head_attention")
+def mha_chunked(x, padding, mha):
+    return _mha(x, padding, mha)
+
+
+@right("multi_head_attention")
+def mha_sliced_weights(x, padding, mha):
+    b, length, d = x.shape
+    h, w, bias = mha.num_heads, mha.in_proj_weight, mha.in_proj_bias
+    q = x @ w[:d].T + bias[:d]
+    k = x @ w[d:2 * d].T + bias[d:2 * d]
+    v = x @ w[2 * d:].T + bias[2 * d:]
+    q, k, v = (t.reshape(b, length, h, d // h).permute(0, 2, 1, 3) for t in (q, k, v))
+    scores = torch.einsum("bhqe,bhke->bhqk", q, k) / (d // h) ** 0.5
+    scores = scores.masked_fill(padding.view(b, 1, 1, length), -1e9)
+    out = torch.einsum("bhqk,bhke->bhqe", scores.softmax(-1), v).permute(0, 2, 1, 3).reshape(b, length, d)
+    return out @ mha.out_proj.weight.T + mha.out_proj.bias
+
+
+@right("multi_head_attention")
+def mha_head_by_head(x, padding, mha):
+    d, h = x.shape[-1], mha.num_heads
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    width = d // h
+    heads = [attention_masked_fill(q[..., i * width:(i + 1) * width], k[..., i * width:(i + 1) * width],
+                                   v[..., i * width:(i + 1) * width], padding)[0] for i in range(h)]
+    return mha.out_proj(torch.cat(heads, dim=-1))
+
+
+@wrong("multi_head_attention", "no_output_projection")
+def mha_no_output_projection(x, padding, mha):
+    return _mha(x, padding, mha, out_proj=False)
+
+
+@wrong("multi_head_attention", "heads_split_without_transpose")
+def mha_split_reshape(x, padding, mha):
+    return _mha(x, padding, mha, split_transpose=False)
+
+
+@wrong("multi_head_attention", "heads_merged_without_transpose")
+def mha_merge_reshape(x, padding, mha):
+    return _mha(x, padding, mha, merge_transpose=False)
+
+
+@wrong("multi_head_attention", "scaled_by_model_width")
+def mha_sqrt_model_width(x, padding, mha):
+    return _mha(x, padding, mha, divisor=math.sqrt(x.shape[-1]))
+
+
+@wrong("multi_head_attention", "no_scaling")
+def mha_unscaled(x, padding, mha):
+    return _mha(x, padding, mha, divisor=1.0)
+
+
+@wrong("multi_head_attention", "single_head")
+def mha_one_head(x, padding, mha):
+    return _mha(x, padding, mha, heads=1)
+
+
+@wrong("multi_head_attention", "mask_ignored")
+def mha_no_mask(x, padding, mha):
+    return _mha(x, padding, mha, fill=None)
+
+
+@wrong("multi_head_attention", "inverted_mask")
+def mha_inverted_mask(x, padding, mha):
+    return _mha(x, ~padding, mha)
+
+
+@wrong("multi_head_attention", "mask_after_softmax")
+def mha_mask_after(x, padding, mha):
+    return _mha(x, padding, mha, after=True)
+
+
+@wrong("multi_head_attention", "mask_on_queries")
+def mha_query_mask(x, padding, mha):
+    return _mha(x, padding, mha, mask_keys=False)
+
+
+@wrong("multi_head_attention", "softmax_over_queries")
+def mha_softmax_queries(x, padding, mha):
+    return _mha(x, padding, mha, dim=-2, fill=-1e9)
+
+
+@wrong("multi_head_attention", "in_proj_bias_ignored")
+def mha_no_in_bias(x, padding, mha):
+    return _mha(x, padding, mha, in_bias=False)
+
+
+@wrong("multi_head_attention", "out_proj_bias_ignored")
+def mha_no_out_bias(x, padding, mha):
+    return _mha(x, padding, mha, out_bias=False)
+
+
+@wrong("multi_head_attention", "biases_ignored")
+def mha_no_biases(x, padding, mha):
+    return _mha(x, padding, mha, in_bias=False, out_bias=False)
+
+
+@wrong("multi_head_attention", "library_attention")
+def mha_calls_the_layer(x, padding, mha):
+    return mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]
+
+
+@wrong("multi_head_attention", "returned_pair")
+def mha_returns_pair(x, padding, mha):
+    return _mha(x, padding, mha), None
+
+
+@wrong("multi_head_attention", "heads_not_merged")
+def mha_heads_left_split(x, padding, mha):
+    b, length, d = x.shape
+    h = mha.num_heads
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    q, k, v = (t.view(b, length, h, d // h).transpose(1, 2) for t in (q, k, v))
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d // h)).masked_fill(padding[:, None, None, :], INF)
+    return torch.softmax(scores, dim=-1) @ v
+
+
+# =============================================================================================
+# Running the catalogue
+# =============================================================================================
+
+
+def run(mutant: Mutant):
+    """The self-check's result for one implementation, as a student's file would get it."""
+    return BY_NAME[mutant.check].run(mutant.function)
+
+
+def statistics() -> dict:
+    """Variants, rejected, named (by their own mistake's code), misnamed, and right ones passed."""
+    wrong_results = [(m, run(m)) for m in WRONG]
+    right_results = [(m, run(m)) for m in RIGHT]
+    named = [m for m, r in wrong_results if r.code == m.code and m.code not in GENERIC_CODES]
+    misnamed = [(m, r) for m, r in wrong_results if r.code != m.code and r.code not in GENERIC_CODES]
+    return {
+        "wrong": len(WRONG),
+        "rejected": sum(r.status != PASSED for _, r in wrong_results),
+        "named": len(named),
+        "misnamed": misnamed,
+        "unnamed": [(m, r) for m, r in wrong_results if m not in named and (m, r) not in misnamed],
+        "right": len(RIGHT),
+        "right_passed": sum(r.status == PASSED for _, r in right_results),
+        "false_alarms": [(m, r) for m, r in right_results if r.status != PASSED],
+        "functions": len({m.check for m in WRONG}),
+    }
+
+
+def summary(stats: dict) -> str:
+    wrong_total = stats["wrong"]
+    lines = [f"{wrong_total} wrong variants across {stats['functions']} graded functions: "
+             f"{stats['rejected']} rejected ({100 * stats['rejected'] / wrong_total:.0f} %), "
+             f"{stats['named']} named by their own mistake ({100 * stats['named'] / wrong_total:.0f} %), "
+             f"{len(stats['misnamed'])} named as another mistake; "
+             f"{stats['right_passed']} of {stats['right']} right variants pass."]
+    for mutant, result in stats["unnamed"] + stats["misnamed"]:
+        lines.append(f"  {mutant.label}: expected {mutant.code}, got {result.status} {result.code or result.summary}")
+    for mutant, result in stats["false_alarms"]:
+        lines.append(f"  false alarm on {mutant.label}: {result.status} {result.code or result.summary}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    print(summary(statistics()))

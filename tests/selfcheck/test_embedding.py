@@ -1,0 +1,9 @@
+"""transformer_lab.selfcheck.embedding: the probes give every mistake its own number."""
+
+from transformer_lab.selfcheck.embedding import MISTAKES, PROBES
+
+
+def test_every_mistake_gives_another_number_on_every_probe():
+    for vocab_size, d in PROBES:
+        values = [m.variant(vocab_size, d) for m in MISTAKES] + [vocab_size * d]
+        assert len(set(values)) == len(values), (vocab_size, d, values)

@@ -1,0 +1,98 @@
+"""transformer_lab.selfcheck.execution: calling student code, spotting library attention, and
+describing what came back."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.nn.functional import scaled_dot_product_attention as sdpa_alias
+
+from transformer_lab.selfcheck.core import StudentRaised
+from transformer_lab.selfcheck.execution import (
+    LocalFunction,
+    Opaque,
+    execute,
+    execute_gradient,
+    library_spy,
+    static_library_use,
+    type_name,
+)
+
+
+def uses_the_alias(q, k, v):
+    return sdpa_alias(q, k, v)
+
+
+def uses_the_attribute(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+def uses_the_layer(x):
+    return torch.nn.MultiheadAttention(4, 1, batch_first=True)(x, x, x)[0]
+
+
+def checks_the_type_only(mha):
+    assert isinstance(mha, torch.nn.MultiheadAttention)
+    return mha.num_heads
+
+
+def test_static_detection_finds_attributes_and_aliases_but_not_type_checks():
+    assert static_library_use(uses_the_alias) == ["F.scaled_dot_product_attention"]
+    assert static_library_use(uses_the_attribute) == ["F.scaled_dot_product_attention"]
+    assert static_library_use(checks_the_type_only) == []
+
+
+def test_the_spy_records_calls_made_anywhere_and_restores_the_library():
+    q = torch.randn(1, 2, 4)
+    with library_spy() as used:
+        uses_the_attribute(q, q, q)
+        uses_the_layer(q)
+    assert used[0] == "F.scaled_dot_product_attention" and "nn.MultiheadAttention" in used
+    assert F.scaled_dot_product_attention is sdpa_alias
+
+
+def test_execute_returns_the_arguments_after_the_call():
+    def clears(values):
+        values.clear()
+        return 1
+
+    returned = execute(clears, [[1, 2]])
+    assert returned.result == 1 and returned.args == [[]]
+
+
+@pytest.mark.parametrize("error, text", [(SystemExit(0), "SystemExit"), (ValueError("bad"), "ValueError")])
+def test_execute_summarises_errors_and_exits(error, text):
+    def raises():
+        raise error
+
+    with pytest.raises(StudentRaised, match=text):
+        execute(raises, [])
+
+
+def test_not_implemented_passes_through_and_a_keyboard_interrupt_only_in_a_worker():
+    def unfinished():
+        raise NotImplementedError("to do")
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    with pytest.raises(NotImplementedError):
+        execute(unfinished, [])
+    with pytest.raises(KeyboardInterrupt):
+        execute(interrupted, [])
+    with pytest.raises(StudentRaised, match="KeyboardInterrupt"):
+        execute(interrupted, [], catch_interrupt=True)
+
+
+def test_the_gradient_report_names_each_input():
+    report = execute_gradient(lambda a, b: a * 2, [torch.ones(2), torch.ones(2)], ["a", "b"], "self")
+    assert report.requires_grad and report.reached == {"a": "finite", "b": "none"}
+    assert not execute_gradient(lambda a: a.detach(), [torch.ones(2)], ["a"], "self").requires_grad
+
+
+def test_type_names_are_short_and_opaque_values_keep_their_type():
+    assert type_name(3) == "int" and type_name(torch.ones(1)) == "torch.Tensor"
+    assert type_name(Opaque("generator", "<generator>")) == "generator"
+
+
+def test_a_local_function_knows_its_library_use():
+    assert LocalFunction(uses_the_alias).library_names == ["F.scaled_dot_product_attention"]

@@ -1,0 +1,173 @@
+"""transformer_lab.selfcheck.runner and .cli: checking whole files, from Python and from the command line."""
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from selfcheck.solutions import SOLUTION, STRETCH, with_body, write
+from transformer_lab.selfcheck import (
+    CHECKS,
+    FAILED,
+    NOT_ATTEMPTED,
+    PASSED,
+    RAISED,
+    STRETCH_CHECKS,
+    check_file,
+    format_report,
+)
+from transformer_lab.selfcheck.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_command(*args, cwd=ROOT):
+    start = time.perf_counter()
+    completed = subprocess.run([sys.executable, "-m", "transformer_lab.selfcheck", *map(str, args)],
+                               cwd=cwd, capture_output=True, text=True, timeout=120)
+    return completed, time.perf_counter() - start
+
+
+def test_untouched_starter_reports_not_done_for_every_task_quickly():
+    completed, seconds = run_command()  # default path: exercises/homework/starter.py
+    assert completed.returncode == 1, completed.stderr
+    assert completed.stderr == ""
+    assert "Traceback" not in completed.stdout
+    for check in CHECKS:
+        assert f"[not done yet] {check.exercise}: {check.signature}" in completed.stdout
+    for check in STRETCH_CHECKS:
+        assert f"[not attempted] {check.exercise}: {check.signature}" in completed.stdout
+    assert f"{len(CHECKS)} not done yet (of {len(CHECKS)} checks), {len(STRETCH_CHECKS)} stretch exercises not " \
+           "attempted" in completed.stdout
+    assert seconds < 20, f"the self-check took {seconds:.1f} s"
+
+
+def test_a_finished_file_passes_every_check(tmp_path, capsys):
+    path = write(tmp_path, "solution.py", SOLUTION + STRETCH)
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    total = len(CHECKS) + len(STRETCH_CHECKS)
+    assert f"{total} passed (of {total} checks)" in out
+
+
+def test_an_older_file_without_the_stretch_functions_still_passes(tmp_path, capsys):
+    path = write(tmp_path, "solution.py", SOLUTION)
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(CHECKS)} passed (of {len(CHECKS)} checks), 2 stretch exercises not attempted" in out
+    assert "optional stretch exercise: no function `causal_padding_mask` in the file" in out
+
+
+def test_an_untouched_stretch_stub_is_not_attempted_either(tmp_path):
+    stub = "\n\ndef causal_padding_mask(padding):\n    raise NotImplementedError('Exercise 10 (causal_padding_mask): to do')\n"
+    report = check_file(write(tmp_path, "solution.py", SOLUTION + stub), only=["causal_padding_mask"])
+    assert report.results[0].status == NOT_ATTEMPTED and report.all_passed
+    assert "Exercise 10 (causal_padding_mask): to do" in report.results[0].summary
+
+
+def test_a_wrong_stretch_function_fails(tmp_path):
+    wrong = STRETCH.replace("diagonal=1", "diagonal=0")
+    report = check_file(write(tmp_path, "solution.py", SOLUTION + wrong), only=["causal_padding_mask"])
+    assert report.results[0].code == "blocked_diagonal" and not report.all_passed
+
+
+def test_a_raising_function_is_summarised_in_one_line(tmp_path):
+    source = SOLUTION.replace("    return {word: len(tokenizer.encode(word).tokens) for word in words}",
+                              "    counts = {}\n    raise KeyError('oops: ' + words[0])\n")
+    report = check_file(write(tmp_path, "student.py", source))
+    result = next(r for r in report.results if r.name == "tokens_per_word")
+    assert result.status == RAISED
+    line = 1 + source.splitlines().index("def tokens_per_word(tokenizer, words):") + 2
+    assert result.summary == f"KeyError at student.py:{line} in tokens_per_word: 'oops: cat'"
+    text = format_report(report)
+    assert "Traceback" not in text
+    assert f"[raised an error] Exercise 8: tokens_per_word(tokenizer, words)\n    KeyError at student.py:{line}" in text
+
+
+@pytest.mark.parametrize("order", ["file-first", "only-first"])
+def test_only_selects_checks_before_or_after_the_file_and_a_missing_function_is_reported(tmp_path, capsys, order):
+    path = str(write(tmp_path, "student.py", SOLUTION.split("def masked_mean")[0]))  # only attention
+    args = [path, "--only", "attention", "masked_mean"]
+    assert main(args if order == "file-first" else args[1:] + [path]) == 1
+    out = capsys.readouterr().out
+    assert "[passed] Exercise 1: attention(q, k, v, padding)" in out
+    assert "[missing] Exercise 3: masked_mean(x, padding)" in out
+    assert "no function `masked_mean` in the file" in out
+    assert "accuracy" not in out
+
+
+def test_an_unknown_check_name_is_refused(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["--only", "attentoin"])
+    assert stopped.value.code == 2
+    assert "unknown check 'attentoin'" in capsys.readouterr().err
+
+
+def test_a_file_that_does_not_import_is_one_line(tmp_path, capsys):
+    path = write(tmp_path, "broken.py", "def attention(q, k, v, padding)\n    return q\n")
+    assert main([str(path)]) == 2
+    out = capsys.readouterr().out
+    assert "Could not load the file: SyntaxError" in out and "Traceback" not in out
+
+
+def test_a_missing_file_is_explained(tmp_path, capsys):
+    assert main([str(tmp_path / "nope.py")]) == 2
+    assert "No such file" in capsys.readouterr().out
+
+
+def test_importing_the_books_function_is_not_a_pass(tmp_path):
+    source = SOLUTION.replace("def masked_mean(x, padding):",
+                              "from transformer_lab.pooling import masked_mean\n\n\ndef _unused(x, padding):")
+    report = check_file(write(tmp_path, "student.py", source), only=["masked_mean"])
+    assert report.results[0].status == FAILED and report.results[0].code == "imported_answer"
+
+
+def test_the_json_report_has_every_check_with_status_code_message_and_time(tmp_path, capsys):
+    source = with_body(SOLUTION, "accuracy", "return 100 * ((logits > 0).float() == labels).float().mean().item()")
+    assert main([str(write(tmp_path, "student.py", source)), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["passed"] is False and data["load_error"] is None
+    by_name = {c["check"]: c for c in data["checks"]}
+    assert by_name["accuracy"]["status"] == FAILED and by_name["accuracy"]["code"] == "percentage"
+    assert by_name["accuracy"]["message"].startswith("A percentage came back")
+    assert by_name["attention"]["status"] == PASSED and by_name["attention"]["code"] is None
+    assert by_name["causal_padding_mask"]["status"] == NOT_ATTEMPTED
+    assert all(isinstance(c["seconds"], float) for c in data["checks"])
+
+
+def test_a_gradescope_results_file_is_written_next_to_the_report(tmp_path, capsys):
+    results = tmp_path / "results.json"
+    path = write(tmp_path, "student.py", SOLUTION.replace("return vocab_size * d", "return vocab_size + d"))
+    assert main([str(path), "--gradescope", str(results)]) == 1
+    data = json.loads(results.read_text(encoding="utf-8"))
+    assert data["score"] == len(CHECKS) - 1
+    failed = [t for t in data["tests"] if t["status"] == "failed" and t["max_score"]]
+    assert [t["name"] for t in failed] == ["Exercise 9: embedding_parameters(vocab_size, d)"]
+    assert "The sizes were added" in failed[0]["output"]
+    assert "[FAILED] Exercise 9" in capsys.readouterr().out
+
+
+def test_the_exit_status_is_not_zero_when_student_code_calls_sys_exit_0(tmp_path):
+    path = write(tmp_path, "student.py", with_body(SOLUTION, "attention", "import sys; sys.exit(0)"))
+    completed, _ = run_command(path, "--only", "attention", "masked_mean")
+    assert completed.returncode == 1
+    assert "[raised an error] Exercise 1" in completed.stdout and "[passed] Exercise 3" in completed.stdout
+    assert "1 passed, 1 raised an error (of 2 checks)" in completed.stdout
+
+
+def test_a_file_checking_itself_after_changing_the_references_is_checked_afresh(tmp_path):
+    unscaled = SOLUTION.replace("scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
+                                "scores = q @ k.transpose(-2, -1)")
+    source = unscaled + (
+        "\nimport transformer_lab.attention as book\n"
+        "book.attention = lambda q, k, v, padding=None, causal=False: attention(q, k, v, padding)\n"
+        "\nif __name__ == '__main__':\n"
+        "    from transformer_lab.selfcheck import check_file, format_report\n"
+        "    print(format_report(check_file(__file__, only=['attention'], display='me.py')))\n")
+    path = write(tmp_path, "me.py", source)
+    completed = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert "Self-check of me.py" in completed.stdout
+    assert "Likely mistake: The scores were not divided by √d" in completed.stdout
