@@ -57,7 +57,7 @@ book: setup
 	$(JUPYTER_BOOK) build . $(BOOK_FLAGS)
 
 test: browser book
-	$(PY) -m pytest
+	$(PY) -m pytest -n auto --dist loadfile
 
 refresh: setup
 	$(PY) tools/book_pages.py refresh

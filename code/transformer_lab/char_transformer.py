@@ -48,7 +48,12 @@ PAD_ID = 0
 MAX_CHAR_ID = 126  # '~': every rarer character (é, ’, emoji) shares this id
 VOCAB_SIZE = MAX_CHAR_ID + 1
 LENGTH = 32
-EPOCHS = 8  # chapter 4's training length; the week-20 starter trains as long by default
+# Chapter 4's training recipe, chosen by measurement so that six models train in a few seconds on
+# one CPU thread and still separate clearly: 6 epochs of batches of 256 at a learning rate of 0.01.
+# The week-20 starter trains the same way by default.
+EPOCHS = 6
+BATCH_SIZE = 256
+LEARNING_RATE = 1e-2
 
 # The order-sensitive slice: a negation or a turn-around word among the characters the model sees.
 # With one of these, the same words can praise or complain depending on where they stand
@@ -141,9 +146,9 @@ class PraiseClassifier(nn.Module):
         self,
         use_positions: bool = True,
         vocab_size: int = VOCAB_SIZE,
-        d_model: int = 24,
+        d_model: int = 16,
         nhead: int = 2,
-        d_ff: int = 48,
+        d_ff: int = 32,
         length: int = LENGTH,
         dropout: float = 0.0,
     ):
@@ -180,8 +185,8 @@ def train_praise_model(
     use_positions: bool,
     seed: int = 0,
     epochs: int = EPOCHS,
-    learning_rate: float = 5e-3,
-    batch_size: int = 128,
+    learning_rate: float = LEARNING_RATE,
+    batch_size: int = BATCH_SIZE,
     model_class: type[PraiseClassifier] | None = None,
     **model_options: int | float,
 ) -> PraiseClassifier:

@@ -1,4 +1,4 @@
-"""Exercise 1: ``attention(q, k, v, padding) -> (output, weights)``, written by hand.
+"""Exercise 3: ``attention(q, k, v, padding) -> (output, weights)``, written by hand.
 
 The weights are built from three ingredients: a scale, a normalisation and a mask. Each has a
 short table of typical mistakes; the diagnosis tries every combination (single mistakes first)
@@ -27,7 +27,7 @@ from transformer_lab.selfcheck.tensors import (
     shape_text,
 )
 
-NAME, EXERCISE = "attention", "Exercise 1"
+NAME, EXERCISE = "attention", "Exercise 3"
 
 # Sizes are all different (and D differs from Dv), so a wrong axis or width gives other numbers.
 ATT_B, ATT_LQ, ATT_LK, ATT_D, ATT_DV = 2, 3, 4, 5, 7
@@ -298,7 +298,7 @@ def _check_probe(student: StudentFunction, q, k, v, padding):
     returned = student.call(q.clone(), k.clone(), v.clone(), padding.clone(), hints=ATTENTION_HINTS,
                             watch_library=True)
     if returned.library:
-        fail_library(returned.library, "Exercise 1")
+        fail_library(returned.library, EXERCISE)
     check_unchanged([q, k, v, padding], returned.args, ["q", "k", "v", "padding"])
     output, weights = unpack_pair(returned.result, out_shape, w_shape)
     _check_shapes(output, weights, out_shape, w_shape, q.shape[-1])
@@ -344,7 +344,7 @@ def check_attention(function) -> CheckResult:
 
     def body():
         if student.library_names:
-            fail_library(student.library_names, "Exercise 1")
+            fail_library(student.library_names, EXERCISE)
         _check_probe(student, *attention_probe())
         # no padding at all, and a self-attention shape with Lq == Lk
         g = torch.Generator().manual_seed(21)

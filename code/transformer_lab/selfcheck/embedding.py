@@ -1,4 +1,4 @@
-"""Exercise 9: ``embedding_parameters(vocab_size, d) -> int``, the size of an embedding table."""
+"""Exercise 7: ``embedding_parameters(vocab_size, d) -> int``, the size of an embedding table."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numbers
 from transformer_lab.selfcheck.core import CheckResult, Mistake, article, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import as_student, type_name
 
-NAME, EXERCISE = "embedding_parameters", "Exercise 9"
+NAME, EXERCISE = "embedding_parameters", "Exercise 7"
 TABLE = "an embedding is a table of shape (vocab_size, d), and nothing else"
 PROBES = [(80, 128), (50_000, 768), (7, 3)]  # 7 x 3: every mistake below gives another number
 

@@ -26,7 +26,7 @@ import torch
 from transformer_lab.selfcheck.core import StudentRaised
 from transformer_lab.selfcheck.errors import summarise_exception
 
-# Library functions that compute attention for the student; Exercise 1 and the multi-head stretch
+# Library functions that compute attention for the student; Exercise 3 and the multi-head stretch
 # ask for it by hand. (module, attribute, the name the report uses)
 LIBRARY_ATTENTION: tuple[tuple[object, str, str], ...] = (
     (torch.nn.functional, "scaled_dot_product_attention", "F.scaled_dot_product_attention"),

@@ -12,7 +12,7 @@ from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail,
 from transformer_lab.selfcheck.execution import StudentFunction, as_student
 from transformer_lab.selfcheck.tensors import check_unchanged, require_tensor, shape_text
 
-NAME, EXERCISE = "causal_padding_mask", "Exercise 10"
+NAME, EXERCISE = "causal_padding_mask", "Exercise 11"
 
 # B = 3 and L = 5 differ and every example has a real first token. Padding at the end alone hides
 # mistakes (the future already covers those keys for the earlier queries), so two examples have

@@ -1,4 +1,4 @@
-"""Exercise 4: ``accuracy(logits, labels) -> float``, the share of examples classified correctly."""
+"""Exercise 1: ``accuracy(logits, labels) -> float``, the share of examples classified correctly."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from transformer_lab.selfcheck.core import CheckResult, Mistake, article, fail, 
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 from transformer_lab.selfcheck.tensors import check_unchanged, shape_text
 
-NAME, EXERCISE = "accuracy", "Exercise 4"
+NAME, EXERCISE = "accuracy", "Exercise 1"
 
 # Chosen so that every typical mistake gives a different number (the tests assert this); the
 # logit 1.0 with label 1 tells "compared the logits with the labels" from "rounded down to 0".

@@ -15,9 +15,9 @@ from transformer_lab.selfcheck.core import CheckResult, Mistake, article, combin
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 from transformer_lab.selfcheck.tensors import check_gradient, check_unchanged, close, compare_rows, require_tensor, shape_text
 
-NAME, EXERCISE = "multi_head_attention", "Exercise 11"
+NAME, EXERCISE = "multi_head_attention", "Exercise 12"
 TOLERANCE = 1e-5
-WHAT = "the multi-head stretch exercise (your own attention from Exercise 1 is welcome)"
+WHAT = "the multi-head stretch exercise (your own attention from Exercise 3 is welcome)"
 
 
 def mha_probe(seed: int = 50, batch: int = 2, length: int = 5, width: int = 12, heads: int = 3,

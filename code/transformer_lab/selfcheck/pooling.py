@@ -1,4 +1,4 @@
-"""Exercise 3: ``masked_mean(x, padding) -> (B, D)``, the mean of each example's real tokens."""
+"""Exercise 2: ``masked_mean(x, padding) -> (B, D)``, the mean of each example's real tokens."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail,
 from transformer_lab.selfcheck.execution import StudentFunction, as_student
 from transformer_lab.selfcheck.tensors import check_gradient, check_unchanged, close, compare_rows, require_tensor, shape_text
 
-NAME, EXERCISE = "masked_mean", "Exercise 3"
+NAME, EXERCISE = "masked_mean", "Exercise 2"
 
 MASKED_MEAN_HINTS = [
     (r"size of tensor a .* must match the size of tensor b",

@@ -11,8 +11,8 @@ import numbers
 from transformer_lab.selfcheck.core import CheckResult, Mistake, article, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 
-TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 6"
-COUNT_NAME, COUNT_EXERCISE = "tokens_per_word", "Exercise 8"
+TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 8"
+COUNT_NAME, COUNT_EXERCISE = "tokens_per_word", "Exercise 9"
 
 TOKENIZER_SIZES = (80, 40)  # both reachable on the tiny corpus, so the size must follow the argument
 OTHER_CORPUS = ("zebras quietly jump over lazy foxes", "quiet zebras jump", "lazy foxes never jump")
@@ -30,7 +30,7 @@ def _ref():
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 6: training
+# Exercise 8: training
 # ---------------------------------------------------------------------------------------------
 
 
@@ -231,7 +231,7 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
 
 
 # ---------------------------------------------------------------------------------------------
-# Exercise 8: tokens per word
+# Exercise 9: tokens per word
 # ---------------------------------------------------------------------------------------------
 
 # "banana" repeats a token under both probe tokenizers (b, an, an, a), so counting distinct
