@@ -8,10 +8,15 @@ sphinx-togglebutton and sphinx-thebe do) twice: once with the file name ``None``
 ``''``. Each page then repeats those inline scripts, and the repeated
 ``const THEBE_JS_URL = ...`` throws "Identifier 'THEBE_JS_URL' has already been declared" in
 every reader's console. This extension drops the repeated copies before each page is written.
+
+Long lines of code outside executed cells. Code shown from the package (``literalinclude``) and
+in exercise hints may be wider than the page's code column; ``static/book_code.css`` wraps it
+inside the column instead of cutting it off behind a scroll bar.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
@@ -39,7 +44,17 @@ def drop_duplicate_scripts(app: Sphinx, pagename: str, templatename: str, contex
     scripts[:] = unique
 
 
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def add_static_folder(app: Sphinx, config: Any) -> None:
+    """Serve this extension's CSS (``static/``) with the book's own static files."""
+    config.html_static_path.append(str(STATIC))
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", add_static_folder)
+    app.add_css_file("book_code.css")
     # Late (priority 900): after myst-nb and the theme have added their per-page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}

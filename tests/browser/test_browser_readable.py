@@ -17,9 +17,12 @@ Three checks on every page of the table of contents, in headless chromium at 128
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
 import re
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -89,32 +92,44 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip()
 
 
+def function_source(module_name: str, function_name: str) -> str:
+    module = importlib.import_module(f"transformer_lab.{module_name}")
+    return textwrap.dedent(inspect.getsource(getattr(module, function_name)))
+
+
+@functools.cache
+def lines_elsewhere() -> frozenset[str]:
+    """Every line of the package outside the homework functions (normalised)."""
+    package = Path(importlib.import_module("transformer_lab").__file__).parent
+    text = "\n".join(path.read_text(encoding="utf-8") for path in sorted(package.glob("*.py")))
+    for module_name, functions in HOMEWORK_FUNCTIONS.items():
+        for function_name in functions:
+            text = text.replace(inspect.getsource(getattr(
+                importlib.import_module(f"transformer_lab.{module_name}"), function_name)), "")
+    return frozenset(normalise(line) for line in text.splitlines())
+
+
 def distinctive_lines(module_name: str, function_name: str) -> list[str]:
     """Body lines of a package function that would give its implementation away.
 
-    The signature, the docstring, comments and short lines are left out: the signature is the
-    exercise's own starting point, and the prose may quote a docstring.
+    Left out: the signature (the exercise's own starting point), the docstring (the prose may
+    quote it), comments, short lines, and lines that also occur elsewhere in the package (a
+    shared input check such as ``texts = check_corpus(corpus)`` is not the answer).
     """
-    import importlib
-
     module = importlib.import_module(f"transformer_lab.{module_name}")
-    source = textwrap.dedent(inspect.getsource(getattr(module, function_name)))
-    function = getattr(module, function_name)
-    docstring = inspect.getdoc(function) or ""
+    docstring = normalise(inspect.getdoc(getattr(module, function_name)) or "")
     lines = []
     body_started = False
-    for line in source.splitlines():
+    for line in function_source(module_name, function_name).splitlines():
         stripped = line.strip()
         if not body_started:
             body_started = stripped.endswith(":") and not stripped.startswith("@") and ")" in stripped
             continue
-        if not stripped or stripped.startswith("#") or stripped.startswith(('"""', "'''")):
+        if not stripped or stripped.startswith(("#", '"""', "'''")) or normalise(stripped) in docstring:
             continue
-        if normalise(stripped) in normalise(docstring):
-            continue
-        stripped = stripped.split("  #")[0].strip()
-        if len(stripped) >= MIN_DISTINCTIVE:
-            lines.append(normalise(stripped))
+        stripped = normalise(stripped.split("  #")[0])
+        if len(stripped) >= MIN_DISTINCTIVE and stripped not in lines_elsewhere():
+            lines.append(stripped)
     return lines
 
 
