@@ -15,10 +15,15 @@ extension leaves its parallel safety undeclared. sphinx-multitoc-numbering (load
 Book) is the one that does: it only replaces how section numbers are assigned from the merged
 table of contents, in the main process after every page is read, and keeps no per-page state, so
 it is declared read-safe here.
+
+Long lines of code outside executed cells. Code shown from the package (``literalinclude``) and
+in exercise hints may be wider than the page's code column; ``static/book_code.css`` wraps it
+inside the column instead of cutting it off behind a scroll bar.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sphinx.application import Sphinx
@@ -46,6 +51,14 @@ def drop_duplicate_scripts(app: Sphinx, pagename: str, templatename: str, contex
     scripts[:] = unique
 
 
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def add_static_folder(app: Sphinx, config: Any) -> None:
+    """Serve this extension's CSS (``static/``) with the book's own static files."""
+    config.html_static_path.append(str(STATIC))
+
+
 PARALLEL_SAFE_EXTENSIONS = ("sphinx_multitoc_numbering",)
 
 
@@ -58,8 +71,10 @@ def declare_parallel_safe(app: Sphinx, config: Any) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
-    # After every extension is set up (config-inited comes later than all setup() calls).
+    # config-inited comes after every extension's setup().
+    app.connect("config-inited", add_static_folder)
     app.connect("config-inited", declare_parallel_safe)
+    app.add_css_file("book_code.css")
     # Late (priority 900): after myst-nb and the theme have added their per-page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}

@@ -20,6 +20,7 @@ from transformer_lab.bakeoff import (
     make_pipeline,
     make_preprocessor,
     paired_difference,
+    precision_at_top,
     run_bakeoff,
     stratified_split,
     summarise,
@@ -290,3 +291,25 @@ def test_torch_classifier_refuses_bad_labels_and_nan_features():
         consistency([1, 2])
     with pytest.raises(ValueError, match="test_size must be a finite number, got nan"):
         stratified_split([0, 1] * 10, seed=0, test_size=float("nan"))
+
+
+def test_precision_at_top_counts_positives_at_the_top_of_the_ranking():
+    labels = [1, 0, 1, 0, 0, 0, 0, 0, 0, 1]
+    scores = [0.9, 0.8, 0.7, 0.1, 0.2, 0.3, 0.0, 0.05, 0.15, 0.95]
+    # top 10 % of 10 rows = 1 row (score 0.95, a positive); top 30 % = 0.95, 0.9, 0.8
+    assert precision_at_top(labels, scores, share=0.1) == 1.0
+    assert precision_at_top(labels, scores, share=0.3) == pytest.approx(2 / 3)
+    assert precision_at_top(labels, scores, share=1.0) == pytest.approx(0.3)  # the base rate
+
+
+def test_precision_at_top_rejects_bad_input():
+    with pytest.raises(ValueError, match="share must be in"):
+        precision_at_top([1, 0], [0.5, 0.1], share=0)
+    with pytest.raises(ValueError, match=r"shape \(N,\)"):
+        precision_at_top([1, 0], [0.5], share=0.5)
+
+
+def test_results_report_the_top_of_the_ranking(results):
+    assert results["precision_at_top"].between(0, 1).all()
+    # the models rank churners first: the top tenth holds more of them than the test set does
+    assert (results["precision_at_top"] > results["base_rate"]).all(), results

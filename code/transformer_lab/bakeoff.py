@@ -264,11 +264,34 @@ def make_pipeline(model: BaseEstimator) -> Pipeline:
     return Pipeline([("prepare", make_preprocessor()), ("model", model)])
 
 
+CALL_LIST_SHARE = 0.1  # the top tenth of the ranking: the customers a retention team would call
+
+
+def precision_at_top(labels: Sequence[int], scores: Sequence[float], share: float = CALL_LIST_SHARE) -> float:
+    """Share of positives among the ``share`` of rows with the highest ``scores`` (precision at k).
+
+    labels (N,) in {0, 1}, scores (N,) any real numbers (logits or probabilities). k is
+    ``share × N`` rounded, at least 1; ties in the scores are broken by row order (stable sort).
+    Divided by the base rate ``mean(labels)`` it is the *lift* of the top of the list.
+    """
+    labels, scores = np.asarray(labels), np.asarray(scores, dtype=np.float64)
+    if labels.ndim != 1 or labels.shape != scores.shape or labels.size == 0:
+        raise ValueError(
+            f"labels and scores must both have shape (N,) with N >= 1, got {labels.shape} and {scores.shape}"
+        )
+    if not 0 < share <= 1:
+        raise ValueError(f"share must be in (0, 1], got {share!r}")
+    k = max(1, round(share * labels.size))
+    top = np.argsort(-scores, kind="stable")[:k]
+    return float(labels[top].mean())
+
+
 def fit_and_score(pipeline: Pipeline, frame: pd.DataFrame, train: np.ndarray, test: np.ndarray) -> dict[str, float]:
     """Fit ``pipeline`` on rows ``train`` of ``frame`` only, score it on rows ``test``.
 
-    Returns ROC AUC and accuracy (logit threshold 0, i.e. probability 0.5) on the test rows and
-    the wall-clock seconds of fitting (preprocessing included), measured on one thread.
+    Returns ROC AUC, accuracy (logit threshold 0, i.e. probability 0.5) and precision in the top
+    tenth of the ranking (``precision_at_top``) on the test rows, and the wall-clock seconds of
+    fitting (preprocessing included), measured on one thread.
     """
     overlap = np.intersect1d(train, test)
     if overlap.size:
@@ -281,6 +304,7 @@ def fit_and_score(pipeline: Pipeline, frame: pd.DataFrame, train: np.ndarray, te
     return {
         "roc_auc": float(roc_auc_score(labels[test], logits)),
         "accuracy": accuracy(torch.from_numpy(logits), torch.from_numpy(labels[test].astype(np.float64))),
+        "precision_at_top": precision_at_top(labels[test], logits),
         "train_seconds": fitting["seconds"],
     }
 
@@ -314,8 +338,9 @@ def run_bakeoff(
     """Fit every model on every seed's shared stratified split; one row per model × seed.
 
     Each seed draws one split (used by every model) and seeds every model. Columns: ``model``,
-    ``seed``, ``roc_auc``, ``accuracy``, ``majority_accuracy`` (always predicting the training
-    majority class), ``train_seconds``, ``n_train``, ``n_test``. With ``warm_up`` (see
+    ``seed``, ``roc_auc``, ``accuracy``, ``precision_at_top`` (churners among the top tenth of the
+    test ranking), ``base_rate`` (churners among all test rows), ``majority_accuracy`` (always
+    predicting the training majority class), ``train_seconds``, ``n_train``, ``n_test``. With ``warm_up`` (see
     ``warm_up_models``) one-off start-up costs stay out of the first seed's timings.
     """
     check_frame(frame)
@@ -335,12 +360,14 @@ def run_bakeoff(
                     "model": name,
                     "seed": seed,
                     **scores,
+                    "base_rate": float(labels[test].mean()),
                     "majority_accuracy": float((labels[test] == majority).mean()),
                     "n_train": len(train),
                     "n_test": len(test),
                 }
             )
-    columns = ["model", "seed", "roc_auc", "accuracy", "majority_accuracy", "train_seconds", "n_train", "n_test"]
+    columns = ["model", "seed", "roc_auc", "accuracy", "precision_at_top", "base_rate", "majority_accuracy",
+               "train_seconds", "n_train", "n_test"]
     return pd.DataFrame(rows)[columns]
 
 

@@ -1,4 +1,6 @@
-"""Classification metrics on logits."""
+"""Classification metrics on logits, and a paired test of two classifiers."""
+
+import math
 
 import torch
 
@@ -27,3 +29,23 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
     require_finite("logits", logits, allow_inf=True)
     predictions = (logits > 0).to(labels.dtype)
     return (predictions == labels).float().mean().item()
+
+
+def mcnemar_exact(fixed: int, broken: int) -> float:
+    """Two-sided exact McNemar p-value for two classifiers scored on the same examples.
+
+    ``fixed``: examples only the second model gets right; ``broken``: examples only the first
+    model gets right (the examples both get right or both get wrong carry no information about
+    which is better). Under the null hypothesis that both models are equally accurate, each of
+    the ``n = fixed + broken`` discordant examples is a fair coin flip, so the smaller count is
+    Binomial(n, 1/2); the p-value doubles its lower tail (capped at 1). ``n = 0`` gives 1.0.
+    """
+    for name, value in (("fixed", fixed), ("broken", broken)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative integer count, got {value!r}")
+    n = fixed + broken
+    if n == 0:
+        return 1.0
+    smaller = min(fixed, broken)
+    tail = sum(math.comb(n, k) for k in range(smaller + 1)) / 2**n
+    return min(1.0, 2 * tail)

@@ -1,0 +1,229 @@
+"""What a reader sees on load: no book-keeping, nothing cut off, no homework answer in plain sight.
+
+Three checks on every page of the table of contents, in headless chromium at 1280 × 800:
+
+- **No book-keeping in view.** ``glue(...)`` calls and the asserts that keep the prose true live
+  in cells tagged ``remove-cell``; the text a reader sees on load never contains ``glue(``.
+- **Nothing cut off.** With every dropdown opened, no code or output block is wider than its box
+  (its content would need a horizontal scroll bar), and no matplotlib figure is shrunk below a
+  readable size. The book draws figures at 100 dpi with no text smaller than 9 pt, i.e. 12.5 px
+  at natural size; a figure shown at less than ``MIN_FIGURE_SCALE`` of its natural width would
+  render that text below 8 px.
+- **No homework answer in view** (chapters only). The reference implementations of the homework's
+  functions live in the package; a chapter may show them only inside a closed dropdown ("open
+  after homework Exercise N"). The test reads each function's source with ``inspect`` and fails
+  if a distinctive line of its body is in the chapter's visible text on load.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from book_pages import toc_pages
+from book_site import page_html, page_id
+
+pytestmark = pytest.mark.browser
+
+VIEWPORT = {"width": 1280, "height": 800}
+PAGES = [page_html(page) for page in toc_pages()]
+IDS = [page_id(page) for page in toc_pages()]
+CHAPTERS = [page_html(page) for page in toc_pages() if page.parent.name == "chapters"]
+CHAPTER_IDS = [page_id(page) for page in toc_pages() if page.parent.name == "chapters"]
+
+MIN_FIGURE_SCALE = 0.65  # 12.5 px (9 pt at 100 dpi) × 0.65 ≈ 8 px
+# A line of a function body counts as distinctive when it holds at least this many characters
+# (shorter lines such as ``return output`` could appear anywhere).
+MIN_DISTINCTIVE = 20
+HOMEWORK_FUNCTIONS = {  # module: functions a homework exercise asks the student to write
+    "attention": ("attention", "mix_values"),
+    "pooling": ("masked_mean",),
+    "metrics": ("accuracy",),
+    "tokenizer": ("train_bpe_tokenizer", "tokens_per_word", "embedding_parameters"),
+}
+
+VISIBLE_TEXT = "() => (document.querySelector('article') || document.body).innerText"
+
+OPEN_EVERYTHING = """() => {
+    document.querySelectorAll('article details').forEach(d => { d.open = true; });
+    document.querySelectorAll('article .toggle-hidden').forEach(
+        el => el.classList.remove('toggle-hidden'));
+}"""
+
+CUT_OFF = r"""(minScale) => {
+    const describe = el => (el.innerText || el.getAttribute('alt') || '').trim()
+                           .split('\n')[0].slice(0, 70);
+    const shown = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+    const blocks = Array.from(document.querySelectorAll(
+        'article pre, article .cell_output .output, article .cell_output table'));
+    const wide = [];
+    for (const el of blocks) {
+        if (!shown(el)) continue;
+        // A table may overflow the box that holds it rather than its own box.
+        const box = el.tagName === 'TABLE' ? el.parentElement : el;
+        const content = el.tagName === 'TABLE' ? el.scrollWidth : el.scrollWidth;
+        if (content > box.clientWidth + 1) {
+            wide.push({kind: el.tagName.toLowerCase(), content: content, box: box.clientWidth,
+                       text: describe(el)});
+        }
+    }
+    const small = [];
+    for (const img of document.querySelectorAll('article .cell_output img')) {
+        if (!shown(img) || !img.naturalWidth) continue;
+        const scale = img.getBoundingClientRect().width / img.naturalWidth;
+        if (scale < minScale) {
+            small.push({src: img.getAttribute('src').split('/').pop(), natural: img.naturalWidth,
+                        shown: Math.round(img.getBoundingClientRect().width),
+                        scale: Math.round(scale * 100) / 100, alt: describe(img)});
+        }
+    }
+    return {wide: wide, small: small};
+}"""
+
+
+def normalise(text: str) -> str:
+    """Collapse runs of whitespace, so a line matches however the browser wraps or indents it."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def function_source(module_name: str, function_name: str) -> str:
+    module = importlib.import_module(f"transformer_lab.{module_name}")
+    return textwrap.dedent(inspect.getsource(getattr(module, function_name)))
+
+
+@functools.cache
+def lines_elsewhere() -> frozenset[str]:
+    """Every line of the package outside the homework functions (normalised)."""
+    package = Path(importlib.import_module("transformer_lab").__file__).parent
+    text = "\n".join(path.read_text(encoding="utf-8") for path in sorted(package.glob("*.py")))
+    for module_name, functions in HOMEWORK_FUNCTIONS.items():
+        for function_name in functions:
+            text = text.replace(inspect.getsource(getattr(
+                importlib.import_module(f"transformer_lab.{module_name}"), function_name)), "")
+    return frozenset(normalise(line) for line in text.splitlines())
+
+
+def distinctive_lines(module_name: str, function_name: str) -> list[str]:
+    """Body lines of a package function that would give its implementation away.
+
+    Left out: the signature (the exercise's own starting point), the docstring (the prose may
+    quote it), comments, short lines, and lines that also occur elsewhere in the package (a
+    shared input check such as ``texts = check_corpus(corpus)`` is not the answer).
+    """
+    module = importlib.import_module(f"transformer_lab.{module_name}")
+    docstring = normalise(inspect.getdoc(getattr(module, function_name)) or "")
+    lines = []
+    body_started = False
+    for line in function_source(module_name, function_name).splitlines():
+        stripped = line.strip()
+        if not body_started:
+            body_started = stripped.endswith(":") and not stripped.startswith("@") and ")" in stripped
+            continue
+        if not stripped or stripped.startswith(("#", '"""', "'''")) or normalise(stripped) in docstring:
+            continue
+        stripped = normalise(stripped.split("  #")[0])
+        if len(stripped) >= MIN_DISTINCTIVE and stripped not in lines_elsewhere():
+            lines.append(stripped)
+    return lines
+
+
+@pytest.fixture(scope="module")
+def reader(browser, server):
+    """Open a page at 1280 × 800 as a reader would; the caller closes the context."""
+
+    def opener(relative: str):
+        context = browser.new_context(viewport=VIEWPORT, color_scheme="light", reduced_motion="reduce")
+        page = context.new_page()
+        page.goto(server.url(relative), wait_until="load")
+        page.wait_for_load_state("networkidle")
+        page.evaluate("async () => { await document.fonts.ready; }")
+        return context, page
+
+    return opener
+
+
+@pytest.mark.parametrize("relative", PAGES, ids=IDS)
+def test_no_bookkeeping_in_the_visible_text(reader, relative):
+    context, page = reader(relative)
+    try:
+        text = page.evaluate(VISIBLE_TEXT)
+    finally:
+        context.close()
+    shown = [line.strip() for line in text.splitlines() if "glue(" in line]
+    assert not shown, (
+        f"{relative} shows book-keeping to the reader; move these lines into a cell tagged "
+        f"remove-cell:\n" + "\n".join(shown[:10])
+    )
+
+
+@pytest.mark.parametrize("relative", PAGES, ids=IDS)
+def test_nothing_is_cut_off(reader, relative):
+    context, page = reader(relative)
+    try:
+        page.evaluate(OPEN_EVERYTHING)
+        found = page.evaluate(CUT_OFF, MIN_FIGURE_SCALE)
+    finally:
+        context.close()
+    problems = [
+        f"{item['kind']} needs {item['content']} px in a {item['box']} px box: {item['text']!r}"
+        for item in found["wide"]
+    ] + [
+        f"figure {item['src']} ({item['alt']!r}) shown at {item['shown']} of {item['natural']} px "
+        f"(scale {item['scale']} < {MIN_FIGURE_SCALE}): its smallest text would be under 8 px"
+        for item in found["small"]
+    ]
+    assert not problems, (
+        f"{relative} at {VIEWPORT['width']} × {VIEWPORT['height']}: wrap the code, print a narrower "
+        f"table or draw a narrower figure:\n" + "\n".join(problems)
+    )
+
+
+def test_homework_functions_have_distinctive_lines():
+    """The answer check below would pass vacuously if no line of a function qualified."""
+    for module_name, functions in HOMEWORK_FUNCTIONS.items():
+        for function_name in functions:
+            assert distinctive_lines(module_name, function_name), (
+                f"transformer_lab.{module_name}.{function_name} has no body line of "
+                f"{MIN_DISTINCTIVE}+ characters; lower MIN_DISTINCTIVE"
+            )
+
+
+@pytest.mark.parametrize("relative", CHAPTERS, ids=CHAPTER_IDS)
+def test_no_homework_answer_is_visible_on_load(reader, relative):
+    context, page = reader(relative)
+    try:
+        text = normalise(page.evaluate(VISIBLE_TEXT))
+    finally:
+        context.close()
+    shown = [
+        f"{module_name}.{function_name}: {line!r}"
+        for module_name, functions in HOMEWORK_FUNCTIONS.items()
+        for function_name in functions
+        for line in distinctive_lines(module_name, function_name)
+        if line in text
+    ]
+    assert not shown, (
+        f"{relative} shows the body of a homework function on load; put its literalinclude in a "
+        f"closed dropdown titled 'open after homework Exercise N' (or show another formulation):\n"
+        + "\n".join(shown)
+    )
+
+
+def test_the_answer_check_sees_a_function_shown_in_full(reader):
+    """Control: the same check finds the lines once the dropdowns are open."""
+    context, page = reader("chapters/01-soft-join.html")
+    try:
+        page.evaluate(OPEN_EVERYTHING)
+        text = normalise(page.evaluate(VISIBLE_TEXT))
+    finally:
+        context.close()
+    lines = distinctive_lines("attention", "attention")
+    assert any(line in text for line in lines), (
+        f"with its dropdown open, chapter 1 should show the body of attention; none of {lines} found"
+    )
