@@ -15,6 +15,7 @@ from transformer_lab.reproducibility import (
     CANONICAL_ENVIRONMENT,
     OPT_OUT_VARIABLE,
     TORCH_THREADS,
+    noise_bound,
     seed_everything,
 )
 
@@ -135,3 +136,13 @@ def test_seed_everything_repeats_draws():
     second = seed_everything(5)
     b = (torch.rand(3), torch.rand(3, generator=second))
     torch.testing.assert_close(a, b)
+
+
+def test_noise_is_printed_as_its_bound_and_a_real_difference_is_refused():
+    assert noise_bound(2.4e-7) == "below 1e-06"
+    assert noise_bound(-5e-7) == "below 1e-06"
+    assert noise_bound(0.0, bound=1e-3) == "below 1e-03"
+    with pytest.raises(ValueError, match="a difference of 1.0e-05 is not rounding noise below 1e-06"):
+        noise_bound(1e-5)
+    with pytest.raises(ValueError, match="difference must be a finite number"):
+        noise_bound(float("nan"))

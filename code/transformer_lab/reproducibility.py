@@ -137,3 +137,21 @@ def seed_everything(seed: int) -> "torch.Generator":
     np.random.seed(seed)
     torch.manual_seed(seed)
     return torch.Generator().manual_seed(seed)
+
+
+NOISE_BOUND = 1e-6
+
+
+def noise_bound(difference: float, bound: float = NOISE_BOUND) -> str:
+    """Print floating-point rounding noise as the bound it stays under, never as its digits.
+
+    Two float32 computations of the same thing in another order differ by about 1e-7; the exact
+    digits depend on the CPU's kernels, so a page prints "below 1e-06" instead. A difference at or
+    above ``bound`` is not noise: it raises, so a page that claims agreement cannot print a lie.
+    """
+    from transformer_lab.validation import require_number
+
+    difference = abs(require_number("difference", difference))
+    if difference >= bound:
+        raise ValueError(f"a difference of {difference:.1e} is not rounding noise below {bound:.0e}")
+    return f"below {bound:.0e}"
