@@ -8,7 +8,9 @@ def _numeric_mode_line() -> str:
     problem = numeric_mode_problem()
     if problem is None:
         return "numeric mode: canonical (the page references' numbers are reproducible on this machine)"
-    return f"numeric mode: NOT canonical, page outputs after training will differ: {problem}"
+    return (
+        f"numeric mode: NOT canonical, page outputs after training will differ: {problem}"
+    )
 
 
 def pytest_report_header(config):

@@ -15,10 +15,20 @@ import re
 import nbformat
 import pytest
 
-from book_pages import ROOT, alt_text_problem, has_code, read_page, reference_path, toc_pages
+from book_pages import (
+    ROOT,
+    alt_text_problem,
+    has_code,
+    read_page,
+    reference_path,
+    toc_pages,
+)
 
 PAGES = toc_pages()
-DIRECTIVE = re.compile(r"^(?:`{3,}|:{3,})\{(?:image|figure)\}[ \t]*(\S*)[ \t]*\n((?:[ \t]*:[\w-]+:.*\n)*)", re.MULTILINE)
+DIRECTIVE = re.compile(
+    r"^(?:`{3,}|:{3,})\{(?:image|figure)\}[ \t]*(\S*)[ \t]*\n((?:[ \t]*:[\w-]+:.*\n)*)",
+    re.MULTILINE,
+)
 MARKDOWN_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)[^)]*\)")
 HTML_IMAGE = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
 HTML_ALT = re.compile(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)')""", re.IGNORECASE)
@@ -37,7 +47,9 @@ def markdown_alt_problems(text: str) -> list[str]:
             problems.append(f"![...]({source}): {problem}")
     for tag in HTML_IMAGE.findall(text):
         alt = HTML_ALT.search(tag)
-        if problem := alt_text_problem(next(filter(None, alt.groups()), "") if alt else None):
+        if problem := alt_text_problem(
+            next(filter(None, alt.groups()), "") if alt else None
+        ):
             problems.append(f"{tag[:80]}: {problem}")
     return problems
 
@@ -51,26 +63,42 @@ def figure_cell_problems(page) -> list[str]:
     reference_cells = [cell for cell in reference.cells if cell.cell_type == "code"]
     problems = []
     for number, (cell, executed) in enumerate(zip(page_cells, reference_cells), start=1):
-        shows_image = any(key.startswith("image/") for output in executed.get("outputs", []) for key in output.get("data", {}))
+        shows_image = any(
+            key.startswith("image/")
+            for output in executed.get("outputs", [])
+            for key in output.get("data", {})
+        )
         hidden = {"remove-output", "remove-cell"} & set(cell.metadata.get("tags", []))
         if shows_image and not hidden:
             alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt")
             if problem := alt_text_problem(alt):
-                problems.append(f"code cell {number}: {problem} (set `mystnb: image: alt:` in its metadata)")
+                problems.append(
+                    f"code cell {number}: {problem} (set `mystnb: image: alt:` in its metadata)"
+                )
     return problems
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: str(page.relative_to(ROOT)))
 def test_every_picture_has_descriptive_alt_text(page):
-    markdown = "\n".join(cell.source + "\n" for cell in read_page(page).cells if cell.cell_type == "markdown")
+    markdown = "\n".join(
+        cell.source + "\n" for cell in read_page(page).cells if cell.cell_type == "markdown"
+    )
     problems = markdown_alt_problems(markdown) + figure_cell_problems(page)
     assert not problems, f"{page.relative_to(ROOT)}:\n" + "\n".join(problems)
 
 
 def test_the_book_has_figures_to_check():
     """Guard: the figure check above must find at least one figure with alt text somewhere."""
-    cells = [cell for page in PAGES if has_code(page) for cell in read_page(page).cells if cell.cell_type == "code"]
-    assert any(cell.metadata.get("mystnb", {}).get("image", {}).get("alt") for cell in cells)
+    cells = [
+        cell
+        for page in PAGES
+        if has_code(page)
+        for cell in read_page(page).cells
+        if cell.cell_type == "code"
+    ]
+    assert any(
+        cell.metadata.get("mystnb", {}).get("image", {}).get("alt") for cell in cells
+    )
 
 
 @pytest.mark.parametrize(

@@ -49,7 +49,9 @@ def test_matches_scaled_dot_product_attention(seed, with_padding):
 def test_causal_matches_sdpa():
     q, k, v, _ = random_inputs(3, 2, 5, 5, 4, 3, False)
     output, weights = attention(q, k, v, causal=True)
-    torch.testing.assert_close(output, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    torch.testing.assert_close(
+        output, F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    )
     assert torch.equal(weights[0] > 0, ~causal_mask(5))
 
 
@@ -76,11 +78,23 @@ def test_every_key_masked_is_a_clear_error():
 @pytest.mark.parametrize(
     "shapes, message",
     [
-        (((2, 3, 4), (2, 5, 4), (2, 5)), r"v should have shape \(B, Lk, Dv\).*got \(2, 5\)"),
+        (
+            ((2, 3, 4), (2, 5, 4), (2, 5)),
+            r"v should have shape \(B, Lk, Dv\).*got \(2, 5\)",
+        ),
         (((3, 4), (2, 5, 4), (2, 5, 6)), r"q should have shape \(B, Lq, D\).*got \(3, 4\)"),
-        (((2, 3, 4), (1, 5, 4), (2, 5, 6)), r"k has shape \(1, 5, 4\) but its dimension 0 should be 2"),
-        (((2, 3, 4), (2, 5, 3), (2, 5, 6)), r"k has shape \(2, 5, 3\) but its dimension 2 should be 4"),
-        (((2, 3, 4), (2, 5, 4), (2, 4, 6)), r"v has shape \(2, 4, 6\) but its dimension 1 should be 5"),
+        (
+            ((2, 3, 4), (1, 5, 4), (2, 5, 6)),
+            r"k has shape \(1, 5, 4\) but its dimension 0 should be 2",
+        ),
+        (
+            ((2, 3, 4), (2, 5, 3), (2, 5, 6)),
+            r"k has shape \(2, 5, 3\) but its dimension 2 should be 4",
+        ),
+        (
+            ((2, 3, 4), (2, 5, 4), (2, 4, 6)),
+            r"v has shape \(2, 4, 6\) but its dimension 1 should be 5",
+        ),
     ],
 )
 def test_wrong_shapes_name_expected_and_received(shapes, message):
@@ -91,7 +105,9 @@ def test_wrong_shapes_name_expected_and_received(shapes, message):
 
 def test_padding_mask_shape_and_dtype_are_checked():
     q = k = v = torch.zeros(2, 3, 4)
-    with pytest.raises(ValueError, match=r"padding should have shape \(2, 3\).*got \(3, 2\)"):
+    with pytest.raises(
+        ValueError, match=r"padding should have shape \(2, 3\).*got \(3, 2\)"
+    ):
         attention(q, k, v, torch.zeros(3, 2, dtype=torch.bool))
     with pytest.raises(TypeError, match="boolean"):
         attention(q, k, v, torch.zeros(2, 3))
@@ -100,7 +116,10 @@ def test_padding_mask_shape_and_dtype_are_checked():
 
 
 def test_soft_join_becomes_a_lookup_as_temperature_falls():
-    keys = F.normalize(torch.randn(5, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64), dim=1)
+    keys = F.normalize(
+        torch.randn(5, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64),
+        dim=1,
+    )
     values = torch.arange(10, dtype=torch.float64).reshape(5, 2)
     order = torch.tensor([3, 0, 4, 4, 1])
     warm, warm_weights = soft_join(keys[order], keys, values, temperature=1.0)
@@ -139,10 +158,14 @@ POISON = [float("nan"), float("inf"), -float("inf"), 1e30]
 @pytest.mark.parametrize("poison", POISON)
 def test_nothing_at_a_padded_key_reaches_the_output(poison):
     q, k, v, _ = random_inputs(7, 2, 3, 5, 4, 6, False)
-    padding = torch.tensor([[False, False, False, True, True], [False, True, True, True, True]])
+    padding = torch.tensor(
+        [[False, False, False, True, True], [False, True, True, True, True]]
+    )
     clean = attention(q, k, v, padding)
     hidden = padding[:, :, None]
-    poisoned = attention(q, k.masked_fill(hidden, poison), v.masked_fill(hidden, poison), padding)
+    poisoned = attention(
+        q, k.masked_fill(hidden, poison), v.masked_fill(hidden, poison), padding
+    )
     for expected, got in zip(clean, poisoned):
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
 
@@ -157,10 +180,26 @@ def test_a_future_nan_cannot_reach_earlier_queries_under_a_causal_mask():
 @pytest.mark.parametrize(
     "make, error, message",
     [
-        (lambda q, k, v: (q, k[:, :0], v[:, :0]), ValueError, r"k has shape \(2, 0, 4\): it has no keys to read"),
-        (lambda q, k, v: (q[..., :0], k[..., :0], v), ValueError, r"q has shape \(2, 3, 0\): it has no width D"),
-        (lambda q, k, v: (q.long(), k.long(), v.long()), TypeError, "q must hold floating-point numbers, got dtype torch.int64"),
-        (lambda q, k, v: (q, k, v.double()), TypeError, r"v must have dtype torch.float32 \(the dtype of q\), got torch.float64"),
+        (
+            lambda q, k, v: (q, k[:, :0], v[:, :0]),
+            ValueError,
+            r"k has shape \(2, 0, 4\): it has no keys to read",
+        ),
+        (
+            lambda q, k, v: (q[..., :0], k[..., :0], v),
+            ValueError,
+            r"q has shape \(2, 3, 0\): it has no width D",
+        ),
+        (
+            lambda q, k, v: (q.long(), k.long(), v.long()),
+            TypeError,
+            "q must hold floating-point numbers, got dtype torch.int64",
+        ),
+        (
+            lambda q, k, v: (q, k, v.double()),
+            TypeError,
+            r"v must have dtype torch.float32 \(the dtype of q\), got torch.float64",
+        ),
     ],
 )
 def test_degenerate_sizes_and_dtypes_are_refused(make, error, message):
@@ -180,11 +219,16 @@ def test_mix_values_checks_its_inputs():
     scores, v = torch.zeros(2, 3, 5), torch.zeros(2, 5, 6)
     with pytest.raises(TypeError, match="scores must be a torch.Tensor"):
         mix_values([[1.0]], v)
-    with pytest.raises(ValueError, match=r"v has shape \(2, 5, 6\) but its dimension 1 should be 4"):
+    with pytest.raises(
+        ValueError, match=r"v has shape \(2, 5, 6\) but its dimension 1 should be 4"
+    ):
         mix_values(torch.zeros(2, 3, 4), v)
     with pytest.raises(TypeError, match="ignore must be a boolean tensor"):
         mix_values(scores, v, torch.zeros(2, 3, 5))
-    with pytest.raises(ValueError, match=r"ignore has shape \(2, 4\), which does not broadcast to the scores' shape \(B, Lq, Lk\) \(2, 3, 5\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"ignore has shape \(2, 4\), which does not broadcast to the scores' shape \(B, Lq, Lk\) \(2, 3, 5\)",
+    ):
         mix_values(scores, v, torch.zeros(2, 4, dtype=torch.bool))
 
 
@@ -223,11 +267,15 @@ def test_soft_join_splits_the_weight_between_tied_keys_at_zero_temperature():
 
 def test_soft_join_with_huge_scores_stays_finite_or_says_why():
     keys = torch.eye(3)
-    output, weights = soft_join(keys * 1e10, keys * 1e10, torch.eye(3), temperature=1.0)  # scores of 1e20
+    output, weights = soft_join(
+        keys * 1e10, keys * 1e10, torch.eye(3), temperature=1.0
+    )  # scores of 1e20
     torch.testing.assert_close(weights, torch.eye(3))
     with pytest.raises(ValueError, match="overflow torch.float32.*scale the inputs down"):
         soft_join(keys * 1e20, keys * 1e20, torch.eye(3), temperature=1.0)  # scores of 1e40
-    with pytest.raises(ValueError, match=r"keys holds NaN or infinite values, first at position \(0, 0\)"):
+    with pytest.raises(
+        ValueError, match=r"keys holds NaN or infinite values, first at position \(0, 0\)"
+    ):
         soft_join(keys, keys * float("nan"), keys, temperature=1.0)
 
 
@@ -244,7 +292,9 @@ def test_sizes_and_seeds_are_checked():
 
 def test_gradients_stay_finite_when_padding_holds_nan():
     q, k, v, _ = random_inputs(9, 2, 3, 5, 4, 6, False)
-    padding = torch.tensor([[False, False, False, True, True], [False, True, True, True, True]])
+    padding = torch.tensor(
+        [[False, False, False, True, True], [False, True, True, True, True]]
+    )
     v = v.masked_fill(padding[:, :, None], float("nan")).requires_grad_(True)
     q.requires_grad_(True)
     output, _ = attention(q, k, v, padding)
@@ -258,5 +308,7 @@ def test_toy_inputs_are_the_numbers_the_toy_uses():
     assert embeddings.shape == (3, 4) and w_q.shape == w_k.shape == w_v.shape == (4, 4)
     same_embeddings, weights = toy_self_attention(["a", "b", "c"], d_model=4, seed=5)
     assert torch.equal(same_embeddings, embeddings)
-    torch.testing.assert_close(weights, torch.softmax((embeddings @ w_q) @ (embeddings @ w_k).T / 2, dim=-1))
+    torch.testing.assert_close(
+        weights, torch.softmax((embeddings @ w_q) @ (embeddings @ w_k).T / 2, dim=-1)
+    )
     assert not torch.equal(toy_inputs(3, d_model=4, seed=6)[0], embeddings)

@@ -88,7 +88,9 @@ def test_split_is_stratified_disjoint_complete_and_repeatable(frame):
     labels = frame["churned"].to_numpy()
     train, test = stratified_split(labels, seed=3, test_size=0.25)
     assert np.intersect1d(train, test).size == 0
-    np.testing.assert_array_equal(np.sort(np.concatenate([train, test])), np.arange(len(frame)))
+    np.testing.assert_array_equal(
+        np.sort(np.concatenate([train, test])), np.arange(len(frame))
+    )
     assert len(test) == 100
     assert abs(labels[train].mean() - labels[test].mean()) < 0.02
     again = stratified_split(labels, seed=3, test_size=0.25)
@@ -138,7 +140,7 @@ def test_preprocessor_statistics_come_from_training_rows_only(frame):
 def test_plan_tier_is_one_hot_in_a_fixed_order(frame):
     prepared = make_preprocessor().fit_transform(frame)
     assert prepared.shape == (len(frame), len(NUMERIC_COLUMNS) + len(PLAN_TIERS))
-    indicators = prepared[:, len(NUMERIC_COLUMNS):]
+    indicators = prepared[:, len(NUMERIC_COLUMNS) :]
     np.testing.assert_array_equal(indicators.sum(axis=1), 1.0)
     expected = np.array([PLAN_TIERS.index(t) for t in frame["plan_tier"]])
     np.testing.assert_array_equal(indicators.argmax(axis=1), expected)
@@ -159,7 +161,9 @@ def test_every_model_learns_the_easy_table(results):
 
 def test_bakeoff_is_deterministic(frame, results):
     again = run_bakeoff(frame, seeds=(0, 1))
-    pd.testing.assert_frame_equal(results.drop(columns="train_seconds"), again.drop(columns="train_seconds"))
+    pd.testing.assert_frame_equal(
+        results.drop(columns="train_seconds"), again.drop(columns="train_seconds")
+    )
 
 
 def test_summary_and_paired_differences(results):
@@ -167,12 +171,16 @@ def test_summary_and_paired_differences(results):
     assert list(summary.index) == list(MODEL_NAMES)
     trees = results[results["model"] == "gradient-boosted trees"]["roc_auc"]
     assert summary.loc["gradient-boosted trees", "auc_mean"] == pytest.approx(trees.mean())
-    assert summary.loc["gradient-boosted trees", "auc_std"] == pytest.approx(trees.std(ddof=1))
+    assert summary.loc["gradient-boosted trees", "auc_std"] == pytest.approx(
+        trees.std(ddof=1)
+    )
     assert (summary["seeds"] == 2).all()
     gap = paired_difference(results, "gradient-boosted trees", "transformer")
     by_seed = results.set_index(["model", "seed"])["roc_auc"]
     for seed in (0, 1):
-        assert gap[seed] == pytest.approx(by_seed["gradient-boosted trees", seed] - by_seed["transformer", seed])
+        assert gap[seed] == pytest.approx(
+            by_seed["gradient-boosted trees", seed] - by_seed["transformer", seed]
+        )
 
 
 def test_consistency_words():
@@ -188,12 +196,16 @@ def test_column_embedding_gives_one_token_per_feature():
     torch.manual_seed(0)
     embed = ColumnEmbedding(token_of_column(), d_model=5)
     x = torch.randn(3, 10)
-    x[:, 6:] = torch.tensor([[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    x[:, 6:] = torch.tensor(
+        [[0.0, 0.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 1.0]]
+    )
     tokens = embed(x)
     assert tokens.shape == (3, len(FEATURE_COLUMNS), 5)
     with torch.no_grad():
         # a numeric token is value × its column's direction + its offset
-        torch.testing.assert_close(tokens[:, 1], x[:, 1:2] * embed.weight[1] + embed.bias[1])
+        torch.testing.assert_close(
+            tokens[:, 1], x[:, 1:2] * embed.weight[1] + embed.bias[1]
+        )
         # the plan-tier token is an embedding lookup: offset + the chosen tier's vector
         torch.testing.assert_close(tokens[0, 6], embed.bias[6] + embed.weight[6 + 2])
         torch.testing.assert_close(tokens[2, 6], embed.bias[6] + embed.weight[6 + 3])
@@ -232,16 +244,22 @@ def test_bad_input_is_explained(frame):
         check_frame({"churned": [0, 1]})
     with pytest.raises(ValueError, match=r"missing column\(s\) \['nps_score'\]"):
         check_frame(frame.drop(columns="nps_score"))
-    with pytest.raises(ValueError, match=r"both classes 0 and 1 and nothing else, got \[0, 1, 2\]"):
+    with pytest.raises(
+        ValueError, match=r"both classes 0 and 1 and nothing else, got \[0, 1, 2\]"
+    ):
         check_frame(frame.assign(churned=frame["churned"] * 2 + (frame.index == 0)))
     with pytest.raises(ValueError, match=r"got unknown \['Gold'\]"):
         check_frame(frame.assign(plan_tier=["Gold"] + list(frame["plan_tier"][1:])))
     with pytest.raises(ValueError, match=r"missing values in \['seats'\]"):
         check_frame(frame.assign(seats=[np.nan] + list(frame["seats"][1:])))
-    with pytest.raises(ValueError, match="test_size must be strictly between 0 and 1, got 25"):
+    with pytest.raises(
+        ValueError, match="test_size must be strictly between 0 and 1, got 25"
+    ):
         stratified_split(frame["churned"], seed=0, test_size=25)
     with pytest.raises(ValueError, match="must not share rows, got 1 shared"):
-        fit_and_score(make_pipeline(SpyModel()), frame, np.arange(0, 200), np.arange(199, 400))
+        fit_and_score(
+            make_pipeline(SpyModel()), frame, np.arange(0, 200), np.arange(199, 400)
+        )
     with pytest.raises(ValueError, match="seeds must hold at least one seed"):
         run_bakeoff(frame, seeds=())
     with pytest.raises(ValueError, match="kind must be 'mlp' or 'transformer', got 'cnn'"):
@@ -255,7 +273,9 @@ def test_bad_input_is_explained(frame):
     with pytest.raises(ValueError, match="run_bakeoff DataFrame"):
         summarise(pd.DataFrame({"model": ["x"]}))
     with pytest.raises(ValueError, match="model 'CNN' is not in results"):
-        paired_difference(run_bakeoff(frame, seeds=(0,), models=lambda s: {"a": SpyModel()}), "a", "CNN")
+        paired_difference(
+            run_bakeoff(frame, seeds=(0,), models=lambda s: {"a": SpyModel()}), "a", "CNN"
+        )
     with pytest.raises(ValueError, match="every token 0..2"):
         ColumnEmbedding([0, 2, 2], d_model=4)
     with pytest.raises(ValueError, match="d_model=16 is not divisible by nhead=3"):
@@ -277,17 +297,26 @@ def test_warm_up_fits_clones_on_a_small_slice_and_leaves_scores_alone(frame, res
     assert not any(hasattr(model, "fitted_on_") for model in originals)
     network = TorchClassifier("mlp", epochs=25)
     warm_up_models(frame, [network], train)
-    assert network.epochs == 25 and not hasattr(network, "module_")  # the clone trained, not the model
+    assert network.epochs == 25 and not hasattr(
+        network, "module_"
+    )  # the clone trained, not the model
     cold = run_bakeoff(frame, seeds=(0, 1), warm_up=False)
-    pd.testing.assert_frame_equal(results.drop(columns="train_seconds"), cold.drop(columns="train_seconds"))
+    pd.testing.assert_frame_equal(
+        results.drop(columns="train_seconds"), cold.drop(columns="train_seconds")
+    )
 
 
 def test_torch_classifier_refuses_bad_labels_and_nan_features():
     with pytest.raises(ValueError, match="y must hold only the classes 0 and 1"):
         TorchClassifier(epochs=1).fit(np.zeros((4, 3)), [0, 2, 0, 2])
-    with pytest.raises(ValueError, match=r"X holds NaN or infinite values, first at position \(0, 0\)"):
+    with pytest.raises(
+        ValueError, match=r"X holds NaN or infinite values, first at position \(0, 0\)"
+    ):
         TorchClassifier(epochs=1).fit(np.full((4, 3), np.nan), [0, 1, 0, 1])
-    with pytest.raises(TypeError, match="differences must be a pandas Series from paired_difference, got list"):
+    with pytest.raises(
+        TypeError,
+        match="differences must be a pandas Series from paired_difference, got list",
+    ):
         consistency([1, 2])
     with pytest.raises(ValueError, match="test_size must be a finite number, got nan"):
         stratified_split([0, 1] * 10, seed=0, test_size=float("nan"))
@@ -299,7 +328,9 @@ def test_precision_at_top_counts_positives_at_the_top_of_the_ranking():
     # top 10 % of 10 rows = 1 row (score 0.95, a positive); top 30 % = 0.95, 0.9, 0.8
     assert precision_at_top(labels, scores, share=0.1) == 1.0
     assert precision_at_top(labels, scores, share=0.3) == pytest.approx(2 / 3)
-    assert precision_at_top(labels, scores, share=1.0) == pytest.approx(0.3)  # the base rate
+    assert precision_at_top(labels, scores, share=1.0) == pytest.approx(
+        0.3
+    )  # the base rate
 
 
 def test_precision_at_top_rejects_bad_input():

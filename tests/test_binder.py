@@ -35,7 +35,9 @@ def pins(path) -> tuple[dict[str, str], list[str]]:
             options.append(line)
             continue
         match = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;]+)", line)
-        assert match, f"{path.relative_to(ROOT)}:{number}: {line!r} is not an exact pin NAME==VERSION"
+        assert match, (
+            f"{path.relative_to(ROOT)}:{number}: {line!r} is not an exact pin NAME==VERSION"
+        )
         name = normalise(match.group(1))
         assert name not in found, f"{path.relative_to(ROOT)} pins {name} twice"
         found[name] = match.group(2)
@@ -63,14 +65,21 @@ def test_binder_pins_equal_the_main_lock():
     binder, _ = pins(BINDER / "requirements.txt")
     binder_public = {name: version.split("+")[0] for name, version in binder.items()}
     missing = sorted(set(main) - set(binder))
-    differ = sorted(f"{name}: main {main[name]}, binder {binder[name]}"
-                    for name in set(main) & set(binder) if binder_public[name] != main[name])
+    differ = sorted(
+        f"{name}: main {main[name]}, binder {binder[name]}"
+        for name in set(main) & set(binder)
+        if binder_public[name] != main[name]
+    )
     extra = sorted(set(binder) - set(main) - BINDER_ONLY)
     assert not missing, f"in requirements.txt but not in binder/requirements.txt: {missing}"
-    assert not differ, f"binder/requirements.txt pins differ from requirements.txt: {differ}"
+    assert not differ, (
+        f"binder/requirements.txt pins differ from requirements.txt: {differ}"
+    )
     assert not extra, f"binder-only pins not declared in BINDER_ONLY: {extra}"
     local_labels = sorted(name for name, version in binder.items() if "+" in version)
-    assert local_labels == ["torch"], f"only torch may carry a local version label: {local_labels}"
+    assert local_labels == ["torch"], (
+        f"only torch may carry a local version label: {local_labels}"
+    )
 
 
 def test_binder_has_jupytext_and_jupyterlab_myst():
@@ -82,13 +91,23 @@ def test_postbuild_installs_the_package_and_opens_md_as_notebooks():
     post_build = BINDER / "postBuild"
     assert os.access(post_build, os.X_OK), "binder/postBuild must be executable (chmod +x)"
     text = post_build.read_text(encoding="utf-8")
-    assert text.startswith("#!/usr/bin/env bash\n"), "binder/postBuild must start with a bash shebang"
-    commands = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
-    assert "set -euo pipefail" in commands, "postBuild must stop at the first failing command"
+    assert text.startswith("#!/usr/bin/env bash\n"), (
+        "binder/postBuild must start with a bash shebang"
+    )
+    commands = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert "set -euo pipefail" in commands, (
+        "postBuild must stop at the first failing command"
+    )
     assert any(re.search(r"pip install .*--no-deps.* -e \.$", line) for line in commands), (
         "postBuild must install the book's package with `pip install --no-deps ... -e .`"
     )
-    viewer = [line for line in commands if line.startswith("jupytext-config set-default-viewer")]
+    viewer = [
+        line for line in commands if line.startswith("jupytext-config set-default-viewer")
+    ]
     assert viewer and {"markdown", "myst"} <= set(viewer[0].split()[2:]), (
         "postBuild must make jupytext JupyterLab's default viewer for markdown and myst"
     )

@@ -34,7 +34,13 @@ def order_only_split(length: int = 6) -> PraiseSplit:
 
 def test_encode_text_lowercases_caps_truncates_and_pads():
     assert encode_text("Ab", length=4) == [ord("a"), ord("b"), PAD_ID, PAD_ID]
-    assert encode_text("café ’👍", length=8)[3:] == [MAX_CHAR_ID, ord(" "), MAX_CHAR_ID, MAX_CHAR_ID, PAD_ID]
+    assert encode_text("café ’👍", length=8)[3:] == [
+        MAX_CHAR_ID,
+        ord(" "),
+        MAX_CHAR_ID,
+        MAX_CHAR_ID,
+        PAD_ID,
+    ]
     assert encode_text("x" * 50) == [ord("x")] * LENGTH
 
 
@@ -43,7 +49,9 @@ def test_encode_text_lowercases_caps_truncates_and_pads():
     [(None, 4, TypeError), (17, 4, TypeError), ("", 4, ValueError), ("abc", 0, ValueError)],
 )
 def test_encode_text_rejects_bad_input(text, length, error):
-    with pytest.raises(error, match="text must be a str|text is empty|length must be an int of at least 1"):
+    with pytest.raises(
+        error, match="text must be a str|text is empty|length must be an int of at least 1"
+    ):
         encode_text(text, length)
 
 
@@ -54,8 +62,24 @@ def test_encode_texts_shape_and_dtype():
 
 
 def test_order_sensitive_rule_sees_only_the_visible_characters():
-    texts = ["not bad at all", "Great, but slow", "I can’t log in", "love it", "nothing", "notable", "x" * 40 + " not"]
-    assert order_sensitive(texts, length=32).tolist() == [True, True, True, False, True, False, False]
+    texts = [
+        "not bad at all",
+        "Great, but slow",
+        "I can’t log in",
+        "love it",
+        "nothing",
+        "notable",
+        "x" * 40 + " not",
+    ]
+    assert order_sensitive(texts, length=32).tolist() == [
+        True,
+        True,
+        True,
+        False,
+        True,
+        False,
+        False,
+    ]
 
 
 def test_load_praise_sample_is_seeded_and_labelled():
@@ -100,7 +124,11 @@ def test_with_positions_order_changes_the_output():
     seed_everything(0)
     model = PraiseClassifier(use_positions=True).eval()
     with torch.no_grad():
-        logits = model(encode_texts(["used to be slow, now it's fast", "used to be fast, now it's slow"]))
+        logits = model(
+            encode_texts(
+                ["used to be slow, now it's fast", "used to be fast, now it's slow"]
+            )
+        )
     assert abs(logits[0] - logits[1]) > 1e-4
 
 
@@ -108,7 +136,10 @@ def test_padding_does_not_change_the_prediction():
     seed_everything(0)
     model = PraiseClassifier(use_positions=True).eval()
     with torch.no_grad():
-        short, padded = model(encode_texts(["great app"], length=9)), model(encode_texts(["great app"], length=32))
+        short, padded = (
+            model(encode_texts(["great app"], length=9)),
+            model(encode_texts(["great app"], length=32)),
+        )
     assert torch.allclose(short, padded, atol=1e-6)
 
 
@@ -124,7 +155,11 @@ def test_both_variants_start_from_the_same_weights():
     "ids, error, message",
     [
         ([[1, 2]], TypeError, "ids must be a torch.Tensor"),
-        (torch.ones(2, 3, 4, dtype=torch.long), ValueError, r"ids should have shape \(N, L\)"),
+        (
+            torch.ones(2, 3, 4, dtype=torch.long),
+            ValueError,
+            r"ids should have shape \(N, L\)",
+        ),
         (torch.ones(2, 3), ValueError, "long integers"),
         (torch.ones(2, LENGTH + 1, dtype=torch.long), ValueError, "L<=32"),
     ],
@@ -144,7 +179,9 @@ def test_positions_solve_an_order_only_task_that_a_bag_cannot():
     with_pos = train_and_score(True, seed=0, split=split, epochs=30, batch_size=16)
     without_pos = train_and_score(False, seed=0, split=split, epochs=30, batch_size=16)
     assert with_pos == 1.0
-    assert without_pos == 0.5  # identical bags of characters, opposite labels: a coin flip at best
+    assert (
+        without_pos == 0.5
+    )  # identical bags of characters, opposite labels: a coin flip at best
 
 
 def test_training_is_reproducible_and_validated():
@@ -157,15 +194,32 @@ def test_training_is_reproducible_and_validated():
 
 
 def test_majority_baseline():
-    assert majority_baseline(torch.tensor([0.0, 0.0, 1.0]), torch.tensor([0.0, 1.0, 0.0, 0.0])) == 0.75
-    assert majority_baseline(torch.tensor([1.0, 1.0, 0.0]), torch.tensor([0.0, 1.0, 0.0, 0.0])) == 0.25
+    assert (
+        majority_baseline(torch.tensor([0.0, 0.0, 1.0]), torch.tensor([0.0, 1.0, 0.0, 0.0]))
+        == 0.75
+    )
+    assert (
+        majority_baseline(torch.tensor([1.0, 1.0, 0.0]), torch.tensor([0.0, 1.0, 0.0, 0.0]))
+        == 0.25
+    )
 
 
 def test_compare_positions_scores_every_seed_and_variant():
     split = order_only_split()
     result = compare_positions(split, seeds=(0, 1), epochs=2, batch_size=32)
-    assert list(result.scores.columns) == ["seed", "positions", "all", "order-sensitive", "rest"]
-    assert result.scores[["seed", "positions"]].values.tolist() == [[0, "with"], [0, "without"], [1, "with"], [1, "without"]]
+    assert list(result.scores.columns) == [
+        "seed",
+        "positions",
+        "all",
+        "order-sensitive",
+        "rest",
+    ]
+    assert result.scores[["seed", "positions"]].values.tolist() == [
+        [0, "with"],
+        [0, "without"],
+        [1, "with"],
+        [1, "without"],
+    ]
     assert set(result.logits) == {(0, True), (0, False), (1, True), (1, False)}
     assert result.logits[0, True].shape == (len(split.y_test),)
     with pytest.raises(ValueError, match="at least one seed"):
@@ -184,7 +238,9 @@ def test_encode_texts_refuses_a_single_string_and_keeps_the_shape_when_empty():
 
 def test_labels_and_shares_are_checked():
     sample = pd.DataFrame({"feedback_text": ["good", "bad"] * 4, "is_praise": [0, 2] * 4})
-    with pytest.raises(ValueError, match=r"is_praise must hold only the classes 0 and 1, got \[2.0\]"):
+    with pytest.raises(
+        ValueError, match=r"is_praise must hold only the classes 0 and 1, got \[2.0\]"
+    ):
         split_sample(sample)
     with pytest.raises(ValueError, match="test_share must be a finite number, got nan"):
         split_sample(sample.assign(is_praise=[0, 1] * 4), test_share=float("nan"))
@@ -208,10 +264,16 @@ def test_model_class_trains_a_subclass_from_the_same_initial_weights():
     seed_everything(4)
     fresh = PraiseClassifier(False, length=split.x_train.shape[1])
     trained_from = train_praise_model(split, False, seed=4, epochs=1)
-    assert not torch.equal(trained_from.embed.weight, fresh.embed.weight)  # training moved it...
+    assert not torch.equal(
+        trained_from.embed.weight, fresh.embed.weight
+    )  # training moved it...
     seed_everything(4)
-    assert torch.equal(Doubled(False, length=split.x_train.shape[1]).embed.weight, fresh.embed.weight)  # ...same start
-    with pytest.raises(TypeError, match="model_class must be PraiseClassifier or a subclass"):
+    assert torch.equal(
+        Doubled(False, length=split.x_train.shape[1]).embed.weight, fresh.embed.weight
+    )  # ...same start
+    with pytest.raises(
+        TypeError, match="model_class must be PraiseClassifier or a subclass"
+    ):
         train_praise_model(split, False, epochs=1, model_class=torch.nn.Linear)
 
 
@@ -220,11 +282,17 @@ def test_sinusoidal_positions_follow_the_formula():
 
     table = sinusoidal_positions(32, 24)
     assert table.shape == (32, 24)
-    torch.testing.assert_close(table[0], torch.tensor([0.0, 1.0] * 12))  # position 0: every clock at its start
-    torch.testing.assert_close(table[:, 0], torch.sin(torch.arange(32.0)))  # the fastest clock: one radian a step
+    torch.testing.assert_close(
+        table[0], torch.tensor([0.0, 1.0] * 12)
+    )  # position 0: every clock at its start
+    torch.testing.assert_close(
+        table[:, 0], torch.sin(torch.arange(32.0))
+    )  # the fastest clock: one radian a step
     torch.testing.assert_close(table[:, 1], torch.cos(torch.arange(32.0)))
     slowest = 10_000 ** (-22 / 24)
     torch.testing.assert_close(table[:, 22], torch.sin(torch.arange(32.0) * slowest))
-    assert len({tuple(row) for row in table.round(decimals=4).tolist()}) == 32  # every position distinct
+    assert (
+        len({tuple(row) for row in table.round(decimals=4).tolist()}) == 32
+    )  # every position distinct
     with pytest.raises(ValueError, match="d_model must be even"):
         sinusoidal_positions(4, 5)

@@ -26,7 +26,13 @@ def regenerated(tmp_path_factory):
 
 
 @pytest.mark.parametrize(
-    "name", [schema.FEEDBACK_FILE, schema.CUSTOMER360_FILE, schema.USAGE_GRID_FILE, schema.EVENTS_FILE]
+    "name",
+    [
+        schema.FEEDBACK_FILE,
+        schema.CUSTOMER360_FILE,
+        schema.USAGE_GRID_FILE,
+        schema.EVENTS_FILE,
+    ],
 )
 def test_regeneration_is_byte_identical_to_committed_files(regenerated, name):
     fresh, committed = (regenerated / name).read_bytes(), (DATA / name).read_bytes()
@@ -44,7 +50,11 @@ def test_generation_is_seeded():
 CUSTOMERS = generate_customers(40)
 # Each generator that draws from the customers: (generator, its first argument, the error without one).
 FROM_CUSTOMERS = {
-    "feedback": (generate_feedback, [row["customer_id"] for row in CUSTOMERS], "at least one customer id"),
+    "feedback": (
+        generate_feedback,
+        [row["customer_id"] for row in CUSTOMERS],
+        "at least one customer id",
+    ),
     "usage grid": (generate_usage_grid, CUSTOMERS, "at least one customer row"),
     "events": (generate_events, CUSTOMERS, "at least one customer row"),
 }
@@ -64,7 +74,9 @@ def test_feedback_schema_and_shape():
     records = [json.loads(line) for line in lines]
     assert len(records) >= 10_000
     assert all(tuple(record) == schema.FEEDBACK_COLUMNS for record in records)
-    assert [r["feedback_id"] for r in records] == [f"FB-{i:06d}" for i in range(1, len(records) + 1)]
+    assert [r["feedback_id"] for r in records] == [
+        f"FB-{i:06d}" for i in range(1, len(records) + 1)
+    ]
     assert [r["created_at"] for r in records] == sorted(r["created_at"] for r in records)
     assert {r["channel"] for r in records} == set(schema.CHANNELS)
     assert {r["category"] for r in records} == set(schema.CATEGORIES)
@@ -75,13 +87,17 @@ def test_feedback_schema_and_shape():
 def test_feedback_is_realistic_enough_for_chapter_4():
     frame = pd.read_json(DATA / schema.FEEDBACK_FILE, lines=True, dtype=False)
     praise = (frame["category"] == "praise").mean()
-    assert 0.25 <= praise <= 0.30, f"praise should be a minority of 25-30 %, got {praise:.1%}"
+    assert 0.25 <= praise <= 0.30, (
+        f"praise should be a minority of 25-30 %, got {praise:.1%}"
+    )
     lengths = frame["feedback_text"].str.len()
     assert (lengths > 32).mean() > 0.8 and lengths.min() < 32 < lengths.max()
     text = frame["feedback_text"].str.lower()
     negated = text.str.contains(r"\b(?:not|never|no)\b|n't")
     for category, group in negated.groupby(frame["category"]):
-        assert group.mean() > 0.15, f"negations should occur in every category, {category}: {group.mean():.1%}"
+        assert group.mean() > 0.15, (
+            f"negations should occur in every category, {category}: {group.mean():.1%}"
+        )
     assert frame["feedback_text"].duplicated().mean() < 0.1
 
 
@@ -99,7 +115,9 @@ def test_customer360_schema_and_churn():
     assert set(frame["plan_tier"]) == set(schema.PLAN_TIERS)
     assert frame["nps_score"].between(0, 10).all() and frame["churned"].isin([0, 1]).all()
     assert 0.15 <= frame["churned"].mean() <= 0.25
-    feedback_ids = set(pd.read_json(DATA / schema.FEEDBACK_FILE, lines=True, dtype=False)["customer_id"])
+    feedback_ids = set(
+        pd.read_json(DATA / schema.FEEDBACK_FILE, lines=True, dtype=False)["customer_id"]
+    )
     assert feedback_ids <= set(frame["customer_id"])
 
 
@@ -119,14 +137,27 @@ def test_data_card_numbers_match_the_files():
     customers = pd.read_csv(DATA / schema.CUSTOMER360_FILE)
     counts = feedback["category"].value_counts()
     for category, count in counts.items():
-        assert f"| {category} | {count:,} | {count / len(feedback):.1%}".replace("%", " %") in card, category
+        assert (
+            f"| {category} | {count:,} | {count / len(feedback):.1%}".replace("%", " %")
+            in card
+        ), category
     assert f"{len(feedback):,} comments" in card and f"{len(customers):,} customers" in card
     churned = int(customers["churned"].sum())
-    assert f"{churned:,} churned of {len(customers):,} ({churned / len(customers):.1%}".replace("%", " %") in card
+    assert (
+        f"{churned:,} churned of {len(customers):,} ({churned / len(customers):.1%}".replace(
+            "%", " %"
+        )
+        in card
+    )
     assert f"{feedback['customer_id'].nunique():,} distinct customers" in card
     lengths = feedback["feedback_text"].str.len()
-    assert f"{lengths.min()}–{lengths.max()} characters, median {lengths.median():.0f}" in card
-    assert f"{(lengths > 32).mean():.0%} of comments are longer than 32".replace("%", " %") in card
+    assert (
+        f"{lengths.min()}–{lengths.max()} characters, median {lengths.median():.0f}" in card
+    )
+    assert (
+        f"{(lengths > 32).mean():.0%} of comments are longer than 32".replace("%", " %")
+        in card
+    )
     assert f"{(lengths > 64).mean():.0%} longer than 64".replace("%", " %") in card
     rates = customers.groupby("plan_tier")["churned"].mean()
     for plan, rate in rates.items():
@@ -141,7 +172,9 @@ def test_usage_grid_schema_and_weekly_pattern():
     assert (grid.groupby("customer_id").size() == 168).all()
     assert grid["day_of_week"].between(0, 6).all() and grid["hour"].between(0, 23).all()
     assert (grid["active_users"] >= 0).all()
-    assert (grid["active_users"] <= customers.loc[grid["customer_id"], "seats"].to_numpy()).all()
+    assert (
+        grid["active_users"] <= customers.loc[grid["customer_id"], "seats"].to_numpy()
+    ).all()
     assert (DATA / schema.USAGE_GRID_FILE).stat().st_size < 2_000_000
     # working hours beat nights, weekdays beat weekends
     by_hour = grid.groupby("hour")["active_users"].mean()
@@ -156,10 +189,16 @@ def test_usage_grid_schema_and_weekly_pattern():
 
 
 def test_events_schema_order_and_lockouts():
-    records = [json.loads(line) for line in (DATA / schema.EVENTS_FILE).read_text(encoding="utf-8").splitlines()]
+    records = [
+        json.loads(line)
+        for line in (DATA / schema.EVENTS_FILE).read_text(encoding="utf-8").splitlines()
+    ]
     assert all(tuple(record) == schema.EVENTS_COLUMNS for record in records)
     assert {r["event"] for r in records} == set(schema.EVENT_TYPES)
-    assert all(re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", r["timestamp"]) for r in records)
+    assert all(
+        re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}", r["timestamp"])
+        for r in records
+    )
     sessions: dict[str, list[dict]] = {}
     for record in records:
         sessions.setdefault(record["session_id"], []).append(record)
@@ -171,15 +210,23 @@ def test_events_schema_order_and_lockouts():
         assert len({s["customer_id"] for s in steps}) == 1
     # the same lock-out opening ends both ways, so the order of what follows carries the meaning
     lockout = ("login_failed", "login_failed", "password_reset")
-    following = [tuple(s["event"] for s in steps)[3] for steps in sessions.values()
-                 if tuple(s["event"] for s in steps)[:3] == lockout]
-    assert following.count("logout") + following.count("contact_support") > 50 and following.count("login") > 50
+    following = [
+        tuple(s["event"] for s in steps)[3]
+        for steps in sessions.values()
+        if tuple(s["event"] for s in steps)[:3] == lockout
+    ]
+    assert (
+        following.count("logout") + following.count("contact_support") > 50
+        and following.count("login") > 50
+    )
     customer_ids = set(pd.read_csv(DATA / schema.CUSTOMER360_FILE)["customer_id"])
     assert {r["customer_id"] for r in records} <= customer_ids
 
 
 def test_data_card_numbers_for_the_grid_and_the_events():
-    card = " ".join((DATA / "README.md").read_text(encoding="utf-8").split())  # line breaks as spaces
+    card = " ".join(
+        (DATA / "README.md").read_text(encoding="utf-8").split()
+    )  # line breaks as spaces
     grid = pd.read_csv(DATA / schema.USAGE_GRID_FILE)
     customers = pd.read_csv(DATA / schema.CUSTOMER360_FILE).set_index("customer_id")
     ids = grid["customer_id"].drop_duplicates()
@@ -194,11 +241,21 @@ def test_data_card_numbers_for_the_grid_and_the_events():
         "distinct customers"
     ) in card
     lengths = sessions.str.len()
-    assert f"Sessions hold {lengths.min()}–{lengths.max()} events (median {lengths.median():.0f})" in card
+    assert (
+        f"Sessions hold {lengths.min()}–{lengths.max()} events (median {lengths.median():.0f})"
+        in card
+    )
     for event, count in events["event"].value_counts().items():
         assert f"{event} {count:,}" in card, event
-    assert f"About {(sessions.str[-1] != 'logout').mean():.0%} of sessions end without".replace("%", " %") in card
-    lockout = sessions[sessions.str[:3] == ("login_failed", "login_failed", "password_reset")].str[3]
+    assert (
+        f"About {(sessions.str[-1] != 'logout').mean():.0%} of sessions end without".replace(
+            "%", " %"
+        )
+        in card
+    )
+    lockout = sessions[
+        sessions.str[:3] == ("login_failed", "login_failed", "password_reset")
+    ].str[3]
     assert f"In {int((lockout != 'login').sum())} sessions the" in card
     assert f"in {int((lockout == 'login').sum())} the reset works" in card
     assert f"`{events['timestamp'].min()}` … `{events['timestamp'].max()}`" in card

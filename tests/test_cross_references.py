@@ -21,7 +21,9 @@ CITED = ["1-1", "1-3", "2-1", "2-3", "3-1", "3-3"]
 LABEL = re.compile(r"^\(([A-Za-z0-9_-]+)\)=\s*$", re.MULTILINE)
 # A figure's name: cell metadata `figure: name:` or a directive's `:name:`.
 FIGURE_NAME = re.compile(r"^\s+:?name:\s*([A-Za-z0-9_-]+)\s*$", re.MULTILINE)
-FRONT_MATTER = re.compile(r"\A---\n.*?\n---\n", re.DOTALL)  # jupytext header: its `name:` is the kernel
+FRONT_MATTER = re.compile(
+    r"\A---\n.*?\n---\n", re.DOTALL
+)  # jupytext header: its `name:` is the kernel
 REFERENCE = re.compile(r"\{(?:ref|numref)\}`([^`]*)`")
 MENTION = re.compile(r"\bexercises?\s+(\d+)\.(\d+)\b", re.IGNORECASE)
 BY_HAND_TARGET = re.compile(r"by-hand-(\d+)-(\d+)")
@@ -49,7 +51,11 @@ def book_labels() -> set[str]:
 
 
 def by_hand_labels() -> set[str]:
-    return {label for label in labels(BY_HAND.read_text(encoding="utf-8")) if BY_HAND_TARGET.fullmatch(label)}
+    return {
+        label
+        for label in labels(BY_HAND.read_text(encoding="utf-8"))
+        if BY_HAND_TARGET.fullmatch(label)
+    }
 
 
 def test_the_sheet_is_in_the_table_of_contents():
@@ -57,7 +63,11 @@ def test_the_sheet_is_in_the_table_of_contents():
 
 
 def test_the_sheet_has_every_exercise_the_homework_cites():
-    missing = [f"by-hand-{number}" for number in CITED if f"by-hand-{number}" not in by_hand_labels()]
+    missing = [
+        f"by-hand-{number}"
+        for number in CITED
+        if f"by-hand-{number}" not in by_hand_labels()
+    ]
     assert not missing, f"{page_id(BY_HAND)} lacks the labels {missing}"
 
 
@@ -77,7 +87,9 @@ def test_sheet_answers_are_closed_dropdowns():
     text = BY_HAND.read_text(encoding="utf-8")
     exercises = len(by_hand_labels())
     answers = text.count(":::{dropdown} Worked answer")
-    assert answers == exercises, f"{exercises} exercises but {answers} worked-answer dropdowns"
+    assert answers == exercises, (
+        f"{exercises} exercises but {answers} worked-answer dropdowns"
+    )
     assert ":open:" not in text, "a worked answer must start closed"
 
 
@@ -86,7 +98,9 @@ def test_every_reference_has_a_label(page):
     known = book_labels()
     text = page.read_text(encoding="utf-8")
     dangling = sorted({target(ref) for ref in REFERENCE.findall(text)} - known)
-    assert not dangling, f"{page_id(page)} refers to labels that no page defines: {dangling}"
+    assert not dangling, (
+        f"{page_id(page)} refers to labels that no page defines: {dangling}"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
@@ -102,7 +116,9 @@ def test_every_mention_of_a_sheet_exercise_is_a_resolved_cross_reference(page):
         wanted = f"by-hand-{match.group(1)}-{match.group(2)}"
         inside = [label for (start, end), label in spans if start <= match.start() < end]
         if wanted not in sheet:
-            problems.append(f"line {line}: {match.group(0)!r} but the sheet has no label ({wanted})")
+            problems.append(
+                f"line {line}: {match.group(0)!r} but the sheet has no label ({wanted})"
+            )
         elif inside != [wanted]:
             fix = f"{{ref}}`{match.group(0)} <{wanted}>`"
             problems.append(f"line {line}: {match.group(0)!r} is plain text; write {fix}")

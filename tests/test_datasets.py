@@ -65,11 +65,16 @@ def test_working_directory_wins_over_the_package_and_says_so(no_override, tmp_pa
     data = make_data_dir(tmp_path / "project" / "data")
     deep = tmp_path / "project" / "notebooks" / "week20"
     deep.mkdir(parents=True)
-    with pytest.warns(UserWarning, match=rf"using the data folder {data} .*not the repository's own {REPO_DATA}"):
+    with pytest.warns(
+        UserWarning,
+        match=rf"using the data folder {data} .*not the repository's own {REPO_DATA}",
+    ):
         assert find_data_dir(start=deep) == data
 
 
-def test_the_repository_data_and_the_override_are_used_without_a_warning(monkeypatch, tmp_path):
+def test_the_repository_data_and_the_override_are_used_without_a_warning(
+    monkeypatch, tmp_path
+):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         monkeypatch.delenv(DATA_DIR_ENV, raising=False)
@@ -92,12 +97,17 @@ def test_environment_variable_overrides(monkeypatch, tmp_path):
 
 def test_bad_environment_variable_is_explained(monkeypatch, tmp_path):
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
-    with pytest.raises(FileNotFoundError, match=rf"{DATA_DIR_ENV}=.*lacks feedback.json, customer360.csv.*make data"):
+    with pytest.raises(
+        FileNotFoundError,
+        match=rf"{DATA_DIR_ENV}=.*lacks feedback.json, customer360.csv.*make data",
+    ):
         find_data_dir()
 
 
 def test_nothing_found_names_make_data(no_override, tmp_path):
-    with pytest.raises(FileNotFoundError, match=r"no data/ folder holding missing.csv.*make data"):
+    with pytest.raises(
+        FileNotFoundError, match=r"no data/ folder holding missing.csv.*make data"
+    ):
         find_data_dir(start=tmp_path, files=["missing.csv"])
 
 
@@ -105,8 +115,16 @@ def test_nothing_found_names_make_data(no_override, tmp_path):
     "load, columns, dtypes",
     [
         (load_feedback, schema.FEEDBACK_COLUMNS, {"rating": "int64"}),
-        (load_customer360, schema.CUSTOMER360_COLUMNS, {"seats": "int64", "monthly_spend": "float64", "churned": "int64"}),
-        (load_usage_grid, schema.USAGE_GRID_COLUMNS, dict.fromkeys(schema.USAGE_GRID_COLUMNS[1:], "int64")),
+        (
+            load_customer360,
+            schema.CUSTOMER360_COLUMNS,
+            {"seats": "int64", "monthly_spend": "float64", "churned": "int64"},
+        ),
+        (
+            load_usage_grid,
+            schema.USAGE_GRID_COLUMNS,
+            dict.fromkeys(schema.USAGE_GRID_COLUMNS[1:], "int64"),
+        ),
         (load_events, schema.EVENTS_COLUMNS, {}),
     ],
     ids=["feedback", "customer360", "usage grid", "events"],
@@ -128,15 +146,27 @@ def test_bad_json_line_names_its_line_number(tmp_path):
 
 def test_feedback_line_missing_a_column(tmp_path):
     broken = {key: value for key, value in FEEDBACK_LINE.items() if key != "category"}
-    path = write_lines(tmp_path / "feedback.json", [json.dumps(FEEDBACK_LINE), json.dumps(broken)])
+    path = write_lines(
+        tmp_path / "feedback.json", [json.dumps(FEEDBACK_LINE), json.dumps(broken)]
+    )
     with pytest.raises(ValueError, match=r"line 2, is missing column\(s\) category"):
         load_feedback(path)
 
 
-@pytest.mark.parametrize("line", ['["a list"]', json.dumps(FEEDBACK_LINE | {"rating": "5"}), json.dumps(FEEDBACK_LINE | {"rating": 9})])
+@pytest.mark.parametrize(
+    "line",
+    [
+        '["a list"]',
+        json.dumps(FEEDBACK_LINE | {"rating": "5"}),
+        json.dumps(FEEDBACK_LINE | {"rating": 9}),
+    ],
+)
 def test_feedback_line_of_the_wrong_kind(tmp_path, line):
     path = write_lines(tmp_path / "feedback.json", [line])
-    with pytest.raises(ValueError, match=r"line 1: (expected a JSON object|rating should be an integer 1-5)"):
+    with pytest.raises(
+        ValueError,
+        match=r"line 1: (expected a JSON object|rating should be an integer 1-5)",
+    ):
         load_feedback(path)
 
 
@@ -150,7 +180,9 @@ def test_customer360_missing_column(tmp_path):
     frame = pd.read_csv(REPO_DATA / schema.CUSTOMER360_FILE).drop(columns=["nps_score"])
     path = tmp_path / "customer360.csv"
     frame.to_csv(path, index=False)
-    with pytest.raises(ValueError, match=r"missing column\(s\) nps_score; expected customer_id"):
+    with pytest.raises(
+        ValueError, match=r"missing column\(s\) nps_score; expected customer_id"
+    ):
         load_customer360(path)
 
 
@@ -163,8 +195,13 @@ def test_customer360_empty_and_bad_values(tmp_path):
     holes = write_lines(tmp_path / "holes.csv", [header, "C-00001,3,Team,4,76.00,1,20,,0"])
     with pytest.raises(ValueError, match="column nps_score has a missing value"):
         load_customer360(holes)
-    labels = write_lines(tmp_path / "labels.csv", [header, "C-00001,3,Team,4,76.00,1,20,7,2"])
-    with pytest.raises(ValueError, match=r"column churned should hold whole numbers 0-1, got '2' \(data row 1\)"):
+    labels = write_lines(
+        tmp_path / "labels.csv", [header, "C-00001,3,Team,4,76.00,1,20,7,2"]
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"column churned should hold whole numbers 0-1, got '2' \(data row 1\)",
+    ):
         load_customer360(labels)
 
 
@@ -174,17 +211,40 @@ GOOD_ROW = "C-00001,3,Team,4,76.00,1,20,7,0"
 @pytest.mark.parametrize(
     "row, message",
     [
-        ("C-00002,abc,Team,4,76.00,1,20,7,0", r"column tenure_months should hold whole numbers 0 or more, got 'abc'"),
-        ("C-00002,3,Team,2.5,76.00,1,20,7,0", r"column seats should hold whole numbers 1 or more, got '2.5'"),
-        ("C-00002,3,Team,4,-1,1,20,7,0", r"column monthly_spend should hold numbers 0.0 or more, got '-1.0'"),
-        ("C-00002,3,Team,4,inf,1,20,7,0", r"column monthly_spend should hold numbers 0.0 or more, got 'inf'"),
-        ("C-00002,3,Team,4,76.00,1,20,11,0", r"column nps_score should hold whole numbers 0-10, got '11'"),
-        ("C-00002,3,Platinum,4,76.00,1,20,7,0", r"column plan_tier should hold one of Starter, .*got 'Platinum'"),
-        (GOOD_ROW, r"column customer_id should hold a customer_id not seen before, got 'C-00001'"),
+        (
+            "C-00002,abc,Team,4,76.00,1,20,7,0",
+            r"column tenure_months should hold whole numbers 0 or more, got 'abc'",
+        ),
+        (
+            "C-00002,3,Team,2.5,76.00,1,20,7,0",
+            r"column seats should hold whole numbers 1 or more, got '2.5'",
+        ),
+        (
+            "C-00002,3,Team,4,-1,1,20,7,0",
+            r"column monthly_spend should hold numbers 0.0 or more, got '-1.0'",
+        ),
+        (
+            "C-00002,3,Team,4,inf,1,20,7,0",
+            r"column monthly_spend should hold numbers 0.0 or more, got 'inf'",
+        ),
+        (
+            "C-00002,3,Team,4,76.00,1,20,11,0",
+            r"column nps_score should hold whole numbers 0-10, got '11'",
+        ),
+        (
+            "C-00002,3,Platinum,4,76.00,1,20,7,0",
+            r"column plan_tier should hold one of Starter, .*got 'Platinum'",
+        ),
+        (
+            GOOD_ROW,
+            r"column customer_id should hold a customer_id not seen before, got 'C-00001'",
+        ),
     ],
 )
 def test_customer360_bad_cell_names_file_row_and_column(tmp_path, row, message):
-    path = write_lines(tmp_path / "customer360.csv", [",".join(schema.CUSTOMER360_COLUMNS), GOOD_ROW, row])
+    path = write_lines(
+        tmp_path / "customer360.csv", [",".join(schema.CUSTOMER360_COLUMNS), GOOD_ROW, row]
+    )
     with pytest.raises(ValueError, match=rf"customer360.csv: {message} \(data row 2\)"):
         load_customer360(path)
 
@@ -201,7 +261,9 @@ def test_customer360_bad_cell_names_file_row_and_column(tmp_path, row, message):
 def test_a_byte_order_mark_is_ignored_in_every_format(tmp_path, name, loader):
     """One rule for JSON lines and CSV alike: a UTF-8 byte-order mark at the start changes nothing."""
     text = (REPO_DATA / name).read_text(encoding="utf-8")
-    lines = text.splitlines(keepends=True)[: 7 * 24 + 1]  # a header and one whole customer for the grid
+    lines = text.splitlines(keepends=True)[
+        : 7 * 24 + 1
+    ]  # a header and one whole customer for the grid
     marked = tmp_path / name
     marked.write_text("\ufeff" + "".join(lines), encoding="utf-8")
     plain = tmp_path / f"plain-{name}"
@@ -209,11 +271,18 @@ def test_a_byte_order_mark_is_ignored_in_every_format(tmp_path, name, loader):
     pd.testing.assert_frame_equal(loader(marked), loader(plain))
 
 
-EVENT_LINE = {"session_id": "S-000001", "customer_id": "C-00001", "timestamp": "2026-03-02T09:00:00", "event": "login"}
+EVENT_LINE = {
+    "session_id": "S-000001",
+    "customer_id": "C-00001",
+    "timestamp": "2026-03-02T09:00:00",
+    "event": "login",
+}
 
 
 def grid_lines(customer: str = "C-00001") -> list[str]:
-    return [f"{customer},{day},{hour},{day + hour}" for day in range(7) for hour in range(24)]
+    return [
+        f"{customer},{day},{hour},{day + hour}" for day in range(7) for hour in range(24)
+    ]
 
 
 def test_load_usage_grid_and_pivot_to_an_array():
@@ -228,7 +297,9 @@ def test_load_usage_grid_and_pivot_to_an_array():
 
 def test_usage_grid_array_keeps_each_cell_in_place(tmp_path):
     header = ",".join(schema.USAGE_GRID_COLUMNS)
-    path = write_lines(tmp_path / "grid.csv", [header] + grid_lines("C-2")[::-1] + grid_lines("C-1"))
+    path = write_lines(
+        tmp_path / "grid.csv", [header] + grid_lines("C-2")[::-1] + grid_lines("C-1")
+    )
     ids, grid = usage_grid_array(load_usage_grid(path))
     assert ids == ["C-2", "C-1"]
     np.testing.assert_array_equal(grid[0], np.add.outer(np.arange(7), np.arange(24)))
@@ -239,12 +310,30 @@ def test_usage_grid_array_keeps_each_cell_in_place(tmp_path):
 @pytest.mark.parametrize(
     "change, message",
     [
-        (lambda lines: lines[:-1], r"customer C-00001 has 167 cells, expected 7 × 24 = 168"),
-        (lambda lines: lines + [lines[-1]], r"data row 169 repeats a \(customer_id, day_of_week, hour\) cell"),
-        (lambda lines: ["C-00001,7,0,3"] + lines[1:], r"column day_of_week should hold whole numbers 0-6, got '7' \(data row 1\)"),
-        (lambda lines: ["C-00001,0,0,-1"] + lines[1:], r"column active_users should hold whole numbers 0 or more, got '-1'"),
-        (lambda lines: ["C-00001,0,0,many"] + lines[1:], r"column active_users should hold whole numbers 0 or more, got 'many'"),
-        (lambda lines: ["C-00001,0,2.5,1"] + lines[1:], r"column hour should hold whole numbers 0-23, got '2.5'"),
+        (
+            lambda lines: lines[:-1],
+            r"customer C-00001 has 167 cells, expected 7 × 24 = 168",
+        ),
+        (
+            lambda lines: lines + [lines[-1]],
+            r"data row 169 repeats a \(customer_id, day_of_week, hour\) cell",
+        ),
+        (
+            lambda lines: ["C-00001,7,0,3"] + lines[1:],
+            r"column day_of_week should hold whole numbers 0-6, got '7' \(data row 1\)",
+        ),
+        (
+            lambda lines: ["C-00001,0,0,-1"] + lines[1:],
+            r"column active_users should hold whole numbers 0 or more, got '-1'",
+        ),
+        (
+            lambda lines: ["C-00001,0,0,many"] + lines[1:],
+            r"column active_users should hold whole numbers 0 or more, got 'many'",
+        ),
+        (
+            lambda lines: ["C-00001,0,2.5,1"] + lines[1:],
+            r"column hour should hold whole numbers 0-23, got '2.5'",
+        ),
     ],
 )
 def test_usage_grid_with_bad_cells(tmp_path, change, message):
@@ -259,11 +348,18 @@ def test_usage_grid_empty_or_missing_column(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match="is empty.*make data"):
         load_usage_grid(empty)
-    header_only = write_lines(tmp_path / "header.csv", [",".join(schema.USAGE_GRID_COLUMNS)])
+    header_only = write_lines(
+        tmp_path / "header.csv", [",".join(schema.USAGE_GRID_COLUMNS)]
+    )
     with pytest.raises(ValueError, match="header but no rows"):
         load_usage_grid(header_only)
-    no_hour = write_lines(tmp_path / "no_hour.csv", ["customer_id,day_of_week,active_users", "C-1,0,3"])
-    with pytest.raises(ValueError, match=r"missing column\(s\) hour; expected customer_id, day_of_week, hour"):
+    no_hour = write_lines(
+        tmp_path / "no_hour.csv", ["customer_id,day_of_week,active_users", "C-1,0,3"]
+    )
+    with pytest.raises(
+        ValueError,
+        match=r"missing column\(s\) hour; expected customer_id, day_of_week, hour",
+    ):
         load_usage_grid(no_hour)
 
 
@@ -271,11 +367,16 @@ def test_load_events_and_pad_the_sequences():
     events = load_events()
     assert len(events) > 10_000
     sessions, codes, lengths = event_sequences(events)
-    assert codes.shape == (events["session_id"].nunique(), lengths.max()) and lengths.sum() == len(events)
+    assert codes.shape == (
+        events["session_id"].nunique(),
+        lengths.max(),
+    ) and lengths.sum() == len(events)
     assert sessions[:2] == ["S-000001", "S-000002"]
     first = events[events["session_id"] == sessions[0]]["event"].tolist()
     assert [schema.EVENT_TYPES[k - 1] for k in codes[0, : lengths[0]]] == first
-    assert (codes[0, lengths[0]:] == 0).all() and (codes[np.arange(len(lengths)), lengths - 1] > 0).all()
+    assert (codes[0, lengths[0] :] == 0).all() and (
+        codes[np.arange(len(lengths)), lengths - 1] > 0
+    ).all()
 
 
 def test_event_sequences_keep_the_order_within_a_session():
@@ -289,7 +390,10 @@ def test_event_sequences_keep_the_order_within_a_session():
     sessions, codes, lengths = event_sequences(frame)
     index = {name: k + 1 for k, name in enumerate(schema.EVENT_TYPES)}
     assert sessions == ["S-2", "S-1"] and lengths.tolist() == [2, 1]
-    assert codes.tolist() == [[index["login_failed"], index["password_reset"]], [index["logout"], 0]]
+    assert codes.tolist() == [
+        [index["login_failed"], index["password_reset"]],
+        [index["logout"], 0],
+    ]
     with pytest.raises(ValueError, match=r"unknown event type\(s\) \['dance'\]"):
         event_sequences(frame.assign(event="dance"))
     with pytest.raises(TypeError, match="DataFrame from load_events, got dict"):
@@ -301,11 +405,23 @@ def test_event_sequences_keep_the_order_within_a_session():
     [
         ([json.dumps(EVENT_LINE), "{oops"], r"line 2: not valid JSON"),
         (["[1, 2]"], r"line 1: expected a JSON object, got list"),
-        ([json.dumps({k: v for k, v in EVENT_LINE.items() if k != "event"})], r"line 1, is missing column\(s\) event"),
-        ([json.dumps(EVENT_LINE | {"event": "dance"})], r"line 1: event should be one of login, .*got 'dance'"),
-        ([json.dumps(EVENT_LINE | {"timestamp": "yesterday"})], r"line 1: timestamp should be ISO .*got 'yesterday'"),
         (
-            [json.dumps(EVENT_LINE), json.dumps(EVENT_LINE | {"timestamp": "2026-03-02T08:59:59"})],
+            [json.dumps({k: v for k, v in EVENT_LINE.items() if k != "event"})],
+            r"line 1, is missing column\(s\) event",
+        ),
+        (
+            [json.dumps(EVENT_LINE | {"event": "dance"})],
+            r"line 1: event should be one of login, .*got 'dance'",
+        ),
+        (
+            [json.dumps(EVENT_LINE | {"timestamp": "yesterday"})],
+            r"line 1: timestamp should be ISO .*got 'yesterday'",
+        ),
+        (
+            [
+                json.dumps(EVENT_LINE),
+                json.dumps(EVENT_LINE | {"timestamp": "2026-03-02T08:59:59"}),
+            ],
             r"line 2: session S-000001 goes back in time",
         ),
         ([""], r"holds no events.*make data"),
@@ -318,9 +434,13 @@ def test_bad_event_files_name_the_line(tmp_path, lines, message):
 
 
 @pytest.mark.parametrize(
-    "load, name", [(load_usage_grid, schema.USAGE_GRID_FILE), (load_events, schema.EVENTS_FILE)], ids=["grid", "events"]
+    "load, name",
+    [(load_usage_grid, schema.USAGE_GRID_FILE), (load_events, schema.EVENTS_FILE)],
+    ids=["grid", "events"],
 )
-def test_loaders_name_the_missing_file_and_make_data(no_override, monkeypatch, tmp_path, load, name):
+def test_loaders_name_the_missing_file_and_make_data(
+    no_override, monkeypatch, tmp_path, load, name
+):
     # a data folder with only feedback.json and customer360.csv: found, but lacks this loader's file
     monkeypatch.setenv(DATA_DIR_ENV, str(make_data_dir(tmp_path / "only_two")))
     with pytest.raises(FileNotFoundError, match=rf"lacks {name}.*make data"):

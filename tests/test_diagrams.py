@@ -34,7 +34,11 @@ def drawn(request):
 
 
 def texts(fig: Figure) -> list[matplotlib.text.Text]:
-    return [text for text in fig.findobj(matplotlib.text.Text) if text.get_text().strip() and text.get_visible()]
+    return [
+        text
+        for text in fig.findobj(matplotlib.text.Text)
+        if text.get_text().strip() and text.get_visible()
+    ]
 
 
 def words(fig: Figure) -> str:
@@ -55,16 +59,26 @@ def test_no_text_is_smaller_than_the_small_size(drawn):
 def test_no_text_is_clipped_by_the_figure_edge(drawn):
     renderer = drawn.canvas.get_renderer()
     frame = drawn.bbox
-    outside = [text.get_text() for text in texts(drawn)
-               if not frame.contains(*text.get_window_extent(renderer).p0)
-               or not frame.contains(*text.get_window_extent(renderer).p1)]
+    outside = [
+        text.get_text()
+        for text in texts(drawn)
+        if not frame.contains(*text.get_window_extent(renderer).p0)
+        or not frame.contains(*text.get_window_extent(renderer).p1)
+    ]
     assert not outside, f"text reaching outside the figure: {outside}"
 
 
 def test_no_two_labels_overlap(drawn):
     renderer = drawn.canvas.get_renderer()
-    boxes = [(text.get_text(), text.get_window_extent(renderer).expanded(0.98, 0.9)) for text in texts(drawn)]
-    clashes = [(a, b) for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2) if box_a.overlaps(box_b)]
+    boxes = [
+        (text.get_text(), text.get_window_extent(renderer).expanded(0.98, 0.9))
+        for text in texts(drawn)
+    ]
+    clashes = [
+        (a, b)
+        for (a, box_a), (b, box_b) in itertools.combinations(boxes, 2)
+        if box_a.overlaps(box_b)
+    ]
     assert not clashes, f"overlapping labels: {clashes}"
 
 
@@ -74,7 +88,9 @@ def test_encoder_diagram_names_every_submodule_of_pytorchs_layer():
     layer = nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, batch_first=True)
     submodules = [name for name, _ in layer.named_children()]
     # The activation is a function, not a submodule; every submodule is a block of the diagram.
-    assert sorted(submodules) == sorted(name for name in drawn_names if name != "activation")
+    assert sorted(submodules) == sorted(
+        name for name in drawn_names if name != "activation"
+    )
     assert layer.activation.__name__ == "relu" and not layer.norm_first
     labels = words(fig)
     for name in drawn_names:
@@ -88,7 +104,9 @@ def test_encoder_diagram_names_every_submodule_of_pytorchs_layer():
 def test_numbered_encoder_diagram_hides_the_names_and_numbers_the_blocks():
     fig = encoder_layer_diagram(numbered=True)
     labels = [text.get_text() for text in texts(fig)]
-    assert [label for label in labels if label.isdigit()] == [str(i) for i in range(1, len(ENCODER_BLOCKS) + 1)]
+    assert [label for label in labels if label.isdigit()] == [
+        str(i) for i in range(1, len(ENCODER_BLOCKS) + 1)
+    ]
     assert not any(name in labels for name, _, _ in ENCODER_BLOCKS)
     plt.close(fig)
 
@@ -96,7 +114,13 @@ def test_numbered_encoder_diagram_hides_the_names_and_numbers_the_blocks():
 def test_multi_head_diagram_puts_the_shapes_on_the_arrows():
     fig = multi_head_diagram(heads=3)
     labels = words(fig)
-    for shape in ("(B, L, D)", "(B, L, H, D/H)", "(B, L, D/H)", "(B, H, L, D/H)", "(B, H, L, L)"):
+    for shape in (
+        "(B, L, D)",
+        "(B, L, H, D/H)",
+        "(B, L, D/H)",
+        "(B, H, L, D/H)",
+        "(B, H, L, L)",
+    ):
         assert shape in labels, shape
     assert "head 1" in labels and "head H" in labels and "head 3" not in labels
     for step in ("split", "concatenate", "output projection"):
@@ -119,9 +143,13 @@ def blocked_cells(fig: Figure) -> list[tuple[float, float]]:
     """Lower-left corners (inches) of the dark, blocked grid cells."""
     ax = fig.axes[0]
     dark = matplotlib.colors.to_rgba(FILLS["blocked"])
-    return [patch.get_xy() for patch in ax.patches
-            if isinstance(patch, matplotlib.patches.Rectangle) and patch.get_facecolor() == dark
-            and patch.get_height() == patch.get_width()]
+    return [
+        patch.get_xy()
+        for patch in ax.patches
+        if isinstance(patch, matplotlib.patches.Rectangle)
+        and patch.get_facecolor() == dark
+        and patch.get_height() == patch.get_width()
+    ]
 
 
 def test_mask_diagram_blocks_whole_key_columns_and_the_upper_triangle():
@@ -130,7 +158,9 @@ def test_mask_diagram_blocks_whole_key_columns_and_the_upper_triangle():
     # Padding: one key column of three cells; causal: the 3 cells above the diagonal.
     assert len(cells) == 3 + 3
     padding_cells = sorted(cells)[:3]
-    assert len({round(x, 6) for x, _ in padding_cells}) == 1, "padding blocks one whole column"
+    assert len({round(x, 6) for x, _ in padding_cells}) == 1, (
+        "padding blocks one whole column"
+    )
     labels = words(fig)
     assert [text.get_text() for text in texts(fig)].count("−∞") == 6
     assert "(B, Lk)" in labels and "(B, Lq, Lk)" in labels
@@ -139,8 +169,11 @@ def test_mask_diagram_blocks_whole_key_columns_and_the_upper_triangle():
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"tokens": ("a",)}, "tokens must hold 2 to 6"), ({"tokens": ("a", "b"), "real": 0}, "real must be an int"),
-     ({"tokens": ("a", "b"), "real": 3}, "real must be an int")],
+    [
+        ({"tokens": ("a",)}, "tokens must hold 2 to 6"),
+        ({"tokens": ("a", "b"), "real": 0}, "real must be an int"),
+        ({"tokens": ("a", "b"), "real": 3}, "real must be an int"),
+    ],
 )
 def test_mask_diagram_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -30,8 +30,12 @@ def padded_batch(seed, batch=4, length=6, width=3):
 )
 @pytest.mark.parametrize("bias", [True, False])
 def test_formula_equals_numel(d_model, nhead, d_ff, bias):
-    layer = nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=d_ff, batch_first=True, bias=bias)
-    assert encoder_layer_parameters(d_model, nhead, d_ff, bias=bias) == sum(p.numel() for p in layer.parameters())
+    layer = nn.TransformerEncoderLayer(
+        d_model, nhead, dim_feedforward=d_ff, batch_first=True, bias=bias
+    )
+    assert encoder_layer_parameters(d_model, nhead, d_ff, bias=bias) == sum(
+        p.numel() for p in layer.parameters()
+    )
     assert count_parameters(layer) == sum(p.numel() for p in layer.parameters())
 
 
@@ -98,8 +102,14 @@ def test_head_weights_rejects_bad_input():
         head_weights(nn.MultiheadAttention(4, 2), torch.zeros(1, 2, 4))
     with pytest.raises(ValueError, match="embed_dim is 4"):
         head_weights(nn.MultiheadAttention(4, 2, batch_first=True), torch.zeros(1, 2, 3))
-    with pytest.raises(TypeError, match=r"x must have dtype torch.float32 \(the dtype of the layer's weights\), got torch.float64"):
-        head_weights(nn.MultiheadAttention(4, 2, batch_first=True), torch.zeros(1, 2, 4, dtype=torch.float64))
+    with pytest.raises(
+        TypeError,
+        match=r"x must have dtype torch.float32 \(the dtype of the layer's weights\), got torch.float64",
+    ):
+        head_weights(
+            nn.MultiheadAttention(4, 2, batch_first=True),
+            torch.zeros(1, 2, 4, dtype=torch.float64),
+        )
 
 
 def test_head_weights_all_padding_is_the_same_clear_error_as_attention():
@@ -115,13 +125,17 @@ def test_head_weights_ignore_whatever_padding_holds():
     layer = nn.MultiheadAttention(8, 4, batch_first=True)
     clean = head_weights(layer, x, padding)
     for poison in (float("nan"), float("inf"), 1e30):
-        assert torch.equal(head_weights(layer, x.masked_fill(padding[:, :, None], poison), padding), clean)
+        assert torch.equal(
+            head_weights(layer, x.masked_fill(padding[:, :, None], poison), padding), clean
+        )
 
 
 def test_anatomy_reads_every_submodule_of_the_layer():
     layer = nn.TransformerEncoderLayer(16, 4, dim_feedforward=32, batch_first=True)
     rows = describe_encoder_layer(layer)
-    assert [row["submodule"] for row in rows] == [name for name, _ in layer.named_children()]
+    assert [row["submodule"] for row in rows] == [
+        name for name, _ in layer.named_children()
+    ]
     assert {row["submodule"] for row in rows} == set(ENCODER_LAYER_ROLES)
     assert sum(row["parameters"] for row in rows) == count_parameters(layer)
     assert all(row["role"] != "not in the book's diagram" for row in rows)

@@ -16,9 +16,18 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGES = {
     "exercises/week-20/index.md": ["positions", "attention-map", "memo", "sinusoidal"],
     "exercises/homework/index.md": [
-        "accuracy", "masked-mean", "attention", "mha", "assemble", "experiment",
-        "embedding-parameters", "train-tokenizer", "tokens-per-word", "run-tokenizer",
-        "causal-mask", "mha-by-hand",
+        "accuracy",
+        "masked-mean",
+        "attention",
+        "mha",
+        "assemble",
+        "experiment",
+        "embedding-parameters",
+        "train-tokenizer",
+        "tokens-per-word",
+        "run-tokenizer",
+        "causal-mask",
+        "mha-by-hand",
     ],
 }
 HINT_TITLES = ["Hint 1 — a nudge", "Hint 2 — the approach", "Hint 3 — "]
@@ -34,25 +43,39 @@ def tasks(page: str) -> dict[str, str]:
     prefix = "ex-week-20" if "week-20" in page else "ex-homework"
     parts = re.split(rf"^\(({prefix}-[a-z0-9-]+)\)=\n", read(page), flags=re.MULTILINE)
     # each labelled section runs from its "## " heading to the next "## " heading
-    return {label: section.split("\n## ", 1)[0] for label, section in zip(parts[1::2], parts[2::2])}
+    return {
+        label: section.split("\n## ", 1)[0]
+        for label, section in zip(parts[1::2], parts[2::2])
+    }
 
 
 def dropdowns(text: str) -> list[tuple[str, str]]:
     """(title, body) of every ':::{dropdown}' block in ``text``."""
-    return re.findall(r"^:::\{dropdown\} ([^\n]+)\n(.*?)^:::$", text, flags=re.MULTILINE | re.DOTALL)
+    return re.findall(
+        r"^:::\{dropdown\} ([^\n]+)\n(.*?)^:::$", text, flags=re.MULTILINE | re.DOTALL
+    )
 
 
 def outside_dropdowns(text: str) -> str:
     """The text a reader sees on load: dropdown bodies and hidden code cells removed."""
-    text = re.sub(r"^:::\{dropdown\} [^\n]+\n.*?^:::$", "", text, flags=re.MULTILINE | re.DOTALL)
-    return re.sub(r"^```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n.*?^```$", "", text,
-                  flags=re.MULTILINE | re.DOTALL)
+    text = re.sub(
+        r"^:::\{dropdown\} [^\n]+\n.*?^:::$", "", text, flags=re.MULTILINE | re.DOTALL
+    )
+    return re.sub(
+        r"^```\{code-cell\} ipython3\n:tags: \[remove-cell\]\n.*?^```$",
+        "",
+        text,
+        flags=re.MULTILINE | re.DOTALL,
+    )
 
 
 def predictions(text: str) -> list[str]:
     """The bodies of the 'Predict before you run' boxes."""
-    return re.findall(r"^```\{admonition\} Predict before you run\n:class: tip\n(.*?)^```$", text,
-                      flags=re.MULTILINE | re.DOTALL)
+    return re.findall(
+        r"^```\{admonition\} Predict before you run\n:class: tip\n(.*?)^```$",
+        text,
+        flags=re.MULTILINE | re.DOTALL,
+    )
 
 
 @pytest.mark.parametrize("page", list(PAGES))
@@ -61,29 +84,48 @@ def test_every_task_has_a_labelled_section(page):
     assert list(tasks(page)) == [f"{prefix}-{name}" for name in PAGES[page]]
 
 
-@pytest.mark.parametrize("page, label", [(page, label) for page in PAGES for label in tasks(page)])
+@pytest.mark.parametrize(
+    "page, label", [(page, label) for page in PAGES for label in tasks(page)]
+)
 def test_each_task_predicts_hints_succeeds_checks_and_links(page, label):
     section = tasks(page)[label]
     assert len(predictions(section)) == 1, f"{label}: expected one prediction box"
     titles = [title for title, _ in dropdowns(section)]
     assert len(titles) == 4, f"{label}: {titles}: expected three hints and a check box"
     for title, expected in zip(titles, HINT_TITLES):
-        assert title.startswith(expected), f"{label}: hint {title!r} should start with {expected!r}"
-    assert titles[3].startswith(CHECK_TITLE), f"{label}: the last dropdown should be {CHECK_TITLE!r}"
+        assert title.startswith(expected), (
+            f"{label}: hint {title!r} should start with {expected!r}"
+        )
+    assert titles[3].startswith(CHECK_TITLE), (
+        f"{label}: the last dropdown should be {CHECK_TITLE!r}"
+    )
     assert ":open:" not in section, f"{label}: a dropdown is open by default"
     success = section.index("**What success looks like.**")
-    assert section.index(f":::{{dropdown}} {CHECK_TITLE}") > success, f"{label}: the check box comes after the run"
+    assert section.index(f":::{{dropdown}} {CHECK_TITLE}") > success, (
+        f"{label}: the check box comes after the run"
+    )
     assert section.index(":::{dropdown} Hint 3") < success
-    practises = re.search(r"^\*Practises:\*(.+?)(?:\n\n|\Z)", section, flags=re.MULTILINE | re.DOTALL)
-    assert practises and "{ref}`" in practises.group(1), f"{label}: no cross-reference to a chapter"
+    practises = re.search(
+        r"^\*Practises:\*(.+?)(?:\n\n|\Z)", section, flags=re.MULTILINE | re.DOTALL
+    )
+    assert practises and "{ref}`" in practises.group(1), (
+        f"{label}: no cross-reference to a chapter"
+    )
 
 
 @pytest.mark.parametrize("page", list(PAGES))
 def test_no_prediction_is_asked_twice(page):
-    questions = [question.strip(" -") for box in predictions(read(page))
-                 for question in re.findall(r"[^?:]*\?", " ".join(re.sub(r"^\d+\. ", "", box, flags=re.M).split()))]
+    questions = [
+        question.strip(" -")
+        for box in predictions(read(page))
+        for question in re.findall(
+            r"[^?:]*\?", " ".join(re.sub(r"^\d+\. ", "", box, flags=re.M).split())
+        )
+    ]
     assert len(questions) > 5
-    assert len(questions) == len(set(questions)), [q for q in questions if questions.count(q) > 1]
+    assert len(questions) == len(set(questions)), [
+        q for q in questions if questions.count(q) > 1
+    ]
 
 
 def test_glued_answers_appear_only_in_check_boxes():
@@ -105,7 +147,9 @@ def test_the_attention_predictions_are_not_answered_in_the_open():
 def test_pages_follow_the_book_conventions(page):
     text = read(page)
     label = "(ex-week-20)=" if "week-20" in page else "(ex-homework)="
-    assert label in text.split("\n# ", 1)[0], "the page label must stand right before the title"
+    assert label in text.split("\n# ", 1)[0], (
+        "the page label must stand right before the title"
+    )
     assert "**By the end of this page you will be able to**" in text
     assert text.index("Predict before you run") < text.index("\n## ")
     assert "\n## Summary\n" in text
@@ -126,7 +170,9 @@ def test_every_mention_of_the_in_class_sheet_is_a_link():
         assert phrase not in text.lower(), phrase
     mentions = re.findall(r"[^<`]{0,30}\bexercise (\d)\.(\d)", text, flags=re.IGNORECASE)
     linked = re.findall(r"\{ref\}`exercise (\d)\.(\d) <by-hand-(\d)-(\d)>`", text)
-    assert mentions and len(mentions) == len(linked), "every 'exercise N.M' must be a {ref} to by-hand-N-M"
+    assert mentions and len(mentions) == len(linked), (
+        "every 'exercise N.M' must be a {ref} to by-hand-N-M"
+    )
     assert all((a, b) == (c, d) for a, b, c, d in linked)
 
 
@@ -144,7 +190,13 @@ def test_week20_page_ends_with_after_you_run():
 def test_week20_tasks_ask_for_the_students_own_code():
     text = read("exercises/week-20/index.md")
     starter = (ROOT / "exercises/week-20/starter.py").read_text(encoding="utf-8")
-    for name in ("NoPositions", "toy_weights", "MY_PAIR", "sinusoidal_positions", "SinusoidalPositions"):
+    for name in (
+        "NoPositions",
+        "toy_weights",
+        "MY_PAIR",
+        "sinusoidal_positions",
+        "SinusoidalPositions",
+    ):
         assert name in text and name in starter, name
     assert starter.count("# TODO Task") == 5
     for extra in ("--split-seed", "--length 64", "MY_PAIR"):
@@ -153,9 +205,22 @@ def test_week20_tasks_ask_for_the_students_own_code():
 
 def test_homework_answers_what_a_classifier_may_see():
     section = tasks("exercises/homework/index.md")["ex-homework-attention"]
-    assert "Which information should a classifier of whole sets be allowed to see?" in " ".join(section.split())
-    (answer,) = [" ".join(body.split()) for title, body in dropdowns(section) if title.startswith(CHECK_TITLE)]
-    for phrase in ("both directions", "no causal mask", "never see padding", "labels", "validation set"):
+    assert (
+        "Which information should a classifier of whole sets be allowed to see?"
+        in " ".join(section.split())
+    )
+    (answer,) = [
+        " ".join(body.split())
+        for title, body in dropdowns(section)
+        if title.startswith(CHECK_TITLE)
+    ]
+    for phrase in (
+        "both directions",
+        "no causal mask",
+        "never see padding",
+        "labels",
+        "validation set",
+    ):
         assert phrase in answer, phrase
 
 

@@ -34,7 +34,10 @@ def test_labels_other_than_0_and_1_are_refused(labels):
 def test_a_nan_logit_is_refused_and_infinite_logits_are_predictions():
     with pytest.raises(ValueError, match=r"logits holds NaN, first at position \(0\)"):
         accuracy(torch.tensor([float("nan"), 1.0]), torch.tensor([0.0, 1.0]))
-    assert accuracy(torch.tensor([-float("inf"), float("inf")]), torch.tensor([0.0, 1.0])) == 1.0
+    assert (
+        accuracy(torch.tensor([-float("inf"), float("inf")]), torch.tensor([0.0, 1.0]))
+        == 1.0
+    )
 
 
 def test_labels_may_be_int_or_bool():

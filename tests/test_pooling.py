@@ -15,7 +15,9 @@ def test_matches_a_manual_loop():
 
 def test_padding_values_do_not_leak():
     x = torch.tensor([[[2.0, 4.0], [4.0, 8.0], [900.0, 900.0]]])
-    torch.testing.assert_close(masked_mean(x, torch.tensor([[False, False, True]])), torch.tensor([[3.0, 6.0]]))
+    torch.testing.assert_close(
+        masked_mean(x, torch.tensor([[False, False, True]])), torch.tensor([[3.0, 6.0]])
+    )
 
 
 def test_bad_input_is_explained():
@@ -30,9 +32,15 @@ def test_bad_input_is_explained():
 @pytest.mark.parametrize("poison", [float("nan"), float("inf"), -float("inf")])
 def test_nan_or_inf_at_padding_cannot_reach_the_mean(poison):
     x = torch.tensor([[[2.0, 4.0], [4.0, 8.0], [poison, poison]]])
-    torch.testing.assert_close(masked_mean(x, torch.tensor([[False, False, True]])), torch.tensor([[3.0, 6.0]]))
+    torch.testing.assert_close(
+        masked_mean(x, torch.tensor([[False, False, True]])), torch.tensor([[3.0, 6.0]])
+    )
 
 
 def test_integer_input_is_refused_with_its_dtype():
-    with pytest.raises(TypeError, match="x must hold floating-point numbers, got dtype torch.int64"):
-        masked_mean(torch.zeros(1, 2, 3, dtype=torch.long), torch.zeros(1, 2, dtype=torch.bool))
+    with pytest.raises(
+        TypeError, match="x must hold floating-point numbers, got dtype torch.int64"
+    ):
+        masked_mean(
+            torch.zeros(1, 2, 3, dtype=torch.long), torch.zeros(1, 2, dtype=torch.bool)
+        )

@@ -74,8 +74,14 @@ def test_reference_is_not_stale(page):
 
 def test_no_reference_without_a_page():
     expected = {reference_path(page) for page in PAGES_WITH_CODE}
-    orphans = sorted(str(path.relative_to(ROOT)) for path in REFERENCES.rglob("*.ipynb") if path not in expected)
-    assert not orphans, f"reference notebooks with no page with code in _toc.yml: {orphans}; delete them"
+    orphans = sorted(
+        str(path.relative_to(ROOT))
+        for path in REFERENCES.rglob("*.ipynb")
+        if path not in expected
+    )
+    assert not orphans, (
+        f"reference notebooks with no page with code in _toc.yml: {orphans}; delete them"
+    )
 
 
 @pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=page_id)
@@ -98,4 +104,6 @@ def test_visible_outputs_do_not_shrink(page):
 def test_every_recorded_page_still_exists():
     recorded = json.loads(VISIBLE_OUTPUTS.read_text(encoding="utf-8"))
     stale = sorted(set(recorded) - {page_id(page) for page in PAGES_WITH_CODE})
-    assert not stale, f"{VISIBLE_OUTPUTS.relative_to(ROOT)} lists pages with no code in _toc.yml: {stale}"
+    assert not stale, (
+        f"{VISIBLE_OUTPUTS.relative_to(ROOT)} lists pages with no code in _toc.yml: {stale}"
+    )

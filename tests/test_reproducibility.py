@@ -62,8 +62,16 @@ TRAINING_PROBE = textwrap.dedent(
 
 # Environments a caller might run the book in, each asking for other kernels than the canonical.
 OTHER_KERNELS = {
-    "generic kernels": {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "AUTO", "ONEDNN_MAX_CPU_ISA": "SSE41"},
-    "MKL's fastest path, 2 threads": {"MKL_CBWR": "AUTO", "OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "2"},
+    "generic kernels": {
+        "ATEN_CPU_CAPABILITY": "default",
+        "MKL_CBWR": "AUTO",
+        "ONEDNN_MAX_CPU_ISA": "SSE41",
+    },
+    "MKL's fastest path, 2 threads": {
+        "MKL_CBWR": "AUTO",
+        "OMP_NUM_THREADS": "2",
+        "MKL_NUM_THREADS": "2",
+    },
 }
 
 
@@ -75,7 +83,11 @@ def run_probe(extra_environment: dict[str, str]) -> str:
     }
     environment.update(extra_environment)
     completed = subprocess.run(
-        [sys.executable, "-c", TRAINING_PROBE], env=environment, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", TRAINING_PROBE],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert completed.returncode == 0, completed.stderr
     return completed.stdout
@@ -115,7 +127,9 @@ def test_importing_after_a_tensor_operation_warns_with_the_fix():
     script = "import torch\ntorch.ones(2) + 1\nimport transformer_lab\n"
     environment = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
     environment.pop(OPT_OUT_VARIABLE, None)
-    completed = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True)
+    completed = subprocess.run(
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+    )
     assert completed.returncode == 0, completed.stderr
     if reproducibility.is_x86_64() and reproducibility.cpu_has_avx2() is not False:
         assert "import transformer_lab before any tensor operation" in completed.stderr
@@ -123,9 +137,15 @@ def test_importing_after_a_tensor_operation_warns_with_the_fix():
 
 
 def test_opting_out_is_reported_as_the_reason():
-    script = "import transformer_lab\nfrom transformer_lab.reproducibility import numeric_mode_problem\nprint(numeric_mode_problem())"
+    script = (
+        "import transformer_lab\n"
+        "from transformer_lab.reproducibility import numeric_mode_problem\n"
+        "print(numeric_mode_problem())"
+    )
     environment = {**os.environ, OPT_OUT_VARIABLE: "native"}
-    completed = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True)
+    completed = subprocess.run(
+        [sys.executable, "-c", script], env=environment, capture_output=True, text=True
+    )
     assert completed.returncode == 0, completed.stderr
     assert "switched off" in completed.stdout
 
@@ -142,7 +162,9 @@ def test_noise_is_printed_as_its_bound_and_a_real_difference_is_refused():
     assert noise_bound(2.4e-7) == "below 1e-06"
     assert noise_bound(-5e-7) == "below 1e-06"
     assert noise_bound(0.0, bound=1e-3) == "below 1e-03"
-    with pytest.raises(ValueError, match="a difference of 1.0e-05 is not rounding noise below 1e-06"):
+    with pytest.raises(
+        ValueError, match="a difference of 1.0e-05 is not rounding noise below 1e-06"
+    ):
         noise_bound(1e-5)
     with pytest.raises(ValueError, match="difference must be a finite number"):
         noise_bound(float("nan"))

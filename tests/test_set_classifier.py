@@ -33,7 +33,9 @@ def test_the_encoder_adds_exactly_one_encoder_layer_of_parameters(d_model, nhead
     extra = count_parameters(with_attention) - count_parameters(baseline)
     assert extra == encoder_layer_parameters(d_model, nhead, d_ff)
     # embedding 2→d, head d→d→1
-    assert count_parameters(baseline) == (2 * d_model + d_model) + (d_model * d_model + d_model) + (d_model + 1)
+    assert count_parameters(baseline) == (2 * d_model + d_model) + (
+        d_model * d_model + d_model
+    ) + (d_model + 1)
 
 
 @pytest.mark.parametrize("use_attention", [True, False])
@@ -42,7 +44,9 @@ def test_joint_permutation_of_tokens_and_mask_leaves_logits_unchanged(use_attent
     x, padding, _ = make_sets(16, seed=2)
     order = torch.randperm(x.shape[1], generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        torch.testing.assert_close(model(x, padding), model(x[:, order], padding[:, order]), atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(
+            model(x, padding), model(x[:, order], padding[:, order]), atol=1e-6, rtol=1e-5
+        )
 
 
 @pytest.mark.parametrize("use_attention", [True, False])
@@ -65,7 +69,9 @@ def test_attention_weights_are_the_ones_the_layer_uses():
     attn = model.encoder.self_attn
     with torch.no_grad():
         h = model.embed_tokens(x, padding)  # what forward feeds the encoder: padding zeroed
-        _, _, v = torch.nn.functional.linear(h, attn.in_proj_weight, attn.in_proj_bias).chunk(3, dim=-1)
+        _, _, v = torch.nn.functional.linear(
+            h, attn.in_proj_weight, attn.in_proj_bias
+        ).chunk(3, dim=-1)
         heads = v.unflatten(-1, (4, 8)).transpose(1, 2)  # (B, H, L, D/H)
         mixed = (weights @ heads).transpose(1, 2).flatten(2)  # (B, L, D)
         rebuilt = attn.out_proj(mixed)
@@ -75,7 +81,9 @@ def test_attention_weights_are_the_ones_the_layer_uses():
 
 def test_uniform_attention_gives_the_uniform_share():
     model = build(6)
-    with torch.no_grad():  # zero queries: every score is 0, so each real key gets 1 / length
+    with (
+        torch.no_grad()
+    ):  # zero queries: every score is 0, so each real key gets 1 / length
         d = model.encoder.self_attn.embed_dim
         model.encoder.self_attn.in_proj_weight[:d].zero_()
         model.encoder.self_attn.in_proj_bias[:d].zero_()
@@ -90,8 +98,21 @@ def test_focused_attention_is_measured_on_the_largest_key():
     x = torch.tensor([[[0.0, 1.0], [3.0, -1.0], [1.0, 2.0], [0.0, 0.0]]])
     padding = torch.tensor([[False, False, False, True]])
     model = build(7, nhead=1, d_model=4, d_ff=4)
-    focus = torch.tensor([[[[0.0, 1.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0]]]])
-    model.attention_weights = lambda x, padding: focus  # the three real queries give 1, 1, 0.5
+    focus = torch.tensor(
+        [
+            [
+                [
+                    [0.0, 1.0, 0.0, 0.0],
+                    [0.0, 1.0, 0.0, 0.0],
+                    [0.5, 0.5, 0.0, 0.0],
+                    [0.0, 1.0, 0.0, 0.0],
+                ]
+            ]
+        ]
+    )
+    model.attention_weights = lambda x, padding: (
+        focus
+    )  # the three real queries give 1, 1, 0.5
     share = largest_key_attention(model, x, padding)
     torch.testing.assert_close(share["per_head"], torch.tensor([[2.5 / 3]]))
 
@@ -113,26 +134,39 @@ def test_nan_or_inf_at_padding_cannot_reach_logits_or_weights(use_attention, poi
     x, padding, _ = make_sets(16, seed=5)
     poisoned = x.masked_fill(padding[:, :, None], poison)
     with torch.no_grad():
-        torch.testing.assert_close(model(poisoned, padding), model(x, padding), rtol=0, atol=0)
+        torch.testing.assert_close(
+            model(poisoned, padding), model(x, padding), rtol=0, atol=0
+        )
     if use_attention:
-        torch.testing.assert_close(model.attention_weights(poisoned, padding), model.attention_weights(x, padding))
+        torch.testing.assert_close(
+            model.attention_weights(poisoned, padding), model.attention_weights(x, padding)
+        )
 
 
 def test_bad_settings_and_dtypes_are_refused():
     with pytest.raises(ValueError, match="d_ff must be an int of at least 1, got 0"):
         SetClassifier(d_ff=0)
-    with pytest.raises(TypeError, match="use_attention must be True or False, got str 'no'"):
+    with pytest.raises(
+        TypeError, match="use_attention must be True or False, got str 'no'"
+    ):
         SetClassifier(use_attention="no")
     x, padding, _ = make_sets(4, seed=0)
-    with pytest.raises(TypeError, match=r"x must have dtype torch.float32 \(the dtype of the model's weights\), got torch.float64"):
+    with pytest.raises(
+        TypeError,
+        match=r"x must have dtype torch.float32 \(the dtype of the model's weights\), got torch.float64",
+    ):
         build()(x.double(), padding)
-    with pytest.raises(TypeError, match="x must hold floating-point numbers, got dtype torch.int64"):
+    with pytest.raises(
+        TypeError, match="x must hold floating-point numbers, got dtype torch.int64"
+    ):
         build()(x.long(), padding)
 
 
 def random_torch_layer(d_model=16, nhead=4, d_ff=24, seed=8):
     torch.manual_seed(seed)
-    layer = torch.nn.TransformerEncoderLayer(d_model, nhead, d_ff, dropout=0.0, batch_first=True).eval()
+    layer = torch.nn.TransformerEncoderLayer(
+        d_model, nhead, d_ff, dropout=0.0, batch_first=True
+    ).eval()
     with torch.no_grad():  # non-trivial biases and norms, so a mix-up of any of them shows
         for parameter in layer.parameters():
             parameter.add_(0.1 * torch.randn_like(parameter))
@@ -146,7 +180,10 @@ def test_multi_head_self_attention_equals_the_library_layer(nhead):
     with torch.no_grad():
         mha.in_proj_bias.normal_()
         mha.out_proj.bias.normal_()
-    x, padding = torch.randn(5, 7, 16), torch.arange(7)[None, :] >= torch.tensor([7, 3, 5, 1, 6])[:, None]
+    x, padding = (
+        torch.randn(5, 7, 16),
+        torch.arange(7)[None, :] >= torch.tensor([7, 3, 5, 1, 6])[:, None],
+    )
     with torch.no_grad():
         expected, _ = mha(x, x, x, key_padding_mask=padding, need_weights=False)
         torch.testing.assert_close(multi_head_self_attention(x, padding, mha), expected)
@@ -158,8 +195,12 @@ def test_hand_layer_is_the_library_layer_written_out():
     hand.load_state_dict(library.state_dict())  # same names, same shapes: no key left over
     x, padding = torch.randn(6, 8, 16), make_sets(6, seed=8)[1]
     with torch.no_grad():
-        torch.testing.assert_close(hand(x, src_key_padding_mask=padding),
-                                   library(x, src_key_padding_mask=padding), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            hand(x, src_key_padding_mask=padding),
+            library(x, src_key_padding_mask=padding),
+            atol=1e-5,
+            rtol=1e-5,
+        )
 
 
 def test_same_seed_gives_the_same_initial_weights_with_any_attention():
@@ -170,11 +211,15 @@ def test_same_seed_gives_the_same_initial_weights_with_any_attention():
         assert torch.equal(value, hand.state_dict()[name]), name
     x, padding, _ = make_sets(32, seed=10)
     with torch.no_grad():
-        torch.testing.assert_close(hand(x, padding), library(x, padding), atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            hand(x, padding), library(x, padding), atol=1e-5, rtol=1e-5
+        )
     # the hand layer passes the symmetry test of the library layer too
     order = torch.randperm(8, generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
-        torch.testing.assert_close(hand(x, padding), hand(x[:, order], padding[:, order]), atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(
+            hand(x, padding), hand(x[:, order], padding[:, order]), atol=1e-6, rtol=1e-5
+        )
 
 
 def test_the_functions_passed_in_are_the_ones_that_run():
@@ -188,19 +233,29 @@ def test_the_functions_passed_in_are_the_ones_that_run():
     model = build(11, nhead=4, attention_fn=spy_attention)
     with torch.no_grad():
         model(x, padding)
-    assert calls == [((12, 8, 8), (12, 8))]  # B·H = 3·4 sets of 8 tokens, 32 / 4 = 8 channels per head
+    assert calls == [
+        ((12, 8, 8), (12, 8))
+    ]  # B·H = 3·4 sets of 8 tokens, 32 / 4 = 8 channels per head
 
-    def uniform_attention(q, k, v, padding):  # ignores q and k: every real key gets the same weight
+    def uniform_attention(
+        q, k, v, padding
+    ):  # ignores q and k: every real key gets the same weight
         weights = (~padding)[:, None, :].float().expand(-1, q.shape[1], -1)
         weights = weights / weights.sum(-1, keepdim=True)
         return weights @ v, weights
 
     with torch.no_grad():
-        assert not torch.allclose(build(11, attention_fn=uniform_attention)(x, padding), build(11)(x, padding))
-        zero_pool = build(11, pool_fn=lambda h, padding: torch.zeros(h.shape[0], h.shape[2]))
+        assert not torch.allclose(
+            build(11, attention_fn=uniform_attention)(x, padding), build(11)(x, padding)
+        )
+        zero_pool = build(
+            11, pool_fn=lambda h, padding: torch.zeros(h.shape[0], h.shape[2])
+        )
         logits = zero_pool(x, padding)
         torch.testing.assert_close(logits, zero_pool.head(torch.zeros(3, 32)).squeeze(-1))
-        assert isinstance(zero_pool.encoder, torch.nn.TransformerEncoderLayer)  # pool_fn alone keeps it
+        assert isinstance(
+            zero_pool.encoder, torch.nn.TransformerEncoderLayer
+        )  # pool_fn alone keeps it
 
 
 def test_multi_head_fn_replaces_the_whole_attention_step():
@@ -212,8 +267,12 @@ def test_multi_head_fn_replaces_the_whole_attention_step():
 
     x, padding, _ = make_sets(4, seed=12)
     with torch.no_grad():
-        torch.testing.assert_close(build(12, multi_head_fn=my_multi_head)(x, padding), build(12)(x, padding),
-                                   atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(
+            build(12, multi_head_fn=my_multi_head)(x, padding),
+            build(12)(x, padding),
+            atol=1e-5,
+            rtol=1e-5,
+        )
     assert seen == [2]
 
 
@@ -224,4 +283,6 @@ def test_bad_functions_are_explained():
         SetClassifier(pool_fn="mean")
     mha = torch.nn.MultiheadAttention(8, 2)  # batch_first=False
     with pytest.raises(ValueError, match="batch_first=True"):
-        multi_head_self_attention(torch.zeros(1, 3, 8), torch.zeros(1, 3, dtype=torch.bool), mha)
+        multi_head_self_attention(
+            torch.zeros(1, 3, 8), torch.zeros(1, 3, dtype=torch.bool), mha
+        )

@@ -4,7 +4,12 @@ import pytest
 import torch
 
 from transformer_lab.metrics import accuracy
-from transformer_lab.set_task import largest_key_index, largest_key_rule, largest_key_value, make_sets
+from transformer_lab.set_task import (
+    largest_key_index,
+    largest_key_rule,
+    largest_key_value,
+    make_sets,
+)
 
 
 def brute_force_label(tokens):
@@ -69,7 +74,9 @@ def test_bad_input_is_explained():
         make_sets(0, seed=1)
     with pytest.raises(ValueError, match="max_tokens must be an int of at least 3, got 2"):
         make_sets(5, seed=1, max_tokens=2)
-    with pytest.raises(ValueError, match=r"x has shape \(1, 2, 3\) but its dimension 2 should be 2"):
+    with pytest.raises(
+        ValueError, match=r"x has shape \(1, 2, 3\) but its dimension 2 should be 2"
+    ):
         largest_key_rule(torch.zeros(1, 2, 3), torch.zeros(1, 2, dtype=torch.bool))
     with pytest.raises(ValueError, match="example 1 is all padding"):
         largest_key_rule(torch.ones(2, 2, 2), torch.tensor([[False, True], [True, True]]))

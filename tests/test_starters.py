@@ -26,8 +26,13 @@ HOMEWORK = Path("exercises") / "homework" / "starter.py"
 
 
 def run(script, *args):
-    completed = subprocess.run([sys.executable, str(script), *map(str, args)], cwd=ROOT,
-                               capture_output=True, text=True, timeout=300)
+    completed = subprocess.run(
+        [sys.executable, str(script), *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert "Traceback" not in completed.stdout + completed.stderr
     return completed.stdout
@@ -40,7 +45,9 @@ def solve(starter, solutions, tmp_path, pattern):
         stub = pattern.format(name=re.escape(name))
         assert len(re.findall(stub, source)) == 1, name
         indent = re.search(stub, source).group(1)
-        source = re.sub(stub, "\n".join(indent + line for line in body).replace("\\", "\\\\"), source)
+        source = re.sub(
+            stub, "\n".join(indent + line for line in body).replace("\\", "\\\\"), source
+        )
     finished = tmp_path / "starter.py"
     finished.write_text(source, encoding="utf-8")
     return finished
@@ -88,9 +95,14 @@ def week20_solved(tmp_path_factory):
 def test_untouched_week20_starter_says_not_done(week20):
     out = run(WEEK20, "--sinusoidal")
     assert "[not done yet] Task 4 (stretch): sinusoidal_positions(length, d_model)" in out
-    assert "[not done yet] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)" in out
+    assert (
+        "[not done yet] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)"
+        in out
+    )
     out = run(WEEK20)
-    assert out.startswith("== Checks\n[not done yet] Task 1: NoPositions.forward(ids, padding=None)\n")
+    assert out.startswith(
+        "== Checks\n[not done yet] Task 1: NoPositions.forward(ids, padding=None)\n"
+    )
     assert "[not done yet] Task 2: toy_weights(embeddings, w_q, w_k)" in out
     assert "passed" not in out and "Task 2: the 3-token attention map" not in out
     out = run(WEEK20, "--train")
@@ -100,29 +112,45 @@ def test_untouched_week20_starter_says_not_done(week20):
 def test_finished_week20_starter_passes_and_prints_the_table(week20_solved):
     out = run(week20_solved, "--toy-seed", 1, "--sinusoidal")
     assert "[passed] Task 4 (stretch): sinusoidal_positions(length, d_model)" in out
-    assert "[passed] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)" in out
+    assert (
+        "[passed] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)" in out
+    )
     assert "[passed] Task 1: NoPositions.forward(ids, padding=None)" in out
     assert "[passed] Task 2: toy_weights(embeddings, w_q, w_k)" in out
     tokens = ["login", "failed", "again"]
-    table = pd.DataFrame(toy_self_attention(tokens, width=4, seed=1)[1].numpy(), index=tokens, columns=tokens)
-    assert ("your toy self-attention weights (seed 1); rows read, columns are read from:\n"
-            + table.round(2).to_string() + "\n") in out
+    table = pd.DataFrame(
+        toy_self_attention(tokens, width=4, seed=1)[1].numpy(), index=tokens, columns=tokens
+    )
+    assert (
+        "your toy self-attention weights (seed 1); rows read, columns are read from:\n"
+        + table.round(2).to_string()
+        + "\n"
+    ) in out
 
 
 def test_week20_training_uses_the_students_model(week20_solved):
     from transformer_lab.char_transformer import (
-        load_praise_sample, majority_baseline, split_sample, train_and_score,
+        load_praise_sample,
+        majority_baseline,
+        split_sample,
+        train_and_score,
     )
 
     out = run(week20_solved, "--train", "--comments", 600, "--epochs", 2, "--split-seed", 3)
     split = split_sample(load_praise_sample(n=600), seed=3)
     with_positions = train_and_score(True, seed=0, split=split, epochs=2)
-    without = train_and_score(False, seed=0, split=split, epochs=2)  # the package's own variant
+    without = train_and_score(
+        False, seed=0, split=split, epochs=2
+    )  # the package's own variant
     assert "480 training and 120 test comments, split seed 3, window 32 characters" in out
-    assert f"majority baseline (always the most common training label): " \
-           f"{majority_baseline(split.y_train, split.y_test):.3f}" in out
-    assert (f"seed 0: with positions {with_positions:.3f}, yours without {without:.3f}, "
-            f"difference {with_positions - without:+.3f}") in out
+    assert (
+        f"majority baseline (always the most common training label): "
+        f"{majority_baseline(split.y_train, split.y_test):.3f}" in out
+    )
+    assert (
+        f"seed 0: with positions {with_positions:.3f}, yours without {without:.3f}, "
+        f"difference {with_positions - without:+.3f}"
+    ) in out
 
 
 def test_week20_order_flipped_pair_gets_one_score_without_positions(week20_solved, capsys):
@@ -130,12 +158,21 @@ def test_week20_order_flipped_pair_gets_one_score_without_positions(week20_solve
     starter.MY_PAIR = ("not slow, now fast", "not fast, now slow")
     starter.positions_experiment(seeds=(0,), n_comments=300, epochs=1, sinusoidal=True)
     out = capsys.readouterr().out
-    assert re.search(r"seed 0: with positions 0\.\d{3}, yours without 0\.\d{3}, difference [+-]0\.\d{3}; "
-                     r"your sinusoids 0\.\d{3} \(", out)
+    assert re.search(
+        r"seed 0: with positions 0\.\d{3}, yours without 0\.\d{3}, difference [+-]0\.\d{3}; "
+        r"your sinusoids 0\.\d{3} \(",
+        out,
+    )
     yours = re.search(r"yours: P\(praise\) (0\.\d+) for .*, (0\.\d+) for ", out)
     assert yours and yours.group(1) == yours.group(2)
-    assert re.search(r"sines: P\(praise\) 0\.\d+ for 'not slow, now fast', 0\.\d+ for 'not fast, now slow'", out)
-    assert re.search(r" with: P\(praise\) 0\.\d+ for 'not slow, now fast', 0\.\d+ for 'not fast, now slow'", out)
+    assert re.search(
+        r"sines: P\(praise\) 0\.\d+ for 'not slow, now fast', 0\.\d+ for 'not fast, now slow'",
+        out,
+    )
+    assert re.search(
+        r" with: P\(praise\) 0\.\d+ for 'not slow, now fast', 0\.\d+ for 'not fast, now slow'",
+        out,
+    )
     starter.MY_PAIR = ("not slow", "not fast")
     starter.score_pair({}, 32)
     assert "do not hold the same characters" in capsys.readouterr().out
@@ -165,20 +202,25 @@ class NoSqueeze(PraiseClassifier):
 
 
 class OrderSensitive(PraiseClassifier):
-    def forward(self, ids, padding=None):  # positions by another route: a weight per position
+    def forward(
+        self, ids, padding=None
+    ):  # positions by another route: a weight per position
         padding = ids == PAD_ID
         x = self.embed(ids) * torch.linspace(1, 2, ids.shape[1])[None, :, None]
         x = self.encoder(x, src_key_padding_mask=padding)
         return self.head(book_masked_mean(x, padding)).squeeze(-1)
 
 
-@pytest.mark.parametrize("model_class, mistake", [
-    (StillPositions, "the position embedding is still added"),
-    (NoPaddingMask, "padding leaks into the result"),
-    (PlainMean, "padding leaks into the result"),
-    (NoSqueeze, "the output is not one logit per comment"),
-    (OrderSensitive, "your model still sees the order of the characters"),
-])
+@pytest.mark.parametrize(
+    "model_class, mistake",
+    [
+        (StillPositions, "the position embedding is still added"),
+        (NoPaddingMask, "padding leaks into the result"),
+        (PlainMean, "padding leaks into the result"),
+        (NoSqueeze, "the output is not one logit per comment"),
+        (OrderSensitive, "your model still sees the order of the characters"),
+    ],
+)
 def test_week20_check_names_the_mistake_in_a_forward(week20, model_class, mistake):
     status, finding, *_ = week20.check_no_positions(model_class)
     assert status == "FAILED" and finding == f"Likely mistake: {mistake}"
@@ -199,20 +241,37 @@ def scores(embeddings, w_q, w_k):
     return (embeddings @ w_q) @ (embeddings @ w_k).T
 
 
-@pytest.mark.parametrize("toy, mistake", [
-    (lambda e, q, k: torch.softmax(scores(e, q, k) / 2, dim=0), "softmax over the queries"),
-    (lambda e, q, k: torch.softmax(scores(e, k, q) / 2, dim=-1), "queries and keys swapped"),
-    (lambda e, q, k: torch.softmax(scores(e, q, k), dim=-1), "no scaling"),
-    (lambda e, q, k: torch.softmax(scores(e, q, k) / 4, dim=-1), "divided by d instead of sqrt(d)"),
-    (lambda e, q, k: torch.softmax(e @ e.T / 2, dim=-1), "no projections"),
-    (lambda e, q, k: scores(e, q, k) / 2, "the rows do not sum to 1"),
-    (lambda e, q, k: torch.softmax(scores(e, q, k) / 3, dim=-1), "another formula"),
-    (lambda e, q, k: torch.softmax(scores(e, q, k) / 2, dim=-1)[:2], "not a (3, 3) tensor"),
-])
+@pytest.mark.parametrize(
+    "toy, mistake",
+    [
+        (
+            lambda e, q, k: torch.softmax(scores(e, q, k) / 2, dim=0),
+            "softmax over the queries",
+        ),
+        (
+            lambda e, q, k: torch.softmax(scores(e, k, q) / 2, dim=-1),
+            "queries and keys swapped",
+        ),
+        (lambda e, q, k: torch.softmax(scores(e, q, k), dim=-1), "no scaling"),
+        (
+            lambda e, q, k: torch.softmax(scores(e, q, k) / 4, dim=-1),
+            "divided by d instead of sqrt(d)",
+        ),
+        (lambda e, q, k: torch.softmax(e @ e.T / 2, dim=-1), "no projections"),
+        (lambda e, q, k: scores(e, q, k) / 2, "the rows do not sum to 1"),
+        (lambda e, q, k: torch.softmax(scores(e, q, k) / 3, dim=-1), "another formula"),
+        (
+            lambda e, q, k: torch.softmax(scores(e, q, k) / 2, dim=-1)[:2],
+            "not a (3, 3) tensor",
+        ),
+    ],
+)
 def test_week20_check_names_the_mistake_in_a_toy_table(week20, toy, mistake):
     status, finding, *_ = week20.check_toy_weights(toy)
     assert status == "FAILED" and finding.startswith(f"Likely mistake: {mistake}"), finding
-    assert week20.check_toy_weights(lambda e, q, k: torch.softmax(scores(e, q, k) / 2, dim=-1)) == ("passed",)
+    assert week20.check_toy_weights(
+        lambda e, q, k: torch.softmax(scores(e, q, k) / 2, dim=-1)
+    ) == ("passed",)
 
 
 def test_week20_check_rejects_a_library_attention_call(week20):
@@ -230,14 +289,25 @@ def book_sinusoids(length, d_model):
     return sinusoidal_positions(length, d_model)
 
 
-@pytest.mark.parametrize("table, mistake", [
-    (lambda L, D: torch.stack([book_sinusoids(L, D)[:, 1::2], book_sinusoids(L, D)[:, 0::2]], -1).flatten(1),
-     "sines and cosines swapped"),
-    (lambda L, D: torch.cat([book_sinusoids(L, D)[:, :2], book_sinusoids(L, 2 * D)[:, 2:D]], dim=1),
-     "the slower clocks are off"),
-    (lambda L, D: book_sinusoids(L, D).T, "the table has the wrong shape"),
-    (lambda L, D: book_sinusoids(L, D) * 2, "another formula"),
-])
+@pytest.mark.parametrize(
+    "table, mistake",
+    [
+        (
+            lambda L, D: torch.stack(
+                [book_sinusoids(L, D)[:, 1::2], book_sinusoids(L, D)[:, 0::2]], -1
+            ).flatten(1),
+            "sines and cosines swapped",
+        ),
+        (
+            lambda L, D: torch.cat(
+                [book_sinusoids(L, D)[:, :2], book_sinusoids(L, 2 * D)[:, 2:D]], dim=1
+            ),
+            "the slower clocks are off",
+        ),
+        (lambda L, D: book_sinusoids(L, D).T, "the table has the wrong shape"),
+        (lambda L, D: book_sinusoids(L, D) * 2, "another formula"),
+    ],
+)
 def test_week20_check_names_the_mistake_in_a_sinusoid_table(week20, table, mistake):
     status, finding, *_ = week20.check_sinusoidal_table(table)
     assert status == "FAILED" and finding.startswith(f"Likely mistake: {mistake}"), finding
@@ -263,12 +333,17 @@ class SinusoidsScaled(PraiseClassifier):
         return self.head(book_masked_mean(x, padding)).squeeze(-1)
 
 
-@pytest.mark.parametrize("model_class, mistake", [
-    (LearnedTable, "the learned table self.pos is added"),
-    (NoPositionsAtAll, "no positions reach the model"),
-    (SinusoidsScaled, "another computation"),
-])
-def test_week20_check_names_the_mistake_in_a_sinusoidal_model(week20, week20_solved, model_class, mistake):
+@pytest.mark.parametrize(
+    "model_class, mistake",
+    [
+        (LearnedTable, "the learned table self.pos is added"),
+        (NoPositionsAtAll, "no positions reach the model"),
+        (SinusoidsScaled, "another computation"),
+    ],
+)
+def test_week20_check_names_the_mistake_in_a_sinusoidal_model(
+    week20, week20_solved, model_class, mistake
+):
     status, finding, *_ = week20.check_sinusoidal_model(model_class)
     assert status == "FAILED" and finding.startswith(f"Likely mistake: {mistake}"), finding
     assert load_module(week20_solved).check_sinusoidal_model() == ("passed",)
@@ -282,7 +357,10 @@ SOLUTIONS = {
         "weights = torch.softmax(scores.masked_fill(padding[:, None, :], float('-inf')), dim=-1)",
         "return weights @ v, weights",
     ],
-    "masked_mean": ["keep = (~padding).unsqueeze(-1).to(x.dtype)", "return (x * keep).sum(1) / keep.sum(1)"],
+    "masked_mean": [
+        "keep = (~padding).unsqueeze(-1).to(x.dtype)",
+        "return (x * keep).sum(1) / keep.sum(1)",
+    ],
     "accuracy": ["return ((logits > 0).float() == labels.float()).float().mean().item()"],
     "train_bpe_tokenizer": [
         "tokenizer = Tokenizer(models.BPE(unk_token='[UNK]'))",
@@ -291,7 +369,9 @@ SOLUTIONS = {
         "tokenizer.train_from_iterator(corpus, trainer)",
         "return tokenizer",
     ],
-    "tokens_per_word": ["return {word: len(tokenizer.encode(word).tokens) for word in words}"],
+    "tokens_per_word": [
+        "return {word: len(tokenizer.encode(word).tokens) for word in words}"
+    ],
     "embedding_parameters": ["return vocab_size * d"],
     "causal_padding_mask": [
         "length = padding.shape[1]",
@@ -309,11 +389,16 @@ SOLUTIONS = {
 }
 HOMEWORK_STUB = r'( +)raise NotImplementedError\("Exercise \d+ \({name}\):[^\n]*\)'
 EXAMPLES = [
-    "Exercise 1: the prediction box's example", "Exercise 2: the prediction box's example",
-    "Exercise 3: the prediction box's example", "Exercise 4: explore nn.MultiheadAttention",
-    "Exercise 5: the same sets, shuffled and padded further", "Exercise 7: embedding tables",
-    "Exercise 9: tokens per word", "Exercise 10: an unseen sentence, and the price of the vocabulary",
-    "Exercise 11 (stretch): a causal mask with padding", "Exercise 12 (stretch): multi-head attention by hand",
+    "Exercise 1: the prediction box's example",
+    "Exercise 2: the prediction box's example",
+    "Exercise 3: the prediction box's example",
+    "Exercise 4: explore nn.MultiheadAttention",
+    "Exercise 5: the same sets, shuffled and padded further",
+    "Exercise 7: embedding tables",
+    "Exercise 9: tokens per word",
+    "Exercise 10: an unseen sentence, and the price of the vocabulary",
+    "Exercise 11 (stretch): a causal mask with padding",
+    "Exercise 12 (stretch): multi-head attention by hand",
 ]
 
 
@@ -336,7 +421,9 @@ def test_the_stretch_stubs_have_the_signatures_the_self_check_expects():
     assert str(inspect.signature(starter.multi_head_attention)) == "(x, padding, mha)"
     for name in ("causal_padding_mask", "multi_head_attention"):
         with pytest.raises(NotImplementedError, match=rf"Exercise \d+ \({name}\)"):
-            getattr(starter, name)(*[None] * len(inspect.signature(getattr(starter, name)).parameters))
+            getattr(starter, name)(
+                *[None] * len(inspect.signature(getattr(starter, name)).parameters)
+            )
 
 
 def test_untouched_homework_starter_runs_and_says_not_done():
@@ -346,7 +433,9 @@ def test_untouched_homework_starter_runs_and_says_not_done():
     found = sections(out)
     assert list(found) == EXAMPLES
     # Exercise 4's exploration uses only the library until the comparison with your attention
-    assert re.search(r"2 heads: output \(1, 8, 16\), per-head weights \(1, 2, 8, 8\)", found[EXAMPLES[3]])
+    assert re.search(
+        r"2 heads: output \(1, 8, 16\), per-head weights \(1, 2, 8, 8\)", found[EXAMPLES[3]]
+    )
     for title, text in found.items():
         assert text.splitlines()[-1].startswith("not done yet: Exercise"), title
     # nothing reassuring before the student has written anything
@@ -357,30 +446,57 @@ def test_finished_homework_starter_runs_every_demo(homework_solved):
     out = run(homework_solved)
     assert f"{len(CHECKS)} passed (of {len(CHECKS)} checks)" in out
     found = sections(out)
-    assert found[EXAMPLES[0]] == "logits 2.0, 0.3, -0.2 with labels 1, 0, 0: accuracy() returns 0.6666666865348816 (float)"
-    assert found[EXAMPLES[1]] == "tokens [2, 4], [4, 8] and padding [900, 900]: masked_mean gives [[3.0, 6.0]]"
-    assert found[EXAMPLES[2]] == ("outputs for the two queries: [3.0, 3.0]\n"
-                                  "weights of the first query:  [0.5, 0.5, 0.0]")
+    assert (
+        found[EXAMPLES[0]]
+        == "logits 2.0, 0.3, -0.2 with labels 1, 0, 0: accuracy() returns 0.6666666865348816 (float)"
+    )
+    assert (
+        found[EXAMPLES[1]]
+        == "tokens [2, 4], [4, 8] and padding [900, 900]: masked_mean gives [[3.0, 6.0]]"
+    )
+    assert found[EXAMPLES[2]] == (
+        "outputs for the two queries: [3.0, 3.0]\n"
+        "weights of the first query:  [0.5, 0.5, 0.0]"
+    )
     assert found[EXAMPLES[3]].endswith(
-        "your attention equals nn.MultiheadAttention with one head and identity projections: yes")
-    assert re.fullmatch(r"encoder outputs of the real tokens move with the tokens: yes\n"
-                        r"your masked_mean of them is unchanged: yes\n"
-                        r"a plain \.mean\(dim=1\) instead would move by up to 0\.\d{3}\n"
-                        r"logits unchanged: yes; predicted class changed in 0 of 64 sets", found[EXAMPLES[4]])
-    assert "vocab_size=50,000  ->  d=128: 6,400,000, d=512: 25,600,000, d=768: 38,400,000" in found[EXAMPLES[5]]
+        "your attention equals nn.MultiheadAttention with one head and identity projections: yes"
+    )
+    assert re.fullmatch(
+        r"encoder outputs of the real tokens move with the tokens: yes\n"
+        r"your masked_mean of them is unchanged: yes\n"
+        r"a plain \.mean\(dim=1\) instead would move by up to 0\.\d{3}\n"
+        r"logits unchanged: yes; predicted class changed in 0 of 64 sets",
+        found[EXAMPLES[4]],
+    )
+    assert (
+        "vocab_size=50,000  ->  d=128: 6,400,000, d=512: 25,600,000, d=768: 38,400,000"
+        in found[EXAMPLES[5]]
+    )
     assert "one encoder layer (d=512, 8 heads, d_ff=2048): 3,152,384" in found[EXAMPLES[5]]
     assert "vocabulary size: 80" in found[EXAMPLES[6]]
-    assert re.search(r"'self-attention': \d+ token\(s\); in the corpus \d+x as a word", found[EXAMPLES[6]])
-    assert "5 words -> " in found[EXAMPLES[7]] and "(vocab_size=80): d=128: 10,240" in found[EXAMPLES[7]]
-    assert found[EXAMPLES[8]].endswith("blocks exactly what the book's attention blocks with padding and causal=True: yes")
-    assert found[EXAMPLES[9]] == ("1 head(s): equal to nn.MultiheadAttention (largest difference below 1e-5)\n"
-                                  "4 head(s): equal to nn.MultiheadAttention (largest difference below 1e-5)")
+    assert re.search(
+        r"'self-attention': \d+ token\(s\); in the corpus \d+x as a word",
+        found[EXAMPLES[6]],
+    )
+    assert (
+        "5 words -> " in found[EXAMPLES[7]]
+        and "(vocab_size=80): d=128: 10,240" in found[EXAMPLES[7]]
+    )
+    assert found[EXAMPLES[8]].endswith(
+        "blocks exactly what the book's attention blocks with padding and causal=True: yes"
+    )
+    assert found[EXAMPLES[9]] == (
+        "1 head(s): equal to nn.MultiheadAttention (largest difference below 1e-5)\n"
+        "4 head(s): equal to nn.MultiheadAttention (largest difference below 1e-5)"
+    )
     assert "not done yet" not in out and "raised" not in out and "NO" not in out
 
 
 def test_shuffle_check_fails_an_unmasked_mean(homework_solved, tmp_path):
     source = homework_solved.read_text(encoding="utf-8")
-    plain = source.replace("    return (x * keep).sum(1) / keep.sum(1)", "    return x.mean(dim=1)")
+    plain = source.replace(
+        "    return (x * keep).sum(1) / keep.sum(1)", "    return x.mean(dim=1)"
+    )
     assert plain != source
     (tmp_path / "plain.py").write_text(plain, encoding="utf-8")
     text = sections(run(tmp_path / "plain.py"))[EXAMPLES[4]]
@@ -390,16 +506,35 @@ def test_shuffle_check_fails_an_unmasked_mean(homework_solved, tmp_path):
 
 def test_homework_training_runs_on_the_students_functions(homework_solved, tmp_path):
     plot = tmp_path / "loss.png"
-    out = run(homework_solved, "--train", "--epochs", 1, "--n-train", 256, "--heads", 4, "--plot", plot,
-              "--my-multi-head")
+    out = run(
+        homework_solved,
+        "--train",
+        "--epochs",
+        1,
+        "--n-train",
+        256,
+        "--heads",
+        4,
+        "--plot",
+        plot,
+        "--my-multi-head",
+    )
     assert f"loss curves saved to {plot}" in out
     assert plot.read_bytes().startswith(b"\x89PNG")
-    assert "epochs=1, learning_rate=0.003, heads=4, 256 training sets, seed 42, your multi_head_attention" in out
+    assert (
+        "epochs=1, learning_rate=0.003, heads=4, 256 training sets, seed 42, your multi_head_attention"
+        in out
+    )
     for name in ("mean baseline", "transformer"):
-        match = re.search(rf"{name}: validation accuracy (0\.\d{{3}}) by your accuracy\(\) \((0\.\d{{3}}) by the "
-                          rf"book's\), best epoch 1", out)
+        match = re.search(
+            rf"{name}: validation accuracy (0\.\d{{3}}) by your accuracy\(\) \((0\.\d{{3}}) by the "
+            rf"book's\), best epoch 1",
+            out,
+        )
         assert match and match.group(1) == match.group(2), name
-    assert out.count("  logits unchanged: yes; predicted class changed in 0 of 64 sets\n") == 2
+    assert (
+        out.count("  logits unchanged: yes; predicted class changed in 0 of 64 sets\n") == 2
+    )
 
 
 def test_homework_training_really_calls_the_students_functions(homework_solved):
@@ -421,4 +556,6 @@ def test_homework_training_really_calls_the_students_functions(homework_solved):
 def test_untouched_homework_training_says_not_done():
     out = run(HOMEWORK, "--train", "--epochs", 1, "--n-train", 128)
     # the baseline trains first, and it pools with the student's masked_mean
-    assert out.endswith("not done yet: Exercise 2 (masked_mean): mask, sum over the tokens, divide by the real count\n")
+    assert out.endswith(
+        "not done yet: Exercise 2 (masked_mean): mask, sum over the tokens, divide by the real count\n"
+    )

@@ -106,7 +106,9 @@ def test_without_unk_token_unseen_characters_are_silently_dropped(tiny):
     assert len(without.tokens) == len(with_unk.tokens) - 2
     # seen characters encode identically
     assert no_unk.encode("the cat").ids == tiny.encode("the cat").ids
-    with pytest.raises(ValueError, match=r"unk_token must be '\[UNK\]' or None, got '<unk>'"):
+    with pytest.raises(
+        ValueError, match=r"unk_token must be '\[UNK\]' or None, got '<unk>'"
+    ):
         train_bpe_tokenizer(TINY_CORPUS, 80, unk_token="<unk>")
 
 
@@ -132,25 +134,38 @@ def test_tokens_per_word_by_vocab_never_increases():
         counts = [table[size][word] for size in reached]
         assert counts == sorted(counts, reverse=True), word
     # past the last possible merge every word of the corpus is whole (self-attention: self - attention)
-    assert table[reached[-1]] == {word: 3 if word == "self-attention" else 1 for word in WORDS}
+    assert table[reached[-1]] == {
+        word: 3 if word == "self-attention" else 1 for word in WORDS
+    }
 
 
 def test_word_counting_helpers():
     corpus = ["the cat, the dog.", "self-attention and attention"]
     assert pre_tokenize("self-attention, again") == ["self", "-", "attention", ",", "again"]
-    assert word_frequencies(corpus)["the"] == 2 and word_frequencies(corpus)["attention"] == 2
+    assert (
+        word_frequencies(corpus)["the"] == 2 and word_frequencies(corpus)["attention"] == 2
+    )
     assert word_occurrences(corpus, "cat") == {"as a word": 1, "inside a word": 1}
     assert word_occurrences(corpus, "attention") == {"as a word": 1, "inside a word": 2}
     assert pair_frequencies(["abab ab", "ba"]) == {("a", "b"): 3, ("b", "a"): 2}
     assert alphabet(["ab", "b c"]) == ["a", "b", "c"]
-    assert alphabet(["a\u00a0b\tc\u2003d"]) == ["a", "b", "c", "d"]  # no-break and em spaces dropped
+    assert alphabet(["a\u00a0b\tc\u2003d"]) == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]  # no-break and em spaces dropped
     assert minimum_vocab_size(["ab", "b c"]) == 3 + len(SPECIAL_TOKENS)
 
 
 def test_character_classes():
-    classes = character_classes(["a", "B", "é", "ß", "7", "-", "$", "—", "’", "👍", "\u00a0"])
+    classes = character_classes(
+        ["a", "B", "é", "ß", "7", "-", "$", "—", "’", "👍", "\u00a0"]
+    )
     assert list(classes) == list(CHARACTER_CLASSES)
-    assert classes["lowercase letters"] == ["a", "é", "ß"] and classes["capital letters"] == ["B"]
+    assert classes["lowercase letters"] == ["a", "é", "ß"] and classes[
+        "capital letters"
+    ] == ["B"]
     assert classes["digits"] == ["7"] and classes["ASCII punctuation"] == ["-", "$"]
     assert classes["other punctuation"] == ["—", "’"] and classes["symbols"] == ["👍"]
     assert classes["other"] == ["\u00a0"] and classes["other letters"] == []
@@ -163,12 +178,24 @@ def test_character_classes():
 
 
 def test_tokens_per_word_by_frequency_bins_the_words():
-    tokenizer = train_bpe_tokenizer(TINY_CORPUS, minimum_vocab_size(TINY_CORPUS))  # characters only
+    tokenizer = train_bpe_tokenizer(
+        TINY_CORPUS, minimum_vocab_size(TINY_CORPUS)
+    )  # characters only
     words = {"a": 1, "ab": 3, "abc": 4, "cab": 25, "x": 7}
-    rows = pd.DataFrame(tokens_per_word_by_frequency(tokenizer, words)).set_index("frequency")
+    rows = pd.DataFrame(tokens_per_word_by_frequency(tokenizer, words)).set_index(
+        "frequency"
+    )
     assert list(rows.index) == ["1", "2–4", "5–19", "20–99", "100+"]
-    assert list(rows["words"]) == [1, 2, 1, 1, 0] and list(rows["occurrences"]) == [1, 7, 7, 25, 0]
-    assert rows.loc["2–4", "tokens_per_word"] == 2.5 and rows.loc["2–4", "characters"] == 2.5
+    assert list(rows["words"]) == [1, 2, 1, 1, 0] and list(rows["occurrences"]) == [
+        1,
+        7,
+        7,
+        25,
+        0,
+    ]
+    assert (
+        rows.loc["2–4", "tokens_per_word"] == 2.5 and rows.loc["2–4", "characters"] == 2.5
+    )
     assert rows.loc["1", "one_token"] == 1.0 and rows.loc["2–4", "one_token"] == 0.0
     assert rows.loc["2–4", "examples"] == "ab, abc" and rows.loc["100+", "examples"] == ""
     one = tokens_per_word_by_frequency(tokenizer, words, examples=1)
@@ -178,14 +205,28 @@ def test_tokens_per_word_by_frequency_bins_the_words():
     assert rows.loc["100+"].isna()[["characters", "tokens_per_word", "one_token"]].all()
     # a frequent word becomes whole once the merges reach it
     whole = train_bpe_tokenizer(["cab " * 30, "ab ab a"], 100)
-    binned = tokens_per_word_by_frequency(whole, {"cab": 30, "zzz": 1}, bins=[(1, 1), (2, None)])
-    assert [row["tokens_per_word"] for row in binned] == [3.0, 1.0]  # zzz: unseen, 3 x [UNK]
+    binned = tokens_per_word_by_frequency(
+        whole, {"cab": 30, "zzz": 1}, bins=[(1, 1), (2, None)]
+    )
+    assert [row["tokens_per_word"] for row in binned] == [
+        3.0,
+        1.0,
+    ]  # zzz: unseen, 3 x [UNK]
     assert FREQUENCY_BINS[-1] == (100, None)
 
 
 @pytest.mark.parametrize(
     "bins",
-    [[], [(0, 1)], [(1, 4), (3, 9)], [(5, 2)], [(1, None), (5, 9)], [(1, 2.5)], "1-4", [(1,)]],
+    [
+        [],
+        [(0, 1)],
+        [(1, 4), (3, 9)],
+        [(5, 2)],
+        [(1, None), (5, 9)],
+        [(1, 2.5)],
+        "1-4",
+        [(1,)],
+    ],
 )
 def test_tokens_per_word_by_frequency_rejects_bad_bins(tiny, bins):
     with pytest.raises(ValueError, match="bins"):
@@ -208,7 +249,7 @@ def test_byte_level_round_trips_any_text():
     assert tokenizer.decode(encoding.ids) == text
     assert "Ġcat" in encoding.tokens  # the space travels with the next word
     emoji = train_byte_level_bpe_tokenizer(TINY_CORPUS, 257).encode("🙂")
-    assert len(emoji.tokens) == len("🙂".encode("utf-8")) == 4
+    assert len(emoji.tokens) == len("🙂".encode()) == 4
 
 
 def test_vocabulary_sweep_rows():
@@ -224,19 +265,26 @@ def test_vocabulary_sweep_rows():
     seen, unseen = encode_and_count(tokenizer, train), encode_and_count(tokenizer, held_out)
     assert rows["held_out"].iloc[1] == pytest.approx(unseen["tokens"] / words_in(held_out))
     assert rows["train"].iloc[1] == pytest.approx(seen["tokens"] / words_in(train))
-    assert rows["unknown_share"].iloc[1] == pytest.approx(unseen["unknown"] / unseen["tokens"])
+    assert rows["unknown_share"].iloc[1] == pytest.approx(
+        unseen["unknown"] / unseen["tokens"]
+    )
 
 
 def test_count_word_tokens_matches_encoding_the_texts(tiny):
     texts = list(TINY_CORPUS) + ["the café, the dog!!", "tokenizers:encodings"]
     assert count_word_tokens(tiny, word_frequencies(texts)) == encode_and_count(tiny, texts)
     whole = train_bpe_tokenizer(TINY_CORPUS, 1000)  # every word of the corpus is one token
-    assert count_word_tokens(whole, word_frequencies(TINY_CORPUS))["tokens"] == words_in(TINY_CORPUS)
+    assert count_word_tokens(whole, word_frequencies(TINY_CORPUS))["tokens"] == words_in(
+        TINY_CORPUS
+    )
 
 
 def test_embedding_parameters_equals_nn_embedding():
     for vocab_size, d in [(80, 128), (50_000, 768), (1, 1)]:
-        assert embedding_parameters(vocab_size, d) == torch.nn.Embedding(vocab_size, d).weight.numel()
+        assert (
+            embedding_parameters(vocab_size, d)
+            == torch.nn.Embedding(vocab_size, d).weight.numel()
+        )
 
 
 @pytest.mark.parametrize(
@@ -257,7 +305,9 @@ def test_bad_corpus_is_refused(corpus, error, message):
 def test_vocabulary_smaller_than_alphabet_plus_specials_raises():
     size = minimum_vocab_size(TINY_CORPUS)
     letters = len(alphabet(TINY_CORPUS))
-    with pytest.raises(ValueError, match=rf"at least {size} \({letters} distinct characters.*2 special"):
+    with pytest.raises(
+        ValueError, match=rf"at least {size} \({letters} distinct characters.*2 special"
+    ):
         train_bpe_tokenizer(TINY_CORPUS, size - 1)
     with pytest.raises(ValueError, match=r"at least 257 \(256 byte symbols"):
         train_byte_level_bpe_tokenizer(TINY_CORPUS, 256)
@@ -281,7 +331,9 @@ def test_bad_arguments_to_the_measuring_functions(tiny):
         embedding_parameters(80, 128.0)
     with pytest.raises(TypeError, match="map each word to its count"):
         count_word_tokens(tiny, ["cat", "dog"])
-    with pytest.raises(ValueError, match=r"words\['cat'\] must be an int of at least 0, got -2"):
+    with pytest.raises(
+        ValueError, match=r"words\['cat'\] must be an int of at least 0, got -2"
+    ):
         count_word_tokens(tiny, {"cat": -2})
     with pytest.raises(TypeError, match=r"words\['cat'\] must be an int, got str '3'"):
         tokens_per_word_by_frequency(tiny, {"cat": "3"})

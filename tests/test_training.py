@@ -40,9 +40,14 @@ def test_another_shuffle_seed_gives_another_history():
 
 
 def test_result_keeps_the_best_validation_epoch():
-    result = train_classifier(fresh_model(1), TRAIN, VAL, epochs=6, learning_rate=3e-2, batch_size=32)
+    result = train_classifier(
+        fresh_model(1), TRAIN, VAL, epochs=6, learning_rate=3e-2, batch_size=32
+    )
     assert isinstance(result, TrainingResult)
-    assert len(result.history) == 6 and len(result.train_loss) == len(result.validation_loss) == 6
+    assert (
+        len(result.history) == 6
+        and len(result.train_loss) == len(result.validation_loss) == 6
+    )
     best = min(range(6), key=lambda i: result.validation_loss[i])
     assert result.best_epoch == best + 1
     loss, acc = evaluate(result.model, VAL)
@@ -98,7 +103,11 @@ def test_a_diverging_run_is_reported():
 
 def bad_labels(data, labels):
     x, padding, _ = data
-    return x, padding, torch.tensor(labels, dtype=torch.float32).repeat(len(x) // len(labels))
+    return (
+        x,
+        padding,
+        torch.tensor(labels, dtype=torch.float32).repeat(len(x) // len(labels)),
+    )
 
 
 @pytest.mark.parametrize("labels", [[0.0, 2.0], [-1.0, 1.0], [0.3, 0.9]])
@@ -127,7 +136,10 @@ def test_nan_training_data_is_refused_but_padding_may_hold_anything():
     x, padding, y = TRAIN
     real = x.clone()
     real[3, 0, 1] = float("nan")  # position 0 is always a real token
-    with pytest.raises(ValueError, match=r"train_data x holds NaN or infinite values, first at position \(3, 0, 1\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"train_data x holds NaN or infinite values, first at position \(3, 0, 1\)",
+    ):
         train_classifier(fresh_model(), (real, padding, y), VAL, epochs=1)
     poisoned = x.masked_fill(padding[:, :, None], float("nan"))
     clean = train_classifier(fresh_model(), TRAIN, VAL, epochs=1)
@@ -139,8 +151,14 @@ def test_empty_data_and_integer_labels_are_refused():
     x, padding, y = VAL
     with pytest.raises(ValueError, match=r"val_data is empty: x has shape \(0, 8, 2\)"):
         train_classifier(fresh_model(), TRAIN, (x[:0], padding[:0], y[:0]), epochs=1)
-    with pytest.raises(TypeError, match=r"train_data y must hold floating-point numbers \(binary cross-entropy needs float labels\), got dtype torch.int64"):
-        train_classifier(fresh_model(), (TRAIN[0], TRAIN[1], TRAIN[2].long()), VAL, epochs=1)
+    with pytest.raises(
+        TypeError,
+        match=r"train_data y must hold floating-point numbers \(binary cross-entropy needs "
+        r"float labels\), got dtype torch.int64",
+    ):
+        train_classifier(
+            fresh_model(), (TRAIN[0], TRAIN[1], TRAIN[2].long()), VAL, epochs=1
+        )
 
 
 def test_accuracy_fn_scores_the_best_model_and_nothing_else():
@@ -153,9 +171,15 @@ def test_accuracy_fn_scores_the_best_model_and_nothing_else():
         return 0.25
 
     default = train_classifier(model, TRAIN, VAL, epochs=2, batch_size=64)
-    custom = train_classifier(twin, TRAIN, VAL, epochs=2, batch_size=64, accuracy_fn=constant_accuracy)
-    assert custom.history == default.history and custom.best_epoch == default.best_epoch  # training untouched
-    assert custom.accuracy == 0.25 and calls == [((128,), (128,))]  # called once, on the validation logits
+    custom = train_classifier(
+        twin, TRAIN, VAL, epochs=2, batch_size=64, accuracy_fn=constant_accuracy
+    )
+    assert (
+        custom.history == default.history and custom.best_epoch == default.best_epoch
+    )  # training untouched
+    assert custom.accuracy == 0.25 and calls == [
+        ((128,), (128,))
+    ]  # called once, on the validation logits
     assert evaluate(custom.model, VAL, accuracy_fn=lambda logits, labels: 0.5)[1] == 0.5
     assert evaluate(custom.model, VAL)[1] == default.accuracy
 

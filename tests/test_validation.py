@@ -33,7 +33,10 @@ def test_describe_formats_names_and_sizes():
 
 
 def test_rank_message_names_dimensions():
-    with pytest.raises(ValueError, match=r"x should have shape \(B, L, D\) \(3 dimensions\), got \(4, 5\) \(2 dimensions\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"x should have shape \(B, L, D\) \(3 dimensions\), got \(4, 5\) \(2 dimensions\)",
+    ):
         require_rank("x", torch.zeros(4, 5), ("B", "L", "D"))
 
 
@@ -52,7 +55,6 @@ def test_padding_checks():
         require_tensor("x", [1, 2])
 
 
-
 def test_is_int_excludes_bools_and_floats():
     assert is_int(3) and is_int(np.int64(3))
     assert not any(is_int(value) for value in (True, 3.0, "3", None))
@@ -61,7 +63,12 @@ def test_is_int_excludes_bools_and_floats():
 def test_require_int_takes_whole_numbers_only():
     assert require_int("n", 3, minimum=1) == 3
     assert type(require_int("n", np.int64(4))) is int
-    for bad, kind in [(True, "bool True"), (2.0, "float 2.0"), ("3", "str '3'"), (None, "NoneType None")]:
+    for bad, kind in [
+        (True, "bool True"),
+        (2.0, "float 2.0"),
+        ("3", "str '3'"),
+        (None, "NoneType None"),
+    ]:
         with pytest.raises(TypeError, match=f"n must be an int, got {kind}"):
             require_int("n", bad)
     with pytest.raises(ValueError, match="n must be an int of at least 1, got 0"):
@@ -102,7 +109,9 @@ def test_require_texts_refuses_a_single_string():
 
 def test_require_counts_refuses_negative_and_non_integer_counts():
     assert require_counts("words", {"cat": 0, "dog": 2}) == {"cat": 0, "dog": 2}
-    with pytest.raises(ValueError, match=r"words\['cat'\] must be an int of at least 0, got -1"):
+    with pytest.raises(
+        ValueError, match=r"words\['cat'\] must be an int of at least 0, got -1"
+    ):
         require_counts("words", {"cat": -1})
     with pytest.raises(TypeError, match="map each word to its count"):
         require_counts("words", ["cat"])
@@ -111,16 +120,26 @@ def test_require_counts_refuses_negative_and_non_integer_counts():
 
 
 def test_require_float_tensor_names_the_dtype():
-    with pytest.raises(TypeError, match=r"x must hold floating-point numbers, got dtype torch.int64; convert it with .float\(\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"x must hold floating-point numbers, got dtype torch.int64; convert it with .float\(\)",
+    ):
         require_float_tensor("x", torch.zeros(2, dtype=torch.long))
-    with pytest.raises(TypeError, match=r"v must have dtype torch.float32 \(the dtype of q\), got torch.float64"):
-        require_float_tensor("v", torch.zeros(2, dtype=torch.float64), torch.float32, "the dtype of q")
+    with pytest.raises(
+        TypeError,
+        match=r"v must have dtype torch.float32 \(the dtype of q\), got torch.float64",
+    ):
+        require_float_tensor(
+            "v", torch.zeros(2, dtype=torch.float64), torch.float32, "the dtype of q"
+        )
 
 
 def test_require_finite_gives_the_first_bad_position_and_skips_padding():
     x = torch.zeros(2, 3)
     x[1, 2] = math.nan
-    with pytest.raises(ValueError, match=r"x holds NaN or infinite values, first at position \(1, 2\)"):
+    with pytest.raises(
+        ValueError, match=r"x holds NaN or infinite values, first at position \(1, 2\)"
+    ):
         require_finite("x", x)
     require_finite("x", x, skip=torch.tensor([[False, False, False], [False, False, True]]))
     require_finite("x", torch.tensor([math.inf]), allow_inf=True)
@@ -135,7 +154,11 @@ def test_require_binary_labels_refuses_other_classes(labels):
 
 
 def test_require_binary_labels_accepts_any_dtype():
-    for labels in (torch.tensor([0.0, 1.0]), torch.tensor([0, 1]), torch.tensor([False, True])):
+    for labels in (
+        torch.tensor([0.0, 1.0]),
+        torch.tensor([0, 1]),
+        torch.tensor([False, True]),
+    ):
         require_binary_labels("y", labels)
 
 
@@ -152,5 +175,8 @@ def test_require_mask_is_boolean_and_broadcasts():
     require_mask("ignore", torch.zeros(1, 1, 5, dtype=torch.bool), (2, 3, 5), "the scores")
     with pytest.raises(TypeError, match="ignore must be a boolean tensor"):
         require_mask("ignore", torch.zeros(2, 3, 5), (2, 3, 5), "the scores")
-    with pytest.raises(ValueError, match=r"ignore has shape \(2, 4\), which does not broadcast to the scores \(2, 3, 5\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"ignore has shape \(2, 4\), which does not broadcast to the scores \(2, 3, 5\)",
+    ):
         require_mask("ignore", torch.zeros(2, 4, dtype=torch.bool), (2, 3, 5), "the scores")

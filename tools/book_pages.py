@@ -65,7 +65,9 @@ def toc_pages() -> list[Path]:
         candidates = [ROOT / f"{name}{suffix}" for suffix in (".md", ".ipynb")]
         found = [path for path in candidates if path.exists()]
         if not found:
-            raise FileNotFoundError(f"_toc.yml lists {name!r} but neither {name}.md nor {name}.ipynb exists")
+            raise FileNotFoundError(
+                f"_toc.yml lists {name!r} but neither {name}.md nor {name}.ipynb exists"
+            )
         pages.append(found[0])
     return pages
 
@@ -99,14 +101,19 @@ def visible_outputs(page: Path) -> int:
     page_cells = [cell for cell in read_page(page).cells if cell.cell_type == "code"]
     reference_cells = [cell for cell in reference.cells if cell.cell_type == "code"]
     return sum(
-        bool(then.get("outputs")) and not HIDDEN_OUTPUT_TAGS & set(now.metadata.get("tags", []))
+        bool(then.get("outputs"))
+        and not HIDDEN_OUTPUT_TAGS & set(now.metadata.get("tags", []))
         for now, then in zip(page_cells, reference_cells)
     )
 
 
 def record_outputs() -> None:
     """Rewrite ``VISIBLE_OUTPUTS``, the floor ``tests/test_references.py`` holds every page to."""
-    counts = {page.resolve().relative_to(ROOT).as_posix(): visible_outputs(page) for page in toc_pages() if has_code(page)}
+    counts = {
+        page.resolve().relative_to(ROOT).as_posix(): visible_outputs(page)
+        for page in toc_pages()
+        if has_code(page)
+    }
     VISIBLE_OUTPUTS.write_text(json.dumps(counts, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {VISIBLE_OUTPUTS.relative_to(ROOT)}: review the diff before committing")
 
@@ -114,7 +121,11 @@ def record_outputs() -> None:
 def execute_page(page: Path) -> nbformat.NotebookNode:
     """Execute a page from its own folder, exactly as the book build does."""
     notebook = read_page(page)
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     client = NotebookClient(
         notebook,
         timeout=CELL_TIMEOUT_SECONDS,
@@ -137,7 +148,9 @@ def refresh(pages: list[Path]) -> None:
         target = reference_path(page)
         target.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(executed, target)
-        print(f"refreshed {target.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s")
+        print(
+            f"refreshed {target.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s"
+        )
 
 
 def main(argv: list[str]) -> int:

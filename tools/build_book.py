@@ -29,12 +29,21 @@ def book_jobs() -> int:
     value = os.environ.get(JOBS_VARIABLE, "")
     if value:
         if not value.isdigit() or int(value) < 1:
-            raise SystemExit(f"{JOBS_VARIABLE} must be a positive whole number, got {value!r}")
+            raise SystemExit(
+                f"{JOBS_VARIABLE} must be a positive whole number, got {value!r}"
+            )
         return int(value)
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    return max(
+        1,
+        len(os.sched_getaffinity(0))
+        if hasattr(os, "sched_getaffinity")
+        else os.cpu_count() or 1,
+    )
 
 
-def one_page_per_chunk(arguments: Sequence[str], nproc: int, maxbatch: int = 10) -> list[list[str]]:
+def one_page_per_chunk(
+    arguments: Sequence[str], nproc: int, maxbatch: int = 10
+) -> list[list[str]]:
     """Sphinx's ``make_chunks`` with chunks of one page, so the free worker takes the next page."""
     return [[argument] for argument in arguments]
 
@@ -42,7 +51,9 @@ def one_page_per_chunk(arguments: Sequence[str], nproc: int, maxbatch: int = 10)
 def main() -> None:
     jobs = book_jobs()
     if jobs > 1:
-        jupyter_book.sphinx.build_sphinx = functools.partial(jupyter_book.sphinx.build_sphinx, jobs=jobs)
+        jupyter_book.sphinx.build_sphinx = functools.partial(
+            jupyter_book.sphinx.build_sphinx, jobs=jobs
+        )
         sphinx.builders.make_chunks = one_page_per_chunk
     sys.argv = ["jupyter-book", *sys.argv[1:]]
     jupyter_book_main()

@@ -54,8 +54,16 @@ def check_mix_inputs(scores, v, ignore=None) -> None:
     require_rank("scores", scores, ("B", "Lq", "Lk"))
     require_float_tensor("v", v, scores.dtype, "the dtype of scores")
     require_rank("v", v, ("B", "Lk", "Dv"))
-    require_size("v", v, 0, scores.shape[0], f"the batch size of scores {describe(scores.shape)}")
-    require_size("v", v, 1, scores.shape[2], f"one value per key, and scores has Lk={scores.shape[2]} keys")
+    require_size(
+        "v", v, 0, scores.shape[0], f"the batch size of scores {describe(scores.shape)}"
+    )
+    require_size(
+        "v",
+        v,
+        1,
+        scores.shape[2],
+        f"one value per key, and scores has Lk={scores.shape[2]} keys",
+    )
     require_nonzero_size("scores", scores, 2, "keys to read")
     if ignore is not None:
         require_mask("ignore", ignore, scores.shape, "the scores' shape (B, Lq, Lk)")
@@ -94,7 +102,11 @@ def attention(
 
 def check_attention_inputs(q, k, v, padding=None, causal: bool = False) -> None:
     """Raise a ``ValueError``/``TypeError`` naming expected and received shapes and dtypes."""
-    for name, tensor, dims in (("q", q, ("B", "Lq", "D")), ("k", k, ("B", "Lk", "D")), ("v", v, ("B", "Lk", "Dv"))):
+    for name, tensor, dims in (
+        ("q", q, ("B", "Lq", "D")),
+        ("k", k, ("B", "Lk", "D")),
+        ("v", v, ("B", "Lk", "Dv")),
+    ):
         if name == "q":
             require_float_tensor(name, tensor)
         else:
@@ -102,8 +114,12 @@ def check_attention_inputs(q, k, v, padding=None, causal: bool = False) -> None:
         require_rank(name, tensor, dims)
     require_size("k", k, 0, q.shape[0], f"the batch size of q {describe(q.shape)}")
     require_size("v", v, 0, q.shape[0], f"the batch size of q {describe(q.shape)}")
-    require_size("k", k, 2, q.shape[2], f"keys are compared with queries of width D={q.shape[2]}")
-    require_size("v", v, 1, k.shape[1], f"one value per key, and k has Lk={k.shape[1]} keys")
+    require_size(
+        "k", k, 2, q.shape[2], f"keys are compared with queries of width D={q.shape[2]}"
+    )
+    require_size(
+        "v", v, 1, k.shape[1], f"one value per key, and k has Lk={k.shape[1]} keys"
+    )
     require_nonzero_size("k", k, 1, "keys to read")
     require_nonzero_size("q", q, 2, "width D to compare queries and keys with")
     if padding is not None:
@@ -128,14 +144,20 @@ def soft_join(
     Returns (Lq, Dv) and (Lq, Lk).
     """
     temperature = require_number("temperature", temperature, above=0)
-    for name, tensor, dims in (("query_keys", query_keys, ("Lq", "D")), ("keys", keys, ("Lk", "D")), ("values", values, ("Lk", "Dv"))):
+    for name, tensor, dims in (
+        ("query_keys", query_keys, ("Lq", "D")),
+        ("keys", keys, ("Lk", "D")),
+        ("values", values, ("Lk", "Dv")),
+    ):
         if name == "query_keys":
             require_float_tensor(name, tensor)
         else:
             require_float_tensor(name, tensor, query_keys.dtype, "the dtype of query_keys")
         require_rank(name, tensor, dims)
         require_finite(name, tensor)
-    require_size("keys", keys, 1, query_keys.shape[1], "keys and query keys must have the same width")
+    require_size(
+        "keys", keys, 1, query_keys.shape[1], "keys and query keys must have the same width"
+    )
     require_size("values", values, 0, keys.shape[0], "one row of values per key")
     require_nonzero_size("keys", keys, 0, "rows to join")
     require_nonzero_size("keys", keys, 1, "width D to compare with")
@@ -145,8 +167,12 @@ def soft_join(
             f"the scores query_keys @ keys.T overflow {scores.dtype} (largest input "
             f"{max(query_keys.abs().max().item(), keys.abs().max().item()):.1e}); scale the inputs down"
         )
-    shifted = scores - scores.amax(dim=1, keepdim=True)  # <= 0, exactly 0 at each row's best key
-    scaled = torch.where(shifted == 0, 0.0, shifted / temperature)  # no 0/0 even if τ rounds to 0
+    shifted = scores - scores.amax(
+        dim=1, keepdim=True
+    )  # <= 0, exactly 0 at each row's best key
+    scaled = torch.where(
+        shifted == 0, 0.0, shifted / temperature
+    )  # no 0/0 even if τ rounds to 0
     output, weights = mix_values(scaled[None], values[None])
     return output[0], weights[0]
 
@@ -164,14 +190,21 @@ def max_weight_by_width(
     n_keys = require_int("n_keys", n_keys, minimum=1)
     trials = require_int("trials", trials, minimum=1)
     generator = torch.Generator().manual_seed(require_int("seed", seed))
-    result: dict[str, list[float]] = {"width": [], "unscaled": [], "scaled": [], "score_std": []}
+    result: dict[str, list[float]] = {
+        "width": [],
+        "unscaled": [],
+        "scaled": [],
+        "score_std": [],
+    }
     for width in widths:
         q = torch.randn(trials, 1, width, generator=generator)
         k = torch.randn(trials, n_keys, width, generator=generator)
         scores = q @ k.transpose(-2, -1)
         result["width"].append(width)
         result["unscaled"].append(torch.softmax(scores, -1).amax(-1).mean().item())
-        result["scaled"].append(torch.softmax(scores / math.sqrt(width), -1).amax(-1).mean().item())
+        result["scaled"].append(
+            torch.softmax(scores / math.sqrt(width), -1).amax(-1).mean().item()
+        )
         result["score_std"].append(scores.std().item())
     return result
 

@@ -41,7 +41,14 @@ from transformer_lab.validation import (
     require_tensor,
 )
 
-NUMERIC_COLUMNS = ("tenure_months", "seats", "monthly_spend", "support_tickets_90d", "logins_30d", "nps_score")
+NUMERIC_COLUMNS = (
+    "tenure_months",
+    "seats",
+    "monthly_spend",
+    "support_tickets_90d",
+    "logins_30d",
+    "nps_score",
+)
 CATEGORICAL_COLUMN = "plan_tier"
 FEATURE_COLUMNS = NUMERIC_COLUMNS + (CATEGORICAL_COLUMN,)
 LABEL_COLUMN = "churned"
@@ -64,16 +71,24 @@ def check_frame(frame: pd.DataFrame) -> None:
         )
     used = frame[list(FEATURE_COLUMNS) + [LABEL_COLUMN]]
     if used.isna().any().any():
-        raise ValueError(f"frame has missing values in {used.columns[used.isna().any()].tolist()}")
+        raise ValueError(
+            f"frame has missing values in {used.columns[used.isna().any()].tolist()}"
+        )
     labels = set(pd.unique(frame[LABEL_COLUMN]).tolist())
     if labels != {0, 1}:
-        raise ValueError(f"{LABEL_COLUMN} must hold both classes 0 and 1 and nothing else, got {sorted(labels)}")
+        raise ValueError(
+            f"{LABEL_COLUMN} must hold both classes 0 and 1 and nothing else, got {sorted(labels)}"
+        )
     unknown = sorted(set(frame[CATEGORICAL_COLUMN]) - set(PLAN_TIERS))
     if unknown:
-        raise ValueError(f"{CATEGORICAL_COLUMN} must be one of {list(PLAN_TIERS)}, got unknown {unknown}")
+        raise ValueError(
+            f"{CATEGORICAL_COLUMN} must be one of {list(PLAN_TIERS)}, got unknown {unknown}"
+        )
 
 
-def stratified_split(labels: Sequence[int], seed: int, test_size: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+def stratified_split(
+    labels: Sequence[int], seed: int, test_size: float = 0.25
+) -> tuple[np.ndarray, np.ndarray]:
     """Split row positions 0..N-1 into sorted (train, test) arrays with the same class shares.
 
     The same ``labels`` and ``seed`` always give the same split; every model of a bake-off run
@@ -96,7 +111,11 @@ def make_preprocessor() -> ColumnTransformer:
     return ColumnTransformer(
         [
             ("numeric", StandardScaler(), list(NUMERIC_COLUMNS)),
-            ("plan", OneHotEncoder(categories=[list(PLAN_TIERS)], sparse_output=False), [CATEGORICAL_COLUMN]),
+            (
+                "plan",
+                OneHotEncoder(categories=[list(PLAN_TIERS)], sparse_output=False),
+                [CATEGORICAL_COLUMN],
+            ),
         ],
         verbose_feature_names_out=False,
     )
@@ -125,18 +144,24 @@ class ColumnEmbedding(nn.Module):
         super().__init__()
         n_tokens = max(token_of_column) + 1
         if sorted(set(token_of_column)) != list(range(n_tokens)):
-            raise ValueError(f"token_of_column must use every token 0..{n_tokens - 1}, got {list(token_of_column)}")
+            raise ValueError(
+                f"token_of_column must use every token 0..{n_tokens - 1}, got {list(token_of_column)}"
+            )
         assignment = torch.zeros(len(token_of_column), n_tokens)
         assignment[torch.arange(len(token_of_column)), torch.tensor(token_of_column)] = 1.0
         self.register_buffer("assignment", assignment)  # (F, T)
-        self.weight = nn.Parameter(torch.randn(len(token_of_column), d_model) * 0.1)  # (F, D)
+        self.weight = nn.Parameter(
+            torch.randn(len(token_of_column), d_model) * 0.1
+        )  # (F, D)
         self.bias = nn.Parameter(torch.randn(n_tokens, d_model) * 0.1)  # (T, D)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         require_tensor("x", x)
         require_rank("x", x, ("B", "F"))
         if x.shape[1] != self.weight.shape[0]:
-            raise ValueError(f"x should have F={self.weight.shape[0]} columns, got shape {describe(x.shape)}")
+            raise ValueError(
+                f"x should have F={self.weight.shape[0]} columns, got shape {describe(x.shape)}"
+            )
         scaled = x[:, :, None] * self.weight[None]  # (B, F, D)
         return torch.einsum("bfd,ft->btd", scaled, self.assignment) + self.bias[None]
 
@@ -172,7 +197,11 @@ class TabularTransformer(nn.Module):
 def make_mlp(n_inputs: int, hidden: int = 32) -> nn.Module:
     """Two hidden ReLU layers: x (B, n_inputs) → logits (B, 1)."""
     return nn.Sequential(
-        nn.Linear(n_inputs, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(), nn.Linear(hidden, 1)
+        nn.Linear(n_inputs, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, 1),
     )
 
 
@@ -206,7 +235,9 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         if self.kind == "transformer":
             columns = token_of_column()
             if n_features != len(columns):
-                raise ValueError(f"the transformer expects the {len(columns)} preprocessed columns, got {n_features}")
+                raise ValueError(
+                    f"the transformer expects the {len(columns)} preprocessed columns, got {n_features}"
+                )
             return TabularTransformer(columns)
         raise ValueError(f"kind must be 'mlp' or 'transformer', got {self.kind!r}")
 
@@ -215,14 +246,18 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         x = _as_matrix(X)
         target = torch.as_tensor(np.asarray(y), dtype=torch.float32)
         if target.shape != (x.shape[0],):
-            raise ValueError(f"y should have shape ({x.shape[0]},) to match X, got {describe(target.shape)}")
+            raise ValueError(
+                f"y should have shape ({x.shape[0]},) to match X, got {describe(target.shape)}"
+            )
         require_binary_labels("y", target)
         generator = seed_everything(self.seed)
         self.module_ = self._build(x.shape[1])
         optimizer = adam(self.module_.parameters(), self.learning_rate, self.weight_decay)
         loss_fn = nn.BCEWithLogitsLoss()
         for _ in range(self.epochs):
-            train_epoch(self.module_, optimizer, loss_fn, (x, target), self.batch_size, generator)
+            train_epoch(
+                self.module_, optimizer, loss_fn, (x, target), self.batch_size, generator
+            )
         self.module_.eval()
         self.classes_ = np.array([0, 1])
         return self
@@ -250,12 +285,16 @@ def _as_matrix(X) -> torch.Tensor:
 def make_models(seed: int) -> dict[str, BaseEstimator]:
     """The four unfitted models of the bake-off, seeded with ``seed``, keyed by ``MODEL_NAMES``."""
     return {
-        "gradient-boosted trees": HistGradientBoostingClassifier(early_stopping=False, random_state=seed),
+        "gradient-boosted trees": HistGradientBoostingClassifier(
+            early_stopping=False, random_state=seed
+        ),
         "logistic regression": LogisticRegression(max_iter=1000, random_state=seed),
         # Training lengths chosen by measurement: more epochs cost seconds on the page and move
         # no model past the trees (25 epochs lift the transformer's AUC by about 0.02).
         "MLP": TorchClassifier("mlp", epochs=10, seed=seed),
-        "transformer": TorchClassifier("transformer", epochs=8, batch_size=512, learning_rate=1e-2, seed=seed),
+        "transformer": TorchClassifier(
+            "transformer", epochs=8, batch_size=512, learning_rate=1e-2, seed=seed
+        ),
     }
 
 
@@ -264,10 +303,14 @@ def make_pipeline(model: BaseEstimator) -> Pipeline:
     return Pipeline([("prepare", make_preprocessor()), ("model", model)])
 
 
-CALL_LIST_SHARE = 0.1  # the top tenth of the ranking: the customers a retention team would call
+CALL_LIST_SHARE = (
+    0.1  # the top tenth of the ranking: the customers a retention team would call
+)
 
 
-def precision_at_top(labels: Sequence[int], scores: Sequence[float], share: float = CALL_LIST_SHARE) -> float:
+def precision_at_top(
+    labels: Sequence[int], scores: Sequence[float], share: float = CALL_LIST_SHARE
+) -> float:
     """Share of positives among the ``share`` of rows with the highest ``scores`` (precision at k).
 
     labels (N,) in {0, 1}, scores (N,) any real numbers (logits or probabilities). k is
@@ -286,7 +329,9 @@ def precision_at_top(labels: Sequence[int], scores: Sequence[float], share: floa
     return float(labels[top].mean())
 
 
-def fit_and_score(pipeline: Pipeline, frame: pd.DataFrame, train: np.ndarray, test: np.ndarray) -> dict[str, float]:
+def fit_and_score(
+    pipeline: Pipeline, frame: pd.DataFrame, train: np.ndarray, test: np.ndarray
+) -> dict[str, float]:
     """Fit ``pipeline`` on rows ``train`` of ``frame`` only, score it on rows ``test``.
 
     Returns ROC AUC, accuracy (logit threshold 0, i.e. probability 0.5) and precision in the top
@@ -295,21 +340,29 @@ def fit_and_score(pipeline: Pipeline, frame: pd.DataFrame, train: np.ndarray, te
     """
     overlap = np.intersect1d(train, test)
     if overlap.size:
-        raise ValueError(f"train and test must not share rows, got {overlap.size} shared, e.g. {overlap[:3].tolist()}")
+        raise ValueError(
+            f"train and test must not share rows, got {overlap.size} shared, e.g. {overlap[:3].tolist()}"
+        )
     features, labels = frame[list(FEATURE_COLUMNS)], frame[LABEL_COLUMN].to_numpy()
     with threadpool_limits(limits=1):
         with stopwatch() as fitting:
             pipeline.fit(features.iloc[train], labels[train])
-        logits = np.asarray(pipeline.decision_function(features.iloc[test]), dtype=np.float64)
+        logits = np.asarray(
+            pipeline.decision_function(features.iloc[test]), dtype=np.float64
+        )
     return {
         "roc_auc": float(roc_auc_score(labels[test], logits)),
-        "accuracy": accuracy(torch.from_numpy(logits), torch.from_numpy(labels[test].astype(np.float64))),
+        "accuracy": accuracy(
+            torch.from_numpy(logits), torch.from_numpy(labels[test].astype(np.float64))
+        ),
         "precision_at_top": precision_at_top(labels[test], logits),
         "train_seconds": fitting["seconds"],
     }
 
 
-def warm_up_models(frame: pd.DataFrame, models: Iterable[BaseEstimator], train: np.ndarray, rows: int = 50) -> None:
+def warm_up_models(
+    frame: pd.DataFrame, models: Iterable[BaseEstimator], train: np.ndarray, rows: int = 50
+) -> None:
     """Fit each model once, untimed, on ``rows`` training rows per class, then throw the fit away.
 
     The first fit in a process pays one-off costs (PyTorch's first autograd and optimizer calls,
@@ -325,7 +378,9 @@ def warm_up_models(frame: pd.DataFrame, models: Iterable[BaseEstimator], train: 
             model = clone(model)
             if "epochs" in model.get_params():
                 model.set_params(epochs=1)
-            make_pipeline(model).fit(frame.iloc[subset][list(FEATURE_COLUMNS)], labels[subset])
+            make_pipeline(model).fit(
+                frame.iloc[subset][list(FEATURE_COLUMNS)], labels[subset]
+            )
 
 
 def run_bakeoff(
@@ -348,7 +403,11 @@ def run_bakeoff(
         raise ValueError("seeds must hold at least one seed, got an empty sequence")
     labels = frame[LABEL_COLUMN].to_numpy()
     if warm_up:
-        warm_up_models(frame, models(seeds[0]).values(), stratified_split(labels, seeds[0], test_size)[0])
+        warm_up_models(
+            frame,
+            models(seeds[0]).values(),
+            stratified_split(labels, seeds[0], test_size)[0],
+        )
     rows = []
     for seed in seeds:
         train, test = stratified_split(labels, seed, test_size)
@@ -366,8 +425,18 @@ def run_bakeoff(
                     "n_test": len(test),
                 }
             )
-    columns = ["model", "seed", "roc_auc", "accuracy", "precision_at_top", "base_rate", "majority_accuracy",
-               "train_seconds", "n_train", "n_test"]
+    columns = [
+        "model",
+        "seed",
+        "roc_auc",
+        "accuracy",
+        "precision_at_top",
+        "base_rate",
+        "majority_accuracy",
+        "train_seconds",
+        "n_train",
+        "n_test",
+    ]
     return pd.DataFrame(rows)[columns]
 
 
@@ -379,8 +448,14 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     """
     needed = {"model", "seed", "roc_auc", "accuracy", "train_seconds"}
     if not isinstance(results, pd.DataFrame) or not needed <= set(results.columns):
-        got = list(results.columns) if isinstance(results, pd.DataFrame) else type(results).__name__
-        raise ValueError(f"results must be a run_bakeoff DataFrame with columns {sorted(needed)}, got {got}")
+        got = (
+            list(results.columns)
+            if isinstance(results, pd.DataFrame)
+            else type(results).__name__
+        )
+        raise ValueError(
+            f"results must be a run_bakeoff DataFrame with columns {sorted(needed)}, got {got}"
+        )
     grouped = results.groupby("model", sort=False)
     return pd.DataFrame(
         {
@@ -394,14 +469,18 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def paired_difference(results: pd.DataFrame, first: str, second: str, metric: str = "roc_auc") -> pd.Series:
+def paired_difference(
+    results: pd.DataFrame, first: str, second: str, metric: str = "roc_auc"
+) -> pd.Series:
     """``metric`` of model ``first`` minus that of ``second``, seed by seed (same split each time).
 
     Pairing by seed removes the split-to-split noise both models share. Returns a Series indexed
     by seed.
     """
     if metric not in results.columns:
-        raise ValueError(f"metric must be a column of results such as 'roc_auc' or 'accuracy', got {metric!r}")
+        raise ValueError(
+            f"metric must be a column of results such as 'roc_auc' or 'accuracy', got {metric!r}"
+        )
     table = results.pivot(index="seed", columns="model", values=metric)
     for name in (first, second):
         if name not in table.columns:
@@ -415,7 +494,9 @@ def consistency(differences: pd.Series) -> str:
     Mixed (or tied) results read e.g. 'ahead on 2 of 3 seeds'.
     """
     if not isinstance(differences, pd.Series):
-        raise TypeError(f"differences must be a pandas Series from paired_difference, got {type(differences).__name__}")
+        raise TypeError(
+            f"differences must be a pandas Series from paired_difference, got {type(differences).__name__}"
+        )
     if len(differences) == 0:
         raise ValueError("differences must hold at least one seed, got none")
     if (differences > 0).all():

@@ -58,7 +58,9 @@ LEARNING_RATE = 1e-2
 # The order-sensitive slice: a negation or a turn-around word among the characters the model sees.
 # With one of these, the same words can praise or complain depending on where they stand
 # ("not bad, great" / "great? not at all"; "slow before, now fast" / "fast before, now slow").
-ORDER_CUES = re.compile(r"\b(?:not|never|no|nothing|nobody|none|without|but|now|anymore)\b|n['\u2019]t")
+ORDER_CUES = re.compile(
+    r"\b(?:not|never|no|nothing|nobody|none|without|but|now|anymore)\b|n['\u2019]t"
+)
 
 
 def encode_text(text: str, length: int = LENGTH) -> list[int]:
@@ -79,21 +81,29 @@ def encode_texts(texts: Sequence[str], length: int = LENGTH) -> torch.Tensor:
     """Encode many comments: a LongTensor of shape (N, length); no comments give shape (0, length)."""
     texts = require_texts("texts", texts, allow_empty=True)
     length = require_int("length", length, minimum=1)
-    return torch.tensor([encode_text(text, length) for text in texts], dtype=torch.long).reshape(len(texts), length)
+    return torch.tensor(
+        [encode_text(text, length) for text in texts], dtype=torch.long
+    ).reshape(len(texts), length)
 
 
 def order_sensitive(texts: Sequence[str], length: int = LENGTH) -> np.ndarray:
     """Boolean array (N,): does the visible part of each comment hold a negation or turn-around word?"""
     texts = require_texts("texts", texts, allow_empty=True)
-    return np.array([bool(ORDER_CUES.search(text.lower()[:length])) for text in texts], dtype=bool)
+    return np.array(
+        [bool(ORDER_CUES.search(text.lower()[:length])) for text in texts], dtype=bool
+    )
 
 
-def load_praise_sample(n: int = 4000, seed: int = 0, path: Path | str | None = None) -> pd.DataFrame:
+def load_praise_sample(
+    n: int = 4000, seed: int = 0, path: Path | str | None = None
+) -> pd.DataFrame:
     """``n`` comments drawn with ``seed`` from ``feedback.json``: columns feedback_text, is_praise (0/1)."""
     n = require_int("n", n)
     feedback = load_feedback(path)
     if not 1 <= n <= len(feedback):
-        raise ValueError(f"n must be between 1 and {len(feedback)} (the comments in the file), got {n}")
+        raise ValueError(
+            f"n must be between 1 and {len(feedback)} (the comments in the file), got {n}"
+        )
     sample = feedback.sample(n, random_state=seed)
     return pd.DataFrame(
         {
@@ -118,19 +128,27 @@ class PraiseSplit:
     texts_test: list[str]
 
 
-def split_sample(sample: pd.DataFrame, length: int = LENGTH, test_share: float = 0.2, seed: int = 0) -> PraiseSplit:
+def split_sample(
+    sample: pd.DataFrame, length: int = LENGTH, test_share: float = 0.2, seed: int = 0
+) -> PraiseSplit:
     """Encode ``sample`` (from ``load_praise_sample``) and split it once, reproducibly, by ``seed``."""
     missing = {"feedback_text", "is_praise"} - set(sample.columns)
     if missing:
-        raise ValueError(f"sample needs columns feedback_text and is_praise, missing {sorted(missing)}")
+        raise ValueError(
+            f"sample needs columns feedback_text and is_praise, missing {sorted(missing)}"
+        )
     require_number("test_share", test_share, above=0.0, below=1.0)
     texts = list(sample["feedback_text"])
     ids = encode_texts(texts, length)
-    labels = require_binary_labels("is_praise", torch.tensor(sample["is_praise"].to_numpy(), dtype=torch.float32))
+    labels = require_binary_labels(
+        "is_praise", torch.tensor(sample["is_praise"].to_numpy(), dtype=torch.float32)
+    )
     order = np.random.default_rng(seed).permutation(len(texts))
     cut = int(round((1.0 - test_share) * len(texts)))
     train, test = torch.from_numpy(order[:cut]), torch.from_numpy(order[cut:])
-    return PraiseSplit(ids[train], labels[train], ids[test], labels[test], [texts[i] for i in order[cut:]])
+    return PraiseSplit(
+        ids[train], labels[train], ids[test], labels[test], [texts[i] for i in order[cut:]]
+    )
 
 
 class PraiseClassifier(nn.Module):
@@ -157,12 +175,20 @@ class PraiseClassifier(nn.Module):
         self.use_positions = use_positions
         self.length = length
         self.embed = nn.Embedding(vocab_size, d_model)
-        self.pos = nn.Embedding(length, d_model)  # created either way: same initial weights elsewhere
-        layer = nn.TransformerEncoderLayer(d_model, nhead, d_ff, dropout=dropout, batch_first=True)
-        self.encoder = nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)
+        self.pos = nn.Embedding(
+            length, d_model
+        )  # created either way: same initial weights elsewhere
+        layer = nn.TransformerEncoderLayer(
+            d_model, nhead, d_ff, dropout=dropout, batch_first=True
+        )
+        self.encoder = nn.TransformerEncoder(
+            layer, num_layers=1, enable_nested_tensor=False
+        )
         self.head = nn.Linear(d_model, 1)
 
-    def forward(self, ids: torch.Tensor, padding: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self, ids: torch.Tensor, padding: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """ids (N, L) long → logits (N,). ``padding`` (N, L), True = pad, defaults to ids == PAD_ID."""
         require_tensor("ids", ids)
         require_rank("ids", ids, ("N", "L"))
@@ -175,7 +201,9 @@ class PraiseClassifier(nn.Module):
             padding = ids == PAD_ID
         x = self.embed(ids)  # (N, L, D): a learned vector per character, not its code
         if self.use_positions:
-            x = x + self.pos(torch.arange(ids.shape[1]))[None]  # (1, L, D), broadcast over N
+            x = (
+                x + self.pos(torch.arange(ids.shape[1]))[None]
+            )  # (1, L, D), broadcast over N
         x = self.encoder(x, src_key_padding_mask=padding)  # (N, L, D)
         return self.head(masked_mean(x, padding)).squeeze(-1)  # (N,)
 
@@ -202,7 +230,9 @@ def train_praise_model(
     check_settings(epochs, learning_rate, batch_size)
     model_class = PraiseClassifier if model_class is None else model_class
     if not (isinstance(model_class, type) and issubclass(model_class, PraiseClassifier)):
-        raise TypeError(f"model_class must be PraiseClassifier or a subclass of it, got {model_class!r}")
+        raise TypeError(
+            f"model_class must be PraiseClassifier or a subclass of it, got {model_class!r}"
+        )
     generator = seed_everything(seed)
     model = model_class(use_positions, length=split.x_train.shape[1], **model_options)
     optimizer = adam(model.parameters(), learning_rate)
@@ -219,7 +249,9 @@ def predict_logits(model: PraiseClassifier, ids: torch.Tensor) -> torch.Tensor:
     return model(ids)
 
 
-def train_and_score(use_positions: bool, seed: int = 0, split: PraiseSplit | None = None, **options) -> float:
+def train_and_score(
+    use_positions: bool, seed: int = 0, split: PraiseSplit | None = None, **options
+) -> float:
     """Test accuracy of a model trained with ``seed``; the default split is 4,000 comments, seed 0."""
     if split is None:
         split = split_sample(load_praise_sample())
@@ -231,7 +263,9 @@ def majority_baseline(y_train: torch.Tensor, y_test: torch.Tensor) -> float:
     """Accuracy on ``y_test`` of always predicting the most common class of ``y_train``."""
     for name, labels in (("y_train", y_train), ("y_test", y_test)):
         if require_binary_labels(name, labels).numel() == 0:
-            raise ValueError(f"{name} is empty: a majority baseline needs at least one label")
+            raise ValueError(
+                f"{name} is empty: a majority baseline needs at least one label"
+            )
     majority = float(y_train.float().mean() >= 0.5)
     return (y_test.float() == majority).float().mean().item()
 
@@ -250,7 +284,9 @@ class PositionComparison:
     order_sensitive: np.ndarray
 
 
-def compare_positions(split: PraiseSplit, seeds: Sequence[int] = (0, 1, 2), **options) -> PositionComparison:
+def compare_positions(
+    split: PraiseSplit, seeds: Sequence[int] = (0, 1, 2), **options
+) -> PositionComparison:
     """Train with and without position embeddings for every seed on one split; score every run.
 
     ``options`` go to ``train_praise_model``. Accuracies are on ``split``'s test part; the slice is
@@ -270,8 +306,12 @@ def compare_positions(split: PraiseSplit, seeds: Sequence[int] = (0, 1, 2), **op
                     "seed": seed,
                     "positions": "with" if use_positions else "without",
                     "all": accuracy(run, split.y_test),
-                    "order-sensitive": accuracy(run[mask], split.y_test[mask]) if mask.any() else float("nan"),
-                    "rest": accuracy(run[~mask], split.y_test[~mask]) if (~mask).any() else float("nan"),
+                    "order-sensitive": accuracy(run[mask], split.y_test[mask])
+                    if mask.any()
+                    else float("nan"),
+                    "rest": accuracy(run[~mask], split.y_test[~mask])
+                    if (~mask).any()
+                    else float("nan"),
                 }
             )
     return PositionComparison(pd.DataFrame(rows), logits, sensitive)
@@ -288,9 +328,13 @@ def sinusoidal_positions(length: int, d_model: int, base: float = 10_000.0) -> t
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ValueError(f"{name} must be a positive integer, got {value!r}")
     if d_model % 2:
-        raise ValueError(f"d_model must be even (a sine and a cosine per frequency), got {d_model}")
+        raise ValueError(
+            f"d_model must be even (a sine and a cosine per frequency), got {d_model}"
+        )
     position = torch.arange(length, dtype=torch.float32)[:, None]  # (L, 1)
-    frequency = base ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)  # (D/2,)
+    frequency = base ** (
+        -torch.arange(0, d_model, 2, dtype=torch.float32) / d_model
+    )  # (D/2,)
     table = torch.empty(length, d_model)
     table[:, 0::2] = torch.sin(position * frequency)
     table[:, 1::2] = torch.cos(position * frequency)

@@ -42,7 +42,9 @@ from transformer_lab.validation import is_int
 
 DATA_DIR_ENV = "CLOUDWAVE_DATA_DIR"
 DATA_FILES = (FEEDBACK_FILE, CUSTOMER360_FILE)
-REGENERATE_HINT = "run `make data` (or `python -m transformer_lab.cloudwave`) from the repository root"
+REGENERATE_HINT = (
+    "run `make data` (or `python -m transformer_lab.cloudwave`) from the repository root"
+)
 ENCODING = "utf-8-sig"  # UTF-8; a byte-order mark at the start is skipped (the same for every format)
 # Allowed values of the numeric Customer 360 columns: (lowest, highest or None, whole numbers only).
 CUSTOMER360_RANGES: dict[str, tuple[float, float | None, bool]] = {
@@ -69,7 +71,9 @@ def _walk_up(start: Path, files: tuple[str, ...]) -> Path | None:
     return None
 
 
-def find_data_dir(start: Path | str | None = None, files: Iterable[str] = DATA_FILES) -> Path:
+def find_data_dir(
+    start: Path | str | None = None, files: Iterable[str] = DATA_FILES
+) -> Path:
     """Return the folder that holds the CloudWave data files (``feedback.json``, ``customer360.csv``).
 
     ``start`` replaces the working directory as the first place to walk up from (tests use it).
@@ -114,7 +118,9 @@ def _require_columns(source: str, found: Iterable[str], expected: Iterable[str])
         )
 
 
-def _json_objects(path: Path, columns: Iterable[str]) -> Iterator[tuple[int, dict[str, object]]]:
+def _json_objects(
+    path: Path, columns: Iterable[str]
+) -> Iterator[tuple[int, dict[str, object]]]:
     """Yield (1-based line number, record) for each non-blank line of a JSON-lines file.
 
     Raises ``ValueError`` naming the file and line for a line that is not JSON, not a JSON object,
@@ -127,9 +133,13 @@ def _json_objects(path: Path, columns: Iterable[str]) -> Iterator[tuple[int, dic
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise ValueError(f"{path}, line {number}: not valid JSON ({error.msg}, column {error.colno})") from None
+                raise ValueError(
+                    f"{path}, line {number}: not valid JSON ({error.msg}, column {error.colno})"
+                ) from None
             if not isinstance(record, dict):
-                raise ValueError(f"{path}, line {number}: expected a JSON object, got {type(record).__name__}")
+                raise ValueError(
+                    f"{path}, line {number}: expected a JSON object, got {type(record).__name__}"
+                )
             _require_columns(f"{path}, line {number},", record, columns)
             yield number, record
 
@@ -146,7 +156,9 @@ def read_feedback_records(path: Path | str) -> list[dict[str, object]]:
     for number, record in _json_objects(path, FEEDBACK_COLUMNS):
         rating = record["rating"]
         if not is_int(rating) or not 1 <= rating <= 5:
-            raise ValueError(f"{path}, line {number}: rating should be an integer 1-5, got {rating!r}")
+            raise ValueError(
+                f"{path}, line {number}: rating should be an integer 1-5, got {rating!r}"
+            )
         records.append(record)
     if not records:
         raise ValueError(f"{path} holds no feedback records; {REGENERATE_HINT}")
@@ -163,7 +175,9 @@ def load_feedback(path: Path | str | None = None) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(read_feedback_records(path))
     extra = [name for name in frame.columns if name not in FEEDBACK_COLUMNS]
     frame = frame[list(FEEDBACK_COLUMNS) + extra]
-    return frame.astype({name: str for name in FEEDBACK_COLUMNS if name != "rating"} | {"rating": "int64"})
+    return frame.astype(
+        {name: str for name in FEEDBACK_COLUMNS if name != "rating"} | {"rating": "int64"}
+    )
 
 
 def load_customer360(path: Path | str | None = None) -> pd.DataFrame:
@@ -181,15 +195,31 @@ def load_customer360(path: Path | str | None = None) -> pd.DataFrame:
     if frame.isna().any().any():
         column = frame.columns[frame.isna().any()][0]
         row = int(frame[column].isna().to_numpy().nonzero()[0][0])
-        raise ValueError(f"{path}: column {column} has a missing value (data row {row + 1})")
+        raise ValueError(
+            f"{path}: column {column} has a missing value (data row {row + 1})"
+        )
     for column, (low, high, whole) in CUSTOMER360_RANGES.items():
         frame[column] = _numbers(path, frame, column, low, high, whole)
-    _require_values(path, frame, "plan_tier", ~frame["plan_tier"].isin(PLAN_TIERS), f"one of {', '.join(PLAN_TIERS)}")
-    _require_values(path, frame, "customer_id", frame["customer_id"].duplicated(), "a customer_id not seen before")
+    _require_values(
+        path,
+        frame,
+        "plan_tier",
+        ~frame["plan_tier"].isin(PLAN_TIERS),
+        f"one of {', '.join(PLAN_TIERS)}",
+    )
+    _require_values(
+        path,
+        frame,
+        "customer_id",
+        frame["customer_id"].duplicated(),
+        "a customer_id not seen before",
+    )
     return frame
 
 
-def _require_values(path: Path, frame: pd.DataFrame, column: str, bad: pd.Series, expected: str) -> None:
+def _require_values(
+    path: Path, frame: pd.DataFrame, column: str, bad: pd.Series, expected: str
+) -> None:
     """Raise ``ValueError`` naming the file, the first data row where ``bad`` holds, and the column."""
     if bad.any():
         row = int(bad.to_numpy().nonzero()[0][0])
@@ -198,10 +228,21 @@ def _require_values(path: Path, frame: pd.DataFrame, column: str, bad: pd.Series
         )
 
 
-def _numbers(path: Path, frame: pd.DataFrame, column: str, low: float, high: float | None, whole: bool) -> pd.Series:
+def _numbers(
+    path: Path,
+    frame: pd.DataFrame,
+    column: str,
+    low: float,
+    high: float | None,
+    whole: bool,
+) -> pd.Series:
     """``frame[column]`` as int64 (``whole``) or float64 after checking every value is in range."""
     values = pd.to_numeric(frame[column], errors="coerce")
-    bad = ~np.isfinite(values) | (values < low) | (values > (high if high is not None else np.inf))
+    bad = (
+        ~np.isfinite(values)
+        | (values < low)
+        | (values > (high if high is not None else np.inf))
+    )
     if whole:
         bad |= values != values.round()
     kind = "whole numbers" if whole else "numbers"
@@ -225,22 +266,34 @@ def load_usage_grid(path: Path | str | None = None) -> pd.DataFrame:
     empty file, a missing column, a value that is not a whole number, a day outside 0–6, an hour
     outside 0–23, a negative count, a repeated cell, or a customer without all 7 × 24 cells.
     """
-    path = Path(path) if path is not None else find_data_dir(files=(USAGE_GRID_FILE,)) / USAGE_GRID_FILE
+    path = (
+        Path(path)
+        if path is not None
+        else find_data_dir(files=(USAGE_GRID_FILE,)) / USAGE_GRID_FILE
+    )
     frame = _read_csv(path, {"customer_id": str})
     _require_columns(str(path), frame.columns, USAGE_GRID_COLUMNS)
     frame = frame[list(USAGE_GRID_COLUMNS)]
     if frame.empty:
         raise ValueError(f"{path} has a header but no rows; {REGENERATE_HINT}")
-    for column, low, high in (("day_of_week", 0, 6), ("hour", 0, 23), ("active_users", 0, None)):
+    for column, low, high in (
+        ("day_of_week", 0, 6),
+        ("hour", 0, 23),
+        ("active_users", 0, None),
+    ):
         frame[column] = _numbers(path, frame, column, low, high, whole=True)
     cells = frame.duplicated(["customer_id", "day_of_week", "hour"])
     if cells.any():
         row = int(cells.to_numpy().nonzero()[0][0])
-        raise ValueError(f"{path}: data row {row + 1} repeats a (customer_id, day_of_week, hour) cell")
+        raise ValueError(
+            f"{path}: data row {row + 1} repeats a (customer_id, day_of_week, hour) cell"
+        )
     counts = frame.groupby("customer_id", sort=False).size()
     if (counts != 7 * 24).any():
         customer = counts.index[(counts != 7 * 24).to_numpy()][0]
-        raise ValueError(f"{path}: customer {customer} has {counts[customer]} cells, expected 7 × 24 = 168")
+        raise ValueError(
+            f"{path}: customer {customer} has {counts[customer]} cells, expected 7 × 24 = 168"
+        )
     return frame
 
 
@@ -251,12 +304,16 @@ def usage_grid_array(frame: pd.DataFrame) -> tuple[list[str], np.ndarray]:
     day ``d`` (0 = Monday) at hour ``h``.
     """
     if not isinstance(frame, pd.DataFrame):
-        raise TypeError(f"frame must be a pandas DataFrame from load_usage_grid, got {type(frame).__name__}")
+        raise TypeError(
+            f"frame must be a pandas DataFrame from load_usage_grid, got {type(frame).__name__}"
+        )
     _require_columns("frame", frame.columns, USAGE_GRID_COLUMNS)
     ids = list(pd.unique(frame["customer_id"]))
     grid = np.zeros((len(ids), 7, 24), dtype=np.int64)
     rows = pd.Index(ids).get_indexer(frame["customer_id"])
-    grid[rows, frame["day_of_week"].to_numpy(), frame["hour"].to_numpy()] = frame["active_users"].to_numpy()
+    grid[rows, frame["day_of_week"].to_numpy(), frame["hour"].to_numpy()] = frame[
+        "active_users"
+    ].to_numpy()
     return ids, grid
 
 
@@ -267,18 +324,28 @@ def load_events(path: Path | str | None = None) -> pd.DataFrame:
     the four fields, an ISO ``timestamp`` and an ``event`` from ``EVENT_TYPES``; within a session
     the timestamps must not go backwards. Raises ``ValueError`` naming the line otherwise.
     """
-    path = Path(path) if path is not None else find_data_dir(files=(EVENTS_FILE,)) / EVENTS_FILE
+    path = (
+        Path(path)
+        if path is not None
+        else find_data_dir(files=(EVENTS_FILE,)) / EVENTS_FILE
+    )
     records, last_seen = [], {}
     for number, record in _json_objects(path, EVENTS_COLUMNS):
         if record["event"] not in EVENT_TYPES:
-            raise ValueError(f"{path}, line {number}: event should be one of {', '.join(EVENT_TYPES)}, got {record['event']!r}")
+            raise ValueError(
+                f"{path}, line {number}: event should be one of {', '.join(EVENT_TYPES)}, got {record['event']!r}"
+            )
         try:
             moment = pd.Timestamp(record["timestamp"])
         except (TypeError, ValueError):
-            raise ValueError(f"{path}, line {number}: timestamp should be ISO like 2026-03-02T09:15:00, got {record['timestamp']!r}") from None
+            raise ValueError(
+                f"{path}, line {number}: timestamp should be ISO like 2026-03-02T09:15:00, got {record['timestamp']!r}"
+            ) from None
         session = record["session_id"]
         if session in last_seen and moment < last_seen[session]:
-            raise ValueError(f"{path}, line {number}: session {session} goes back in time ({record['timestamp']})")
+            raise ValueError(
+                f"{path}, line {number}: session {session} goes back in time ({record['timestamp']})"
+            )
         last_seen[session] = moment
         records.append({key: record[key] for key in EVENTS_COLUMNS})
     if not records:
@@ -293,11 +360,15 @@ def event_sequences(events: pd.DataFrame) -> tuple[list[str], np.ndarray, np.nda
     Sessions come in first-seen order and keep their events in file order.
     """
     if not isinstance(events, pd.DataFrame):
-        raise TypeError(f"events must be a pandas DataFrame from load_events, got {type(events).__name__}")
+        raise TypeError(
+            f"events must be a pandas DataFrame from load_events, got {type(events).__name__}"
+        )
     _require_columns("events", events.columns, EVENTS_COLUMNS)
     unknown = sorted(set(events["event"]) - set(EVENT_TYPES))
     if unknown:
-        raise ValueError(f"events hold unknown event type(s) {unknown}; expected {list(EVENT_TYPES)}")
+        raise ValueError(
+            f"events hold unknown event type(s) {unknown}; expected {list(EVENT_TYPES)}"
+        )
     codes = events["event"].map({name: k + 1 for k, name in enumerate(EVENT_TYPES)})
     groups = list(codes.groupby(events["session_id"], sort=False))
     sessions = [str(session) for session, _ in groups]

@@ -64,18 +64,48 @@ def _canvas(width: float, height: float) -> tuple[Figure, plt.Axes]:
     return fig, ax
 
 
-def _box(ax, centre: tuple[float, float], size: tuple[float, float], title: str, subtitle: str = "",
-         kind: str = "dropout") -> dict[str, float]:
+def _box(
+    ax,
+    centre: tuple[float, float],
+    size: tuple[float, float],
+    title: str,
+    subtitle: str = "",
+    kind: str = "dropout",
+) -> dict[str, float]:
     """Draw a rounded block with a title (and an optional second line); return its edges."""
     (x, y), (w, h) = centre, size
-    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0,rounding_size=0.06",
-                                facecolor=FILLS[kind], edgecolor=EDGE, linewidth=1.0))
+    ax.add_patch(
+        FancyBboxPatch(
+            (x - w / 2, y - h / 2),
+            w,
+            h,
+            boxstyle="round,pad=0,rounding_size=0.06",
+            facecolor=FILLS[kind],
+            edgecolor=EDGE,
+            linewidth=1.0,
+        )
+    )
     if subtitle:
-        ax.text(x, y + 0.09, title, ha="center", va="center", fontsize=TEXT_PT, fontweight="bold")
+        ax.text(
+            x,
+            y + 0.09,
+            title,
+            ha="center",
+            va="center",
+            fontsize=TEXT_PT,
+            fontweight="bold",
+        )
         ax.text(x, y - 0.12, subtitle, ha="center", va="center", fontsize=SMALL_PT)
     else:
         ax.text(x, y, title, ha="center", va="center", fontsize=TEXT_PT, fontweight="bold")
-    return {"left": x - w / 2, "right": x + w / 2, "top": y + h / 2, "bottom": y - h / 2, "x": x, "y": y}
+    return {
+        "left": x - w / 2,
+        "right": x + w / 2,
+        "top": y + h / 2,
+        "bottom": y - h / 2,
+        "x": x,
+        "y": y,
+    }
 
 
 def _adder(ax, centre: tuple[float, float], radius: float = 0.15) -> dict[str, float]:
@@ -83,24 +113,54 @@ def _adder(ax, centre: tuple[float, float], radius: float = 0.15) -> dict[str, f
     x, y = centre
     ax.add_patch(Circle(centre, radius, facecolor="white", edgecolor=EDGE, linewidth=1.2))
     ax.text(x, y - 0.01, "+", ha="center", va="center", fontsize=13, fontweight="bold")
-    return {"left": x - radius, "right": x + radius, "top": y + radius, "bottom": y - radius, "x": x, "y": y}
+    return {
+        "left": x - radius,
+        "right": x + radius,
+        "top": y + radius,
+        "bottom": y - radius,
+        "x": x,
+        "y": y,
+    }
 
 
-def _arrow(ax, start: tuple[float, float], end: tuple[float, float], colour: str = EDGE,
-           width: float = 1.2) -> None:
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=11, color=colour,
-                                 linewidth=width, shrinkA=0, shrinkB=0))
+def _arrow(
+    ax,
+    start: tuple[float, float],
+    end: tuple[float, float],
+    colour: str = EDGE,
+    width: float = 1.2,
+) -> None:
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle="-|>",
+            mutation_scale=11,
+            color=colour,
+            linewidth=width,
+            shrinkA=0,
+            shrinkB=0,
+        )
+    )
 
 
-def _path(ax, points: Sequence[tuple[float, float]], colour: str = EDGE, width: float = 1.2) -> None:
+def _path(
+    ax, points: Sequence[tuple[float, float]], colour: str = EDGE, width: float = 1.2
+) -> None:
     """A polyline whose last segment ends in an arrow head."""
     xs, ys = zip(*points[:-1])
     ax.plot(xs, ys, color=colour, linewidth=width, solid_capstyle="butt")
     _arrow(ax, points[-2], points[-1], colour, width)
 
 
-def _chain(ax, blocks: Sequence[tuple[str, str, str, float]], y: float, start: float, gap: float,
-           numbered: int | None) -> list[dict[str, float]]:
+def _chain(
+    ax,
+    blocks: Sequence[tuple[str, str, str, float]],
+    y: float,
+    start: float,
+    gap: float,
+    numbered: int | None,
+) -> list[dict[str, float]]:
     """Lay ``blocks`` (title, subtitle, kind, width) out left to right at height ``y``, arrows between.
 
     A block whose kind is ``"add"`` is a residual sum. With ``numbered`` set, blocks show a number
@@ -134,12 +194,26 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
         raise TypeError(f"numbered must be True or False, got {type(numbered).__name__}")
     fig, ax = _canvas(7.0, 4.3)
     first = 1 if numbered else None
-    widths = {"self_attn": 1.6, "dropout1": 0.95, "norm1": 0.95, "linear1": 0.8, "activation": 0.85,
-              "dropout": 0.8, "linear2": 0.8, "dropout2": 0.85, "norm2": 0.85}
+    widths = {
+        "self_attn": 1.6,
+        "dropout1": 0.95,
+        "norm1": 0.95,
+        "linear1": 0.8,
+        "activation": 0.85,
+        "dropout": 0.8,
+        "linear2": 0.8,
+        "dropout2": 0.85,
+        "norm2": 0.85,
+    }
     # The activation is a function, not a submodule: its block is titled by what it computes.
-    titled = [(subtitle, name) if name == "activation" else (name, subtitle) for name, subtitle, _ in ENCODER_BLOCKS]
-    blocks = [(title, subtitle, kind, widths[name])
-              for (title, subtitle), (name, _, kind) in zip(titled, ENCODER_BLOCKS)]
+    titled = [
+        (subtitle, name) if name == "activation" else (name, subtitle)
+        for name, subtitle, _ in ENCODER_BLOCKS
+    ]
+    blocks = [
+        (title, subtitle, kind, widths[name])
+        for (title, subtitle), (name, _, kind) in zip(titled, ENCODER_BLOCKS)
+    ]
     rows = [blocks[:3], blocks[3:]]
     rows[0].insert(2, ("+", "", "add", 0.3))
     rows[1].insert(5, ("+", "", "add", 0.3))
@@ -151,34 +225,106 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
     top = _chain(ax, rows[0], top_y, 1.05, 0.3, first)
     _arrow(ax, (0.3, top_y), (top[0]["left"], top_y))
     add1 = top[2]
-    _path(ax, [(0.62, top_y), (0.62, top_y + 0.6), (add1["x"], top_y + 0.6), (add1["x"], add1["top"])], RESIDUAL)
-    ax.text((0.62 + add1["x"]) / 2, top_y + 0.68, "residual: x skips the attention", ha="center", va="bottom",
-            fontsize=SMALL_PT, color=RESIDUAL)
-    ax.text(3.5, 4.15, "attention sublayer", ha="center", va="top", fontsize=TEXT_PT, fontstyle="italic")
+    _path(
+        ax,
+        [
+            (0.62, top_y),
+            (0.62, top_y + 0.6),
+            (add1["x"], top_y + 0.6),
+            (add1["x"], add1["top"]),
+        ],
+        RESIDUAL,
+    )
+    ax.text(
+        (0.62 + add1["x"]) / 2,
+        top_y + 0.68,
+        "residual: x skips the attention",
+        ha="center",
+        va="bottom",
+        fontsize=SMALL_PT,
+        color=RESIDUAL,
+    )
+    ax.text(
+        3.5,
+        4.15,
+        "attention sublayer",
+        ha="center",
+        va="top",
+        fontsize=TEXT_PT,
+        fontstyle="italic",
+    )
 
     # h wraps from the end of the top row to the start of the bottom row.
     norm1 = top[-1]
     wrap_y = (top_y + bottom_y) / 2 + 0.05
-    _path(ax, [(norm1["right"], top_y), (6.75, top_y), (6.75, wrap_y), (0.3, wrap_y), (0.3, bottom_y),
-               (0.5, bottom_y)])
-    ax.text(6.7, top_y + 0.08, "h", ha="right", va="bottom", fontsize=TEXT_PT, fontweight="bold")
+    _path(
+        ax,
+        [
+            (norm1["right"], top_y),
+            (6.75, top_y),
+            (6.75, wrap_y),
+            (0.3, wrap_y),
+            (0.3, bottom_y),
+            (0.5, bottom_y),
+        ],
+    )
+    ax.text(
+        6.7, top_y + 0.08, "h", ha="right", va="bottom", fontsize=TEXT_PT, fontweight="bold"
+    )
 
     # Feed-forward sublayer.
     bottom = _chain(ax, rows[1], bottom_y, 0.5, 0.13, None if first is None else first + 3)
     add2 = bottom[5]
-    _path(ax, [(0.3, bottom_y), (0.3, bottom_y - 0.55), (add2["x"], bottom_y - 0.55), (add2["x"], add2["bottom"])],
-          RESIDUAL)
-    ax.text((0.3 + add2["x"]) / 2, bottom_y - 0.62, "residual: h skips the feed-forward block", ha="center",
-            va="top", fontsize=SMALL_PT, color=RESIDUAL)
+    _path(
+        ax,
+        [
+            (0.3, bottom_y),
+            (0.3, bottom_y - 0.55),
+            (add2["x"], bottom_y - 0.55),
+            (add2["x"], add2["bottom"]),
+        ],
+        RESIDUAL,
+    )
+    ax.text(
+        (0.3 + add2["x"]) / 2,
+        bottom_y - 0.62,
+        "residual: h skips the feed-forward block",
+        ha="center",
+        va="top",
+        fontsize=SMALL_PT,
+        color=RESIDUAL,
+    )
     _arrow(ax, (bottom[-1]["right"], bottom_y), (6.95, bottom_y))
-    ax.text(6.95, bottom_y + 0.08, "out", ha="right", va="bottom", fontsize=TEXT_PT, fontweight="bold")
+    ax.text(
+        6.95,
+        bottom_y + 0.08,
+        "out",
+        ha="right",
+        va="bottom",
+        fontsize=TEXT_PT,
+        fontweight="bold",
+    )
     ax.text(6.95, bottom_y - 0.42, "(B, L, D)", ha="right", va="center", fontsize=SMALL_PT)
-    ax.text(3.5, wrap_y - 0.12, "feed-forward sublayer (each token on its own)", ha="center", va="top",
-            fontsize=TEXT_PT, fontstyle="italic")
+    ax.text(
+        3.5,
+        wrap_y - 0.12,
+        "feed-forward sublayer (each token on its own)",
+        ha="center",
+        va="top",
+        fontsize=TEXT_PT,
+        fontstyle="italic",
+    )
 
-    ax.text(0.08, 0.05, "Pre-norm (norm_first=True) moves each norm to the start of its sublayer:\n"
-            "h = x + dropout1(self_attn(norm1(x))),   out = h + dropout2(linear2(…norm2(h)…))",
-            ha="left", va="bottom", fontsize=SMALL_PT, linespacing=1.4)
+    ax.text(
+        0.08,
+        0.05,
+        "Pre-norm (norm_first=True) moves each norm to the start of its sublayer:\n"
+        "h = x + dropout1(self_attn(norm1(x))),   out = h + dropout2(linear2(…norm2(h)…))",
+        ha="left",
+        va="bottom",
+        fontsize=SMALL_PT,
+        linespacing=1.4,
+    )
     return fig
 
 
@@ -190,24 +336,53 @@ def multi_head_diagram(heads: int = 4) -> Figure:
     how many head lanes are drawn; the shapes stay symbolic.
     """
     if isinstance(heads, bool) or not isinstance(heads, int) or not 2 <= heads <= 6:
-        raise ValueError(f"heads must be an int from 2 to 6 (lanes that fit the page), got {heads!r}")
+        raise ValueError(
+            f"heads must be an int from 2 to 6 (lanes that fit the page), got {heads!r}"
+        )
     fig, ax = _canvas(7.0, 6.0)
     centre, shape_x = 2.7, 2.9
 
     def shape_label(x: float, y: float, text: str) -> None:
         ax.text(x, y, text, ha="left", va="center", fontsize=SMALL_PT, color=RESIDUAL)
 
-    ax.text(centre, 5.8, "x   (B, L, D)", ha="center", va="center", fontsize=TEXT_PT, fontweight="bold")
+    ax.text(
+        centre,
+        5.8,
+        "x   (B, L, D)",
+        ha="center",
+        va="center",
+        fontsize=TEXT_PT,
+        fontweight="bold",
+    )
     _arrow(ax, (centre, 5.65), (centre, 5.3))
-    proj = _box(ax, (centre, 5.0), (4.4, 0.6), r"project:  $Q = xW_Q,\ \ K = xW_K,\ \ V = xW_V$",
-                "three learned D × D matrices", "projection")
+    proj = _box(
+        ax,
+        (centre, 5.0),
+        (4.4, 0.6),
+        r"project:  $Q = xW_Q,\ \ K = xW_K,\ \ V = xW_V$",
+        "three learned D × D matrices",
+        "projection",
+    )
     _arrow(ax, (centre, proj["bottom"]), (centre, 4.15))
     shape_label(shape_x, 4.45, "Q, K, V: (B, L, D) each")
-    split = _box(ax, (centre, 3.85), (4.4, 0.6), "split the D channels into H heads",
-                 "view as (B, L, H, D/H), then swap L and H", "projection")
+    split = _box(
+        ax,
+        (centre, 3.85),
+        (4.4, 0.6),
+        "split the D channels into H heads",
+        "view as (B, L, H, D/H), then swap L and H",
+        "projection",
+    )
     side = centre + 2.2 + 0.15
-    ax.text(side, 3.85, "head h gets its own\nD/H channels of\nQ, K and V", ha="left", va="center",
-            fontsize=SMALL_PT, color=EDGE)
+    ax.text(
+        side,
+        3.85,
+        "head h gets its own\nD/H channels of\nQ, K and V",
+        ha="left",
+        va="center",
+        fontsize=SMALL_PT,
+        color=EDGE,
+    )
 
     lane_w, gap = 0.95, 0.18
     total = heads * lane_w + (heads - 1) * gap
@@ -218,47 +393,114 @@ def multi_head_diagram(heads: int = 4) -> Figure:
         label = f"head {i + 1}" if i < heads - 1 else "head H"
         _box(ax, (x, head_y), (lane_w, 0.6), label, "attention", "attention")
     shape_label(side, 3.2, r"$Q_h, K_h, V_h$: (B, L, D/H)")
-    ax.text(side, head_y + 0.15, r"$A_h = \mathrm{softmax}(Q_h K_h^\top / \sqrt{D/H})$",
-            ha="left", va="center", fontsize=SMALL_PT)
-    ax.text(side, head_y - 0.15, r"$Z_h = A_h V_h$", ha="left", va="center", fontsize=SMALL_PT)
+    ax.text(
+        side,
+        head_y + 0.15,
+        r"$A_h = \mathrm{softmax}(Q_h K_h^\top / \sqrt{D/H})$",
+        ha="left",
+        va="center",
+        fontsize=SMALL_PT,
+    )
+    ax.text(
+        side, head_y - 0.15, r"$Z_h = A_h V_h$", ha="left", va="center", fontsize=SMALL_PT
+    )
 
     concat_y = 1.3
     for x in lanes:
         _arrow(ax, (x, head_y - 0.3), (x, concat_y + 0.3))
     shape_label(side, 1.92, "A: (B, H, L, L)\nZ: (B, H, L, D/H)")
-    concat = _box(ax, (centre, concat_y), (4.4, 0.6), "concatenate the heads",
-                  "swap H and L back, reshape to (B, L, D)", "projection")
+    concat = _box(
+        ax,
+        (centre, concat_y),
+        (4.4, 0.6),
+        "concatenate the heads",
+        "swap H and L back, reshape to (B, L, D)",
+        "projection",
+    )
     _arrow(ax, (centre, concat["bottom"]), (centre, 0.55))
     shape_label(shape_x, 0.8, "(B, L, D)")
-    out = _box(ax, (centre, 0.3), (2.6, 0.5), r"output projection $W_O$", "D × D", "projection")
+    out = _box(
+        ax, (centre, 0.3), (2.6, 0.5), r"output projection $W_O$", "D × D", "projection"
+    )
     _arrow(ax, (out["right"], 0.3), (out["right"] + 0.45, 0.3))
-    ax.text(out["right"] + 0.55, 0.3, "out   (B, L, D)", ha="left", va="center", fontsize=TEXT_PT,
-            fontweight="bold")
+    ax.text(
+        out["right"] + 0.55,
+        0.3,
+        "out   (B, L, D)",
+        ha="left",
+        va="center",
+        fontsize=TEXT_PT,
+        fontweight="bold",
+    )
     return fig
 
 
-def _mask_grid(ax, origin: tuple[float, float], cell: float, blocked: Sequence[Sequence[bool]],
-               queries: Sequence[str], keys: Sequence[str]) -> None:
+def _mask_grid(
+    ax,
+    origin: tuple[float, float],
+    cell: float,
+    blocked: Sequence[Sequence[bool]],
+    queries: Sequence[str],
+    keys: Sequence[str],
+) -> None:
     """A query × key grid at ``origin`` (its top-left corner); blocked cells are dark and read −∞."""
     left, top = origin
     for i, row in enumerate(blocked):
         for j, hidden in enumerate(row):
             x, y = left + j * cell, top - (i + 1) * cell
-            ax.add_patch(Rectangle((x, y), cell, cell, facecolor=FILLS["blocked" if hidden else "allowed"],
-                                   edgecolor="white", linewidth=1.5))
+            ax.add_patch(
+                Rectangle(
+                    (x, y),
+                    cell,
+                    cell,
+                    facecolor=FILLS["blocked" if hidden else "allowed"],
+                    edgecolor="white",
+                    linewidth=1.5,
+                )
+            )
             if hidden:
-                ax.text(x + cell / 2, y + cell / 2, "−∞", ha="center", va="center", fontsize=SMALL_PT,
-                        color="white", fontweight="bold")
+                ax.text(
+                    x + cell / 2,
+                    y + cell / 2,
+                    "−∞",
+                    ha="center",
+                    va="center",
+                    fontsize=SMALL_PT,
+                    color="white",
+                    fontweight="bold",
+                )
     for i, name in enumerate(queries):
-        ax.text(left - 0.06, top - (i + 0.5) * cell, name, ha="right", va="center", fontsize=SMALL_PT)
+        ax.text(
+            left - 0.06,
+            top - (i + 0.5) * cell,
+            name,
+            ha="right",
+            va="center",
+            fontsize=SMALL_PT,
+        )
     for j, name in enumerate(keys):
-        ax.text(left + (j + 0.5) * cell, top - len(queries) * cell - 0.06, name, ha="center", va="top",
-                fontsize=SMALL_PT)
-    ax.text(left + len(keys) * cell / 2, top - len(queries) * cell - 0.3, "key j", ha="center", va="top",
-            fontsize=SMALL_PT, fontstyle="italic")
+        ax.text(
+            left + (j + 0.5) * cell,
+            top - len(queries) * cell - 0.06,
+            name,
+            ha="center",
+            va="top",
+            fontsize=SMALL_PT,
+        )
+    ax.text(
+        left + len(keys) * cell / 2,
+        top - len(queries) * cell - 0.3,
+        "key j",
+        ha="center",
+        va="top",
+        fontsize=SMALL_PT,
+        fontstyle="italic",
+    )
 
 
-def mask_diagram(tokens: Sequence[str] = ("login", "failed", "again", "<pad>", "<pad>"), real: int = 3) -> Figure:
+def mask_diagram(
+    tokens: Sequence[str] = ("login", "failed", "again", "<pad>", "<pad>"), real: int = 3
+) -> Figure:
     """The (Lq, Lk) scores of one example with a padding mask, next to a causal mask.
 
     Left: a (B, Lk) key padding mask, here the row of one example, broadcast along the query axis
@@ -268,9 +510,13 @@ def mask_diagram(tokens: Sequence[str] = ("login", "failed", "again", "<pad>", "
     """
     tokens = list(tokens)
     if not 2 <= len(tokens) <= 6:
-        raise ValueError(f"tokens must hold 2 to 6 labels (the grid must fit the page), got {len(tokens)}")
+        raise ValueError(
+            f"tokens must hold 2 to 6 labels (the grid must fit the page), got {len(tokens)}"
+        )
     if isinstance(real, bool) or not isinstance(real, int) or not 1 <= real <= len(tokens):
-        raise ValueError(f"real must be an int from 1 to len(tokens)={len(tokens)}, got {real!r}")
+        raise ValueError(
+            f"real must be an int from 1 to len(tokens)={len(tokens)}, got {real!r}"
+        )
     n, cell = len(tokens), 0.54
     fig, ax = _canvas(7.0, 2.7 + n * cell)
     top = 1.4 + n * cell
@@ -279,39 +525,101 @@ def mask_diagram(tokens: Sequence[str] = ("login", "failed", "again", "<pad>", "
     # Left: padding mask, broadcast down the query axis.
     left = 0.85
     strip_y = top + 0.45
-    ax.text(left + n * cell / 2, strip_y + 0.75, "padding mask (encoder)", ha="center", va="top",
-            fontsize=TEXT_PT, fontweight="bold")
+    ax.text(
+        left + n * cell / 2,
+        strip_y + 0.75,
+        "padding mask (encoder)",
+        ha="center",
+        va="top",
+        fontsize=TEXT_PT,
+        fontweight="bold",
+    )
     for j, hidden in enumerate(padding):
         x = left + j * cell
-        ax.add_patch(Rectangle((x, strip_y), cell, 0.32, facecolor=FILLS["blocked" if hidden else "allowed"],
-                               edgecolor="white", linewidth=1.5))
-        ax.text(x + cell / 2, strip_y + 0.16, "True" if hidden else "False", ha="center", va="center",
-                fontsize=SMALL_PT, color="white" if hidden else "black")
+        ax.add_patch(
+            Rectangle(
+                (x, strip_y),
+                cell,
+                0.32,
+                facecolor=FILLS["blocked" if hidden else "allowed"],
+                edgecolor="white",
+                linewidth=1.5,
+            )
+        )
+        ax.text(
+            x + cell / 2,
+            strip_y + 0.16,
+            "True" if hidden else "False",
+            ha="center",
+            va="center",
+            fontsize=SMALL_PT,
+            color="white" if hidden else "black",
+        )
         if hidden:
             _arrow(ax, (x + cell / 2, strip_y - 0.02), (x + cell / 2, top + 0.02), RESIDUAL)
-    ax.text(left - 0.06, strip_y + 0.16, "(B, Lk)", ha="right", va="center", fontsize=SMALL_PT)
-    ax.text(left + real * cell - 0.06, top + 0.22, "broadcast to (B, Lq, Lk)", ha="right", va="center",
-            fontsize=SMALL_PT, color=RESIDUAL)
+    ax.text(
+        left - 0.06, strip_y + 0.16, "(B, Lk)", ha="right", va="center", fontsize=SMALL_PT
+    )
+    ax.text(
+        left + real * cell - 0.06,
+        top + 0.22,
+        "broadcast to (B, Lq, Lk)",
+        ha="right",
+        va="center",
+        fontsize=SMALL_PT,
+        color=RESIDUAL,
+    )
     blocked = [[padding[j] for j in range(n)] for _ in range(n)]
     _mask_grid(ax, (left, top), cell, blocked, tokens, tokens)
-    ax.text(0.12, top - n * cell / 2, "query i", ha="center", va="center", rotation=90, fontsize=SMALL_PT,
-            fontstyle="italic")
+    ax.text(
+        0.12,
+        top - n * cell / 2,
+        "query i",
+        ha="center",
+        va="center",
+        rotation=90,
+        fontsize=SMALL_PT,
+        fontstyle="italic",
+    )
 
     # Right: causal mask.
     right = 4.2
     positions = [f"t{i}" for i in range(n)]
-    ax.text(right + n * cell / 2, strip_y + 0.75, "causal mask (decoder)", ha="center", va="top",
-            fontsize=TEXT_PT, fontweight="bold")
-    ax.text(right + n * cell / 2, strip_y + 0.16, "(L, L): the same for every example", ha="center",
-            va="center", fontsize=SMALL_PT)
+    ax.text(
+        right + n * cell / 2,
+        strip_y + 0.75,
+        "causal mask (decoder)",
+        ha="center",
+        va="top",
+        fontsize=TEXT_PT,
+        fontweight="bold",
+    )
+    ax.text(
+        right + n * cell / 2,
+        strip_y + 0.16,
+        "(L, L): the same for every example",
+        ha="center",
+        va="center",
+        fontsize=SMALL_PT,
+    )
     blocked = [[j > i for j in range(n)] for i in range(n)]
     _mask_grid(ax, (right, top), cell, blocked, positions, positions)
-    ax.text(right - 0.45, top - n * cell / 2, "query i", ha="center", va="center", rotation=90,
-            fontsize=SMALL_PT, fontstyle="italic")
+    ax.text(
+        right - 0.45,
+        top - n * cell / 2,
+        "query i",
+        ha="center",
+        va="center",
+        rotation=90,
+        fontsize=SMALL_PT,
+        fontstyle="italic",
+    )
 
-    notes = ("Dark cells are set to −∞ before the softmax: their weight is exactly 0, and each row\n"
-             "still sums to 1. Padding blocks whole key columns; padded queries still get a row,\n"
-             "so pooling must drop them. A causal mask blocks the upper triangle: query i reads\n"
-             "keys 0 … i, never the future.")
+    notes = (
+        "Dark cells are set to −∞ before the softmax: their weight is exactly 0, and each row\n"
+        "still sums to 1. Padding blocks whole key columns; padded queries still get a row,\n"
+        "so pooling must drop them. A causal mask blocks the upper triangle: query i reads\n"
+        "keys 0 … i, never the future."
+    )
     ax.text(0.05, 0.05, notes, ha="left", va="bottom", fontsize=SMALL_PT, linespacing=1.4)
     return fig

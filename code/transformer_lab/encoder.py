@@ -76,7 +76,9 @@ def identity_attention(d_model: int) -> nn.MultiheadAttention:
     check_heads(d_model, 1)
     layer = nn.MultiheadAttention(d_model, 1, dropout=0.0, bias=False, batch_first=True)
     with torch.no_grad():
-        layer.in_proj_weight.copy_(torch.eye(d_model).repeat(3, 1))  # (3D, D): Q, K, V stacked
+        layer.in_proj_weight.copy_(
+            torch.eye(d_model).repeat(3, 1)
+        )  # (3D, D): Q, K, V stacked
         layer.out_proj.weight.copy_(torch.eye(d_model))
     return layer
 
@@ -95,7 +97,9 @@ def head_weights(
         raise TypeError(f"attn must be an nn.MultiheadAttention, got {type(attn).__name__}")
     if not attn.batch_first:
         raise ValueError("attn must be built with batch_first=True so x can be (B, L, D)")
-    require_float_tensor("x", x, attn.out_proj.weight.dtype, "the dtype of the layer's weights")
+    require_float_tensor(
+        "x", x, attn.out_proj.weight.dtype, "the dtype of the layer's weights"
+    )
     require_rank("x", x, ("B", "L", "D"))
     require_size("x", x, 2, attn.embed_dim, f"the layer's embed_dim is {attn.embed_dim}")
     if padding is not None:
@@ -103,7 +107,9 @@ def head_weights(
         require_some_key(padding)
         x = x.masked_fill(padding[:, :, None], 0.0)
     with torch.no_grad():
-        _, weights = attn(x, x, x, key_padding_mask=padding, need_weights=True, average_attn_weights=False)
+        _, weights = attn(
+            x, x, x, key_padding_mask=padding, need_weights=True, average_attn_weights=False
+        )
     return weights
 
 
@@ -114,7 +120,9 @@ def describe_encoder_layer(layer: nn.TransformerEncoderLayer) -> list[dict[str, 
     submodule shows up as a row with the role "not in the book's diagram".
     """
     if not isinstance(layer, nn.TransformerEncoderLayer):
-        raise TypeError(f"layer must be an nn.TransformerEncoderLayer, got {type(layer).__name__}")
+        raise TypeError(
+            f"layer must be an nn.TransformerEncoderLayer, got {type(layer).__name__}"
+        )
     rows = []
     for name, child in layer.named_children():
         rows.append(

@@ -4,7 +4,12 @@ import math
 
 import torch
 
-from transformer_lab.validation import describe, require_binary_labels, require_finite, require_float_tensor
+from transformer_lab.validation import (
+    describe,
+    require_binary_labels,
+    require_finite,
+    require_float_tensor,
+)
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
@@ -25,7 +30,9 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
             f"and {describe(labels.shape)}"
         )
     if len(logits) == 0:
-        raise ValueError("logits and labels are empty: the accuracy of no examples is undefined")
+        raise ValueError(
+            "logits and labels are empty: the accuracy of no examples is undefined"
+        )
     require_finite("logits", logits, allow_inf=True)
     predictions = (logits > 0).to(labels.dtype)
     return (predictions == labels).float().mean().item()

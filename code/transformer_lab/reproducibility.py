@@ -153,5 +153,7 @@ def noise_bound(difference: float, bound: float = NOISE_BOUND) -> str:
 
     difference = abs(require_number("difference", difference))
     if difference >= bound:
-        raise ValueError(f"a difference of {difference:.1e} is not rounding noise below {bound:.0e}")
+        raise ValueError(
+            f"a difference of {difference:.1e} is not rounding noise below {bound:.0e}"
+        )
     return f"below {bound:.0e}"

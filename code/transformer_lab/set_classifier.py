@@ -31,7 +31,10 @@ from transformer_lab.validation import (
 
 # attention_fn(q, k, v, padding) -> (output, weights): q (B, Lq, D), k (B, Lk, D), v (B, Lk, Dv),
 # padding (B, Lk) True = ignore; output (B, Lq, Dv), weights (B, Lq, Lk).
-AttentionFn = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
+AttentionFn = Callable[
+    [torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],
+    tuple[torch.Tensor, torch.Tensor],
+]
 # pool_fn(x, padding) -> (B, D) from x (B, L, D) and padding (B, L).
 PoolFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 # multi_head_fn(x, padding, mha) -> (B, L, D): self-attention with the weights of ``mha``.
@@ -39,7 +42,10 @@ MultiHeadFn = Callable[[torch.Tensor, torch.Tensor, nn.MultiheadAttention], torc
 
 
 def multi_head_self_attention(
-    x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention, attention_fn: AttentionFn = attention
+    x: torch.Tensor,
+    padding: torch.Tensor,
+    mha: nn.MultiheadAttention,
+    attention_fn: AttentionFn = attention,
 ) -> torch.Tensor:
     """Self-attention of x (B, L, D) with the weights of ``mha``, every head through ``attention_fn``.
 
@@ -50,22 +56,40 @@ def multi_head_self_attention(
     ``mha.out_proj``. padding (B, L), True = ignore that key. Returns (B, L, D). With the
     package's ``attention`` this equals ``mha(x, x, x, key_padding_mask=padding)[0]`` (dropout 0).
     """
-    if not isinstance(mha, nn.MultiheadAttention) or not mha.batch_first or mha.in_proj_weight is None:
-        raise ValueError("mha must be an nn.MultiheadAttention built with batch_first=True and one "
-                         f"stacked in_proj_weight (kdim = vdim = embed_dim), got {mha!r}")
+    if (
+        not isinstance(mha, nn.MultiheadAttention)
+        or not mha.batch_first
+        or mha.in_proj_weight is None
+    ):
+        raise ValueError(
+            "mha must be an nn.MultiheadAttention built with batch_first=True and one "
+            f"stacked in_proj_weight (kdim = vdim = embed_dim), got {mha!r}"
+        )
     require_tensor("x", x)
     require_rank("x", x, ("B", "L", "D"))
     require_size("x", x, 2, mha.embed_dim, f"the layer's embed_dim is {mha.embed_dim}")
     require_padding(padding, x.shape[0], x.shape[1])
     batch, length, width = x.shape
     heads = mha.num_heads
-    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)  # (B, L, D) each
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(
+        3, dim=-1
+    )  # (B, L, D) each
 
     def fold(t: torch.Tensor) -> torch.Tensor:  # (B, L, D) -> (B·H, L, D/H)
-        return t.unflatten(-1, (heads, width // heads)).transpose(1, 2).reshape(batch * heads, length, -1)
+        return (
+            t.unflatten(-1, (heads, width // heads))
+            .transpose(1, 2)
+            .reshape(batch * heads, length, -1)
+        )
 
-    mixed, _ = attention_fn(fold(q), fold(k), fold(v), padding.repeat_interleave(heads, dim=0))
-    mixed = mixed.reshape(batch, heads, length, -1).transpose(1, 2).reshape(batch, length, width)
+    mixed, _ = attention_fn(
+        fold(q), fold(k), fold(v), padding.repeat_interleave(heads, dim=0)
+    )
+    mixed = (
+        mixed.reshape(batch, heads, length, -1)
+        .transpose(1, 2)
+        .reshape(batch, length, width)
+    )
     return mha.out_proj(mixed)
 
 
@@ -92,10 +116,15 @@ class HandEncoderLayer(nn.Module):
     ):
         super().__init__()
         check_heads(d_model, nhead)
-        for name, function in (("attention_fn", attention_fn), ("multi_head_fn", multi_head_fn)):
+        for name, function in (
+            ("attention_fn", attention_fn),
+            ("multi_head_fn", multi_head_fn),
+        ):
             if function is not None and not callable(function):
                 raise TypeError(f"{name} must be a function, got {type(function).__name__}")
-        self.self_attn = nn.MultiheadAttention(d_model, nhead, dropout=0.0, batch_first=True)
+        self.self_attn = nn.MultiheadAttention(
+            d_model, nhead, dropout=0.0, batch_first=True
+        )
         self.linear1 = nn.Linear(d_model, dim_feedforward)
         self.linear2 = nn.Linear(dim_feedforward, d_model)
         self.norm1 = nn.LayerNorm(d_model)
@@ -108,7 +137,9 @@ class HandEncoderLayer(nn.Module):
         if self.multi_head_fn is not None:
             attended = self.multi_head_fn(x, src_key_padding_mask, self.self_attn)
         else:
-            attended = multi_head_self_attention(x, src_key_padding_mask, self.self_attn, self.attention_fn)
+            attended = multi_head_self_attention(
+                x, src_key_padding_mask, self.self_attn, self.attention_fn
+            )
         x = self.norm1(x + attended)
         return self.norm2(x + self.linear2(torch.relu(self.linear1(x))))
 
@@ -147,10 +178,16 @@ class SetClassifier(nn.Module):
         if not use_attention:
             self.encoder = None
         elif attention_fn is None and multi_head_fn is None:
-            self.encoder = nn.TransformerEncoderLayer(d_model, nhead, dim_feedforward=d_ff, dropout=0.0, batch_first=True)
+            self.encoder = nn.TransformerEncoderLayer(
+                d_model, nhead, dim_feedforward=d_ff, dropout=0.0, batch_first=True
+            )
         else:
-            self.encoder = HandEncoderLayer(d_model, nhead, d_ff, attention_fn or attention, multi_head_fn)
-        self.head = nn.Sequential(nn.Linear(d_model, d_model), nn.ReLU(), nn.Linear(d_model, 1))
+            self.encoder = HandEncoderLayer(
+                d_model, nhead, d_ff, attention_fn or attention, multi_head_fn
+            )
+        self.head = nn.Sequential(
+            nn.Linear(d_model, d_model), nn.ReLU(), nn.Linear(d_model, 1)
+        )
         self.pool_fn = masked_mean if pool_fn is None else pool_fn
 
     def forward(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
@@ -163,9 +200,13 @@ class SetClassifier(nn.Module):
     def embed_tokens(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
         """Checked x (B, L, 2) → embedded tokens (B, L, D), exactly 0 at padded positions."""
         check_sets(x, padding)
-        require_float_tensor("x", x, self.embed.weight.dtype, "the dtype of the model's weights")
+        require_float_tensor(
+            "x", x, self.embed.weight.dtype, "the dtype of the model's weights"
+        )
         hidden = padding[:, :, None]
-        return self.embed(x.masked_fill(hidden, 0.0)).masked_fill(hidden, 0.0)  # no NaN in gradients either
+        return self.embed(x.masked_fill(hidden, 0.0)).masked_fill(
+            hidden, 0.0
+        )  # no NaN in gradients either
 
     def attention_weights(self, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
         """Per-head weights (B, H, L, L) the encoder's self-attention uses on x (B, L, 2).
@@ -176,15 +217,21 @@ class SetClassifier(nn.Module):
         parameters: the forward pass's own only when its ``attention_fn`` is right.
         """
         if self.encoder is None:
-            raise ValueError("this SetClassifier was built with use_attention=False: it has no attention")
+            raise ValueError(
+                "this SetClassifier was built with use_attention=False: it has no attention"
+            )
         if self.encoder.norm_first:
-            raise ValueError("attention_weights assumes a post-norm encoder layer (norm_first=False)")
+            raise ValueError(
+                "attention_weights assumes a post-norm encoder layer (norm_first=False)"
+            )
         with torch.no_grad():
             embedded = self.embed_tokens(x, padding)
         return head_weights(self.encoder.self_attn, embedded, padding)
 
 
-def largest_key_attention(model: SetClassifier, x: torch.Tensor, padding: torch.Tensor) -> dict[str, torch.Tensor]:
+def largest_key_attention(
+    model: SetClassifier, x: torch.Tensor, padding: torch.Tensor
+) -> dict[str, torch.Tensor]:
     """How much attention each set's largest-key token receives, against a uniform spread.
 
     For every set, averages over its real queries the weight each head puts on the token with the
@@ -194,7 +241,9 @@ def largest_key_attention(model: SetClassifier, x: torch.Tensor, padding: torch.
     weights = model.attention_weights(x, padding)  # (B, H, L, L): query rows, key columns
     winner = largest_key_index(x, padding)  # (B,)
     batch = torch.arange(x.shape[0])
-    on_winner = weights[batch, :, :, winner]  # (B, H, L): every query's weight on the winner
+    on_winner = weights[
+        batch, :, :, winner
+    ]  # (B, H, L): every query's weight on the winner
     real_queries = (~padding).to(weights.dtype)  # (B, L)
     lengths = real_queries.sum(dim=1)  # (B,)
     per_head = (on_winner * real_queries[:, None, :]).sum(dim=-1) / lengths[:, None]

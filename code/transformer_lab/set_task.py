@@ -8,12 +8,20 @@ positive, which happens for half of the sets in expectation.
 
 import torch
 
-from transformer_lab.validation import require_int, require_padding, require_rank, require_size, require_tensor
+from transformer_lab.validation import (
+    require_int,
+    require_padding,
+    require_rank,
+    require_size,
+    require_tensor,
+)
 
 MIN_TOKENS = 3
 
 
-def make_sets(n: int, seed: int, max_tokens: int = 8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def make_sets(
+    n: int, seed: int, max_tokens: int = 8
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Draw ``n`` padded sets with their labels, reproducibly from ``seed``.
 
     Returns x (n, max_tokens, 2) with columns (key, value) and zeros at padding,

@@ -17,7 +17,6 @@ and digits, or a run of punctuation), because that is the unit BPE merges within
 
 import json
 import math
-import os
 import string
 import unicodedata
 from collections import Counter
@@ -70,7 +69,9 @@ def check_corpus(corpus: Iterable[str], name: str = "corpus") -> list[str]:
     """
     texts = require_texts(name, corpus)
     if not any(text.strip() for text in texts):
-        raise ValueError(f"{name} holds only empty or whitespace texts: there is nothing to train on")
+        raise ValueError(
+            f"{name} holds only empty or whitespace texts: there is nothing to train on"
+        )
     return texts
 
 
@@ -78,7 +79,9 @@ def check_vocab_size(vocab_size: int, minimum: int, why: str) -> None:
     """Raise unless ``vocab_size`` is an int of at least ``minimum`` (``why`` explains the bound)."""
     require_int("vocab_size", vocab_size)
     if vocab_size < minimum:
-        raise ValueError(f"vocab_size={vocab_size} is too small: it must be at least {minimum} ({why})")
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small: it must be at least {minimum} ({why})"
+        )
 
 
 def pre_tokenize(text: str) -> list[str]:
@@ -230,7 +233,9 @@ def train_byte_level_bpe_tokenizer(corpus: Iterable[str], vocab_size: int) -> To
 def check_tokenizer(tokenizer: Tokenizer) -> None:
     """Raise ``TypeError`` unless ``tokenizer`` is a ``tokenizers.Tokenizer``."""
     if not isinstance(tokenizer, Tokenizer):
-        raise TypeError(f"tokenizer must be a tokenizers.Tokenizer, got {type(tokenizer).__name__}")
+        raise TypeError(
+            f"tokenizer must be a tokenizers.Tokenizer, got {type(tokenizer).__name__}"
+        )
 
 
 def merges(tokenizer: Tokenizer) -> list[tuple[str, str]]:
@@ -240,7 +245,10 @@ def merges(tokenizer: Tokenizer) -> list[tuple[str, str]]:
     if model.get("type") != "BPE":
         raise ValueError(f"tokenizer must use a BPE model, got {model.get('type')!r}")
     # Older releases store a merge as "a b", newer ones as ["a", "b"].
-    return [tuple(pair.split(" ", 1)) if isinstance(pair, str) else tuple(pair) for pair in model["merges"]]
+    return [
+        tuple(pair.split(" ", 1)) if isinstance(pair, str) else tuple(pair)
+        for pair in model["merges"]
+    ]
 
 
 def tokens_per_word(tokenizer: Tokenizer, words: Iterable[str]) -> dict[str, int]:
@@ -249,7 +257,9 @@ def tokens_per_word(tokenizer: Tokenizer, words: Iterable[str]) -> dict[str, int
     counts = {}
     for word in require_texts("words", words, allow_empty=True):
         if not word.strip() or any(c.isspace() for c in word):
-            raise ValueError(f"each word must be a non-empty str without spaces, got {word!r}")
+            raise ValueError(
+                f"each word must be a non-empty str without spaces, got {word!r}"
+            )
         counts[word] = len(tokenizer.encode(word, add_special_tokens=False).ids)
     return counts
 
@@ -277,12 +287,20 @@ def frequency_bin_label(low: int, high: int | None) -> str:
 def check_frequency_bins(bins: Sequence[tuple[int, int | None]]) -> None:
     """Raise unless ``bins`` are ascending, non-overlapping ``(low, high)`` pairs; ``high=None`` is open."""
     if isinstance(bins, str | bytes) or not isinstance(bins, Sequence) or not bins:
-        raise ValueError(f"bins must be a non-empty list of (low, high) pairs, got {bins!r}")
+        raise ValueError(
+            f"bins must be a non-empty list of (low, high) pairs, got {bins!r}"
+        )
     previous_high = 0
     for position, pair in enumerate(bins):
-        low, high = pair if isinstance(pair, tuple | list) and len(pair) == 2 else (None, None)
+        low, high = (
+            pair if isinstance(pair, tuple | list) and len(pair) == 2 else (None, None)
+        )
         last = position == len(bins) - 1
-        if not (is_int(low) and low > previous_high and (high is None and last or is_int(high) and high >= low)):
+        if not (
+            is_int(low)
+            and low > previous_high
+            and (high is None and last or is_int(high) and high >= low)
+        ):
             raise ValueError(
                 f"bins[{position}] must be (low, high) with low > {previous_high} and high >= low "
                 f"(high=None only for the last bin), got {pair!r}"
@@ -315,7 +333,9 @@ def tokens_per_word_by_frequency(
     lengths = {word: len(encoding.ids) for word, encoding in zip(distinct, encodings)}
     rows = []
     for low, high in bins:
-        inside = [w for w in distinct if low <= words[w] and (high is None or words[w] <= high)]
+        inside = [
+            w for w in distinct if low <= words[w] and (high is None or words[w] <= high)
+        ]
         n = len(inside)
         rows.append(
             {
@@ -344,7 +364,10 @@ def count_word_tokens(tokenizer: Tokenizer, words: Counter[str]) -> dict[str, in
     encodings = tokenizer.encode_batch(distinct, add_special_tokens=False)
     return {
         "tokens": sum(words[word] * len(e.ids) for word, e in zip(distinct, encodings)),
-        "unknown": sum(words[word] * e.tokens.count(UNKNOWN_TOKEN) for word, e in zip(distinct, encodings)),
+        "unknown": sum(
+            words[word] * e.tokens.count(UNKNOWN_TOKEN)
+            for word, e in zip(distinct, encodings)
+        ),
     }
 
 

@@ -62,17 +62,23 @@ def check_data(name: str, data: Data) -> None:
     (N, L) bool, y (N,) float labels in {0, 1}.
     """
     if not isinstance(data, (tuple, list)) or len(data) != 3:
-        raise TypeError(f"{name} must be a tuple (x, padding, y), got {type(data).__name__}")
+        raise TypeError(
+            f"{name} must be a tuple (x, padding, y), got {type(data).__name__}"
+        )
     x, padding, y = data
     require_float_tensor(f"{name} x", x)
     require_float_tensor(f"{name} y", y, why="binary cross-entropy needs float labels")
     if x.dim() != 3:
         raise ValueError(f"{name} x should have shape (N, L, F), got {describe(x.shape)}")
     if x.shape[0] == 0:
-        raise ValueError(f"{name} is empty: x has shape {describe(x.shape)}, expected at least one example")
+        raise ValueError(
+            f"{name} is empty: x has shape {describe(x.shape)}, expected at least one example"
+        )
     require_padding(padding, x.shape[0], x.shape[1], name=f"{name} padding")
     if tuple(y.shape) != (x.shape[0],):
-        raise ValueError(f"{name} y should have shape ({x.shape[0]},), one label per set, got {describe(y.shape)}")
+        raise ValueError(
+            f"{name} y should have shape ({x.shape[0]},), one label per set, got {describe(y.shape)}"
+        )
     require_binary_labels(f"{name} y", y)
     require_finite(f"{name} x", x, skip=padding[:, :, None])
 
@@ -93,7 +99,9 @@ def adam(parameters, learning_rate: float, weight_decay: float = 0.0) -> torch.o
     rounds differently on different processors, and training amplifies those last bits into
     different accuracies; the fused kernel is also a little faster.
     """
-    return torch.optim.Adam(parameters, lr=learning_rate, weight_decay=weight_decay, fused=True)
+    return torch.optim.Adam(
+        parameters, lr=learning_rate, weight_decay=weight_decay, fused=True
+    )
 
 
 def train_epoch(
@@ -124,7 +132,10 @@ def train_epoch(
 
 
 def evaluate(
-    model: nn.Module, data: Data, loss_fn: nn.Module | None = None, accuracy_fn: AccuracyFn | None = None
+    model: nn.Module,
+    data: Data,
+    loss_fn: nn.Module | None = None,
+    accuracy_fn: AccuracyFn | None = None,
 ) -> tuple[float, float]:
     """Loss (BCE with logits unless ``loss_fn`` is given) and accuracy of ``model`` on ``data``.
 
@@ -164,7 +175,9 @@ def train_classifier(
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if accuracy_fn is not None and not callable(accuracy_fn):
-        raise TypeError(f"accuracy_fn must be a function (logits, labels) -> float, got {type(accuracy_fn).__name__}")
+        raise TypeError(
+            f"accuracy_fn must be a function (logits, labels) -> float, got {type(accuracy_fn).__name__}"
+        )
     check_data("train_data", train_data)
     check_data("val_data", val_data)
     check_settings(epochs, learning_rate, batch_size)
@@ -175,13 +188,23 @@ def train_classifier(
     best_loss, best_epoch, best_state = float("inf"), 0, None
     with stopwatch() as clock:
         for epoch in range(1, epochs + 1):
-            train_loss = train_epoch(model, optimizer, loss_fn, train_data, batch_size, generator)
+            train_loss = train_epoch(
+                model, optimizer, loss_fn, train_data, batch_size, generator
+            )
             val_loss, _ = evaluate(model, val_data, loss_fn)
             history.append((train_loss, val_loss))
             if val_loss < best_loss:
-                best_loss, best_epoch, best_state = val_loss, epoch, copy.deepcopy(model.state_dict())
+                best_loss, best_epoch, best_state = (
+                    val_loss,
+                    epoch,
+                    copy.deepcopy(model.state_dict()),
+                )
         if best_state is None:
-            raise ValueError(f"the validation loss was never finite in {epochs} epochs: {history}")
+            raise ValueError(
+                f"the validation loss was never finite in {epochs} epochs: {history}"
+            )
         model.load_state_dict(best_state)
         _, val_accuracy = evaluate(model, val_data, loss_fn, accuracy_fn)
-    return TrainingResult(history, val_accuracy, clock["seconds"], count_parameters(model), best_epoch, model)
+    return TrainingResult(
+        history, val_accuracy, clock["seconds"], count_parameters(model), best_epoch, model
+    )

@@ -90,7 +90,9 @@ def require_texts(name: str, value: object, allow_empty: bool = False) -> list[s
     An empty collection is refused unless ``allow_empty``.
     """
     if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
-        raise TypeError(f"{name} must be a list of strings (one text per item), not a {type(value).__name__}")
+        raise TypeError(
+            f"{name} must be a list of strings (one text per item), not a {type(value).__name__}"
+        )
     texts = list(value)
     if not texts and not allow_empty:
         raise ValueError(f"{name} is empty: expected at least one text")
@@ -103,7 +105,9 @@ def require_texts(name: str, value: object, allow_empty: bool = False) -> list[s
 def require_counts(name: str, value: object) -> Mapping[str, int]:
     """Return ``value`` if it maps each word (``str``) to a whole-number count of at least 0."""
     if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must map each word to its count (see word_frequencies), got {type(value).__name__}")
+        raise TypeError(
+            f"{name} must map each word to its count (see word_frequencies), got {type(value).__name__}"
+        )
     for word, count in value.items():
         if not isinstance(word, str):
             raise TypeError(f"{name} must have str keys (words), got {_kind(word)}")
@@ -121,7 +125,9 @@ def require_tensor(name: str, value: object) -> torch.Tensor:
     return value
 
 
-def require_float_tensor(name: str, value: object, dtype: torch.dtype | None = None, why: str = "") -> torch.Tensor:
+def require_float_tensor(
+    name: str, value: object, dtype: torch.dtype | None = None, why: str = ""
+) -> torch.Tensor:
     """Return ``value`` if it is a floating-point tensor (of ``dtype``, if given).
 
     Integer or mismatched inputs would otherwise fail deep inside PyTorch with "expected scalar
@@ -131,9 +137,13 @@ def require_float_tensor(name: str, value: object, dtype: torch.dtype | None = N
     reason = f" ({why})" if why else ""
     if not tensor.is_floating_point():
         because = reason if dtype is None else ""
-        raise TypeError(f"{name} must hold floating-point numbers{because}, got dtype {tensor.dtype}; convert it with .float()")
+        raise TypeError(
+            f"{name} must hold floating-point numbers{because}, got dtype {tensor.dtype}; convert it with .float()"
+        )
     if dtype is not None and tensor.dtype != dtype:
-        raise TypeError(f"{name} must have dtype {dtype}{reason}, got {tensor.dtype}; convert it with .to({dtype})")
+        raise TypeError(
+            f"{name} must have dtype {dtype}{reason}, got {tensor.dtype}; convert it with .to({dtype})"
+        )
     return tensor
 
 
@@ -150,7 +160,9 @@ def require_rank(name: str, tensor: torch.Tensor, expected: Sequence[str]) -> No
         )
 
 
-def require_size(name: str, tensor: torch.Tensor, axis: int, size: int, meaning: str) -> None:
+def require_size(
+    name: str, tensor: torch.Tensor, axis: int, size: int, meaning: str
+) -> None:
     """Raise ``ValueError`` unless ``tensor.shape[axis] == size``; ``meaning`` explains why."""
     if tensor.shape[axis] != size:
         raise ValueError(
@@ -162,10 +174,14 @@ def require_size(name: str, tensor: torch.Tensor, axis: int, size: int, meaning:
 def require_nonzero_size(name: str, tensor: torch.Tensor, axis: int, meaning: str) -> None:
     """Raise ``ValueError`` if ``tensor`` has no entries along ``axis``; ``meaning`` names the axis."""
     if tensor.shape[axis] == 0:
-        raise ValueError(f"{name} has shape {describe(tensor.shape)}: it has no {meaning} (dimension {axis} is 0)")
+        raise ValueError(
+            f"{name} has shape {describe(tensor.shape)}: it has no {meaning} (dimension {axis} is 0)"
+        )
 
 
-def require_padding(padding: torch.Tensor, batch: int, length: int, name: str = "padding") -> None:
+def require_padding(
+    padding: torch.Tensor, batch: int, length: int, name: str = "padding"
+) -> None:
     """Check a key-padding mask: boolean, shape ``(batch, length)``, True meaning 'ignore'."""
     require_tensor(name, padding)
     if padding.dtype != torch.bool:
@@ -179,17 +195,23 @@ def require_padding(padding: torch.Tensor, batch: int, length: int, name: str = 
         )
 
 
-def require_mask(name: str, value: object, shape: Sequence[int], meaning: str) -> torch.Tensor:
+def require_mask(
+    name: str, value: object, shape: Sequence[int], meaning: str
+) -> torch.Tensor:
     """Return ``value`` if it is a boolean mask (True = ignore) that broadcasts to ``shape``."""
     mask = require_tensor(name, value)
     if mask.dtype != torch.bool:
-        raise TypeError(f"{name} must be a boolean tensor (True = ignore), got dtype {mask.dtype}")
+        raise TypeError(
+            f"{name} must be a boolean tensor (True = ignore), got dtype {mask.dtype}"
+        )
     try:
         fits = torch.broadcast_shapes(mask.shape, tuple(shape)) == tuple(shape)
     except RuntimeError:
         fits = False
     if not fits:
-        raise ValueError(f"{name} has shape {describe(mask.shape)}, which does not broadcast to {meaning} {describe(shape)}")
+        raise ValueError(
+            f"{name} has shape {describe(mask.shape)}, which does not broadcast to {meaning} {describe(shape)}"
+        )
     return mask
 
 
@@ -222,7 +244,10 @@ def _first_position(mask: torch.Tensor) -> str:
 
 
 def require_finite(
-    name: str, tensor: torch.Tensor, skip: torch.Tensor | None = None, allow_inf: bool = False
+    name: str,
+    tensor: torch.Tensor,
+    skip: torch.Tensor | None = None,
+    allow_inf: bool = False,
 ) -> torch.Tensor:
     """Return ``tensor`` if it holds no NaN (and no ±inf unless ``allow_inf``) outside ``skip``.
 
@@ -247,7 +272,9 @@ def require_binary_labels(name: str, labels: object) -> torch.Tensor:
     tensor = require_tensor(name, labels)
     bad = ~((tensor == 0) | (tensor == 1))
     if bad.any():
-        found = sorted({float(x) for x in tensor[bad].flatten()[:1000].tolist()}, key=str)[:5]
+        found = sorted({float(x) for x in tensor[bad].flatten()[:1000].tolist()}, key=str)[
+            :5
+        ]
         raise ValueError(
             f"{name} must hold only the classes 0 and 1, got {found} (first at position {_first_position(bad)})"
         )

@@ -29,7 +29,9 @@ def accuracy(logits, labels):
 
     logits (N,) raw scores (a logit of 0 is a probability of 0.5), labels (N,) in {0, 1}.
     """
-    raise NotImplementedError("Exercise 1 (accuracy): threshold the logits, compare, average, return a float")
+    raise NotImplementedError(
+        "Exercise 1 (accuracy): threshold the logits, compare, average, return a float"
+    )
 
 
 # --- Exercise 2 ----------------------------------------------------------------------------------
@@ -40,7 +42,9 @@ def masked_mean(x, padding):
 
     Leave padded tokens out of both the sum and the count. Every example has a real token.
     """
-    raise NotImplementedError("Exercise 2 (masked_mean): mask, sum over the tokens, divide by the real count")
+    raise NotImplementedError(
+        "Exercise 2 (masked_mean): mask, sum over the tokens, divide by the real count"
+    )
 
 
 # --- Exercise 3 ----------------------------------------------------------------------------------
@@ -53,7 +57,9 @@ def attention(q, k, v, padding):
     Return (output, weights): output (B, Lq, Dv), weights (B, Lq, Lk), each row of weights
     summing to 1. Do not call a ready-made attention function.
     """
-    raise NotImplementedError("Exercise 3 (attention): scores, mask with -inf, softmax over the keys, mix the values")
+    raise NotImplementedError(
+        "Exercise 3 (attention): scores, mask with -inf, softmax over the keys, mix the values"
+    )
 
 
 # --- Exercise 7 ----------------------------------------------------------------------------------
@@ -61,7 +67,9 @@ def attention(q, k, v, padding):
 
 def embedding_parameters(vocab_size, d):
     """Trainable parameters of an embedding matrix with ``vocab_size`` rows of width ``d``."""
-    raise NotImplementedError("Exercise 7 (embedding_parameters): how many numbers does the table hold?")
+    raise NotImplementedError(
+        "Exercise 7 (embedding_parameters): how many numbers does the table hold?"
+    )
 
 
 # --- Exercise 8 ----------------------------------------------------------------------------------
@@ -74,7 +82,9 @@ def train_bpe_tokenizer(corpus, vocab_size):
     punctuation before BPE merges characters; the vocabulary has ``vocab_size`` tokens, starting
     with the special tokens "[UNK]" and "[PAD]" (in that order).
     """
-    raise NotImplementedError("Exercise 8 (train_bpe_tokenizer): model, pre-tokenizer, trainer, train, return")
+    raise NotImplementedError(
+        "Exercise 8 (train_bpe_tokenizer): model, pre-tokenizer, trainer, train, return"
+    )
 
 
 # --- Exercise 9 ----------------------------------------------------------------------------------
@@ -82,7 +92,9 @@ def train_bpe_tokenizer(corpus, vocab_size):
 
 def tokens_per_word(tokenizer, words):
     """Return {word: number of tokens} for each word in ``words``, each word encoded on its own."""
-    raise NotImplementedError("Exercise 9 (tokens_per_word): encode each word, count its tokens")
+    raise NotImplementedError(
+        "Exercise 9 (tokens_per_word): encode each word, count its tokens"
+    )
 
 
 # --- Exercise 11 (stretch) -----------------------------------------------------------------------
@@ -94,7 +106,9 @@ def causal_padding_mask(padding):
     Entry [b, i, j] is True when query i of example b must NOT read key j: key j lies in the
     future (j > i) or key j is padding.
     """
-    raise NotImplementedError("Exercise 11 (causal_padding_mask): the future, the padding, either one blocks")
+    raise NotImplementedError(
+        "Exercise 11 (causal_padding_mask): the future, the padding, either one blocks"
+    )
 
 
 # --- Exercise 12 (stretch) -----------------------------------------------------------------------
@@ -108,7 +122,9 @@ def multi_head_attention(x, padding, mha):
     ``mha.out_proj``, and your own ``attention`` for every head; never call ``mha`` itself.
     The result must equal ``mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]``.
     """
-    raise NotImplementedError("Exercise 12 (multi_head_attention): project, split the heads, attend, merge, project")
+    raise NotImplementedError(
+        "Exercise 12 (multi_head_attention): project, split the heads, attend, merge, project"
+    )
 
 
 # =================================================================================================
@@ -148,14 +164,18 @@ def accuracy_example():
     """Exercise 1: the prediction box's logits and labels."""
     logits, labels = torch.tensor([2.0, 0.3, -0.2]), torch.tensor([1.0, 0.0, 0.0])
     result = accuracy(logits, labels)
-    print(f"logits 2.0, 0.3, -0.2 with labels 1, 0, 0: accuracy() returns {result!r} ({type(result).__name__})")
+    print(
+        f"logits 2.0, 0.3, -0.2 with labels 1, 0, 0: accuracy() returns {result!r} ({type(result).__name__})"
+    )
 
 
 def masked_mean_example():
     """Exercise 2: three tokens, the third one padding (the prediction box's example)."""
     x = torch.tensor([[[2.0, 4.0], [4.0, 8.0], [900.0, 900.0]]])
     pooled = masked_mean(x, torch.tensor([[False, False, True]]))
-    print(f"tokens [2, 4], [4, 8] and padding [900, 900]: masked_mean gives {pooled.tolist()}")
+    print(
+        f"tokens [2, 4], [4, 8] and padding [900, 900]: masked_mean gives {pooled.tolist()}"
+    )
 
 
 def attention_example():
@@ -163,41 +183,72 @@ def attention_example():
     q, k = torch.zeros(1, 2, 3), torch.zeros(1, 3, 3)
     v = torch.tensor([[[2.0], [4.0], [100.0]]])
     output, weights = attention(q, k, v, torch.tensor([[False, False, True]]))
-    print(f"outputs for the two queries: {[round(value, 4) for value in output.flatten().tolist()]}")
-    print(f"weights of the first query:  {[round(value, 4) for value in weights[0, 0].tolist()]}")
+    print(
+        f"outputs for the two queries: {[round(value, 4) for value in output.flatten().tolist()]}"
+    )
+    print(
+        f"weights of the first query:  {[round(value, 4) for value in weights[0, 0].tolist()]}"
+    )
 
 
-def explore_multihead_attention(num_heads=NUM_HEADS, head=HEAD, use_padding_mask=USE_PADDING_MASK):
+def explore_multihead_attention(
+    num_heads=NUM_HEADS, head=HEAD, use_padding_mask=USE_PADDING_MASK
+):
     """Exercise 4: nn.MultiheadAttention against your attention, then one head of a random layer."""
     from transformer_lab.encoder import identity_attention
     from transformer_lab.set_task import make_sets
 
     x, padding, _ = make_sets(1, seed=11)  # one set: (1, 8, 2) with its padding mask (1, 8)
-    print(f"one set: x {tuple(x.shape)}, {int((~padding).sum())} real tokens, {int(padding.sum())} padded")
+    print(
+        f"one set: x {tuple(x.shape)}, {int((~padding).sum())} real tokens, {int(padding.sum())} padded"
+    )
     torch.manual_seed(20)
     layer = nn.MultiheadAttention(16, num_heads, dropout=0.0, batch_first=True)
     tokens = nn.Linear(2, 16)(x)  # embed each (key, value) pair into 16 numbers
     mask = padding if use_padding_mask else None
-    z, per_head = layer(tokens, tokens, tokens, key_padding_mask=mask, need_weights=True, average_attn_weights=False)
-    print(f"{num_heads} heads: output {tuple(z.shape)}, per-head weights {tuple(per_head.shape)}")
+    z, per_head = layer(
+        tokens,
+        tokens,
+        tokens,
+        key_padding_mask=mask,
+        need_weights=True,
+        average_attn_weights=False,
+    )
+    print(
+        f"{num_heads} heads: output {tuple(z.shape)}, per-head weights {tuple(per_head.shape)}"
+    )
     labels = [f"t{i}" if keep else f"p{i}" for i, keep in enumerate((~padding[0]).tolist())]
-    print(f"head {head} of the untrained layer (rows: queries, columns: keys; p = padding):")
+    print(
+        f"head {head} of the untrained layer (rows: queries, columns: keys; p = padding):"
+    )
     print("      " + " ".join(f"{label:>5}" for label in labels))
     for label, row in zip(labels, per_head[0, head].detach().tolist()):
         print(f"{label:>5} " + " ".join(f"{value:5.2f}" for value in row))
     library_out, library_weights = identity_attention(2)(x, x, x, key_padding_mask=padding)
     mine_out, mine_weights = attention(x, x, x, padding)
-    same = torch.allclose(mine_out, library_out, atol=1e-5) and torch.allclose(mine_weights, library_weights, atol=1e-5)
-    print(f"your attention equals nn.MultiheadAttention with one head and identity projections: {yes_no(same)}")
+    same = torch.allclose(mine_out, library_out, atol=1e-5) and torch.allclose(
+        mine_weights, library_weights, atol=1e-5
+    )
+    print(
+        f"your attention equals nn.MultiheadAttention with one head and identity projections: {yes_no(same)}"
+    )
 
 
-def your_set_classifier(use_attention=True, heads=TRAIN_HEADS, seed=30, my_multi_head=False):
+def your_set_classifier(
+    use_attention=True, heads=TRAIN_HEADS, seed=30, my_multi_head=False
+):
     """The book's set classifier built around YOUR attention and masked_mean (Exercises 5 and 6)."""
     from transformer_lab.set_classifier import SetClassifier
 
     torch.manual_seed(seed)
-    extra = {"multi_head_fn": multi_head_attention} if my_multi_head else {"attention_fn": attention}
-    return SetClassifier(use_attention, nhead=heads, pool_fn=masked_mean, **(extra if use_attention else {}))
+    extra = (
+        {"multi_head_fn": multi_head_attention}
+        if my_multi_head
+        else {"attention_fn": attention}
+    )
+    return SetClassifier(
+        use_attention, nhead=heads, pool_fn=masked_mean, **(extra if use_attention else {})
+    )
 
 
 TOLERANCE = 1e-4
@@ -218,29 +269,50 @@ def shuffle_check(model=None, n_sets=64, seed=31, indent=""):
     order = torch.randperm(x.shape[1], generator=torch.Generator().manual_seed(seed))
     extra = 4  # the same sets, written with four more padding positions at the end
     moved_x = torch.cat([x[:, order], torch.zeros(n_sets, extra, 2)], dim=1)
-    moved_padding = torch.cat([padding[:, order], torch.ones(n_sets, extra, dtype=torch.bool)], dim=1)
+    moved_padding = torch.cat(
+        [padding[:, order], torch.ones(n_sets, extra, dtype=torch.bool)], dim=1
+    )
     with torch.no_grad():
         logits, moved_logits = model(x, padding), model(moved_x, moved_padding)
         if model.encoder is not None:
             encoded = model.encoder(model.embed(x), src_key_padding_mask=padding)
             moved = model.encoder(model.embed(moved_x), src_key_padding_mask=moved_padding)
             real = ~padding[:, order]
-            follows = torch.allclose(moved[:, :8][real], encoded[:, order][real], atol=TOLERANCE, rtol=TOLERANCE)
-            print(f"{indent}encoder outputs of the real tokens move with the tokens: {yes_no(follows)}")
+            follows = torch.allclose(
+                moved[:, :8][real], encoded[:, order][real], atol=TOLERANCE, rtol=TOLERANCE
+            )
+            print(
+                f"{indent}encoder outputs of the real tokens move with the tokens: {yes_no(follows)}"
+            )
         else:
             encoded = model.embed(x)
             moved = model.embed(moved_x)
-        pooled, moved_pooled = model.pool_fn(encoded, padding), model.pool_fn(moved, moved_padding)
+        pooled, moved_pooled = (
+            model.pool_fn(encoded, padding),
+            model.pool_fn(moved, moved_padding),
+        )
         plain = (moved.mean(dim=1) - encoded.mean(dim=1)).abs().max().item()
-    print(f"{indent}your masked_mean of them is unchanged: {yes_no(torch.allclose(pooled, moved_pooled, atol=TOLERANCE, rtol=TOLERANCE))}")
+    print(
+        f"{indent}your masked_mean of them is unchanged: "
+        f"{yes_no(torch.allclose(pooled, moved_pooled, atol=TOLERANCE, rtol=TOLERANCE))}"
+    )
     print(f"{indent}a plain .mean(dim=1) instead would move by up to {plain:.3f}")
     flipped = int(((logits > 0) != (moved_logits > 0)).sum())
-    print(f"{indent}logits unchanged: {yes_no(torch.allclose(logits, moved_logits, atol=TOLERANCE, rtol=TOLERANCE))}; "
-          f"predicted class changed in {flipped} of {n_sets} sets")
+    print(
+        f"{indent}logits unchanged: {yes_no(torch.allclose(logits, moved_logits, atol=TOLERANCE, rtol=TOLERANCE))}; "
+        f"predicted class changed in {flipped} of {n_sets} sets"
+    )
 
 
-def one_change_experiment(epochs=EPOCHS, learning_rate=LEARNING_RATE, heads=TRAIN_HEADS, n_train=2048, seed=42,
-                          plot_path=None, my_multi_head=False):
+def one_change_experiment(
+    epochs=EPOCHS,
+    learning_rate=LEARNING_RATE,
+    heads=TRAIN_HEADS,
+    n_train=2048,
+    seed=42,
+    plot_path=None,
+    my_multi_head=False,
+):
     """Exercise 6: the mean-pooling baseline and the transformer, trained the same way, on YOUR
     attention, masked_mean and accuracy. With ``plot_path`` the loss curves are saved as a PNG."""
     from transformer_lab.metrics import accuracy as book_accuracy
@@ -249,20 +321,33 @@ def one_change_experiment(epochs=EPOCHS, learning_rate=LEARNING_RATE, heads=TRAI
     from transformer_lab.training import train_classifier
 
     train_data, val_data = make_sets(n_train, seed=11), make_sets(512, seed=12)
-    print(f"epochs={epochs}, learning_rate={learning_rate}, heads={heads}, {n_train} training sets, seed {seed}"
-          + (", your multi_head_attention" if my_multi_head else ""))
+    print(
+        f"epochs={epochs}, learning_rate={learning_rate}, heads={heads}, {n_train} training sets, seed {seed}"
+        + (", your multi_head_attention" if my_multi_head else "")
+    )
     histories = {}
     for name, use_attention in [("mean baseline", False), ("transformer", True)]:
         # the same seed: the same initial weights and batches for both models, as in chapter 3
         model = your_set_classifier(use_attention, heads, seed, my_multi_head)
-        result = train_classifier(model, train_data, val_data, epochs=epochs, learning_rate=learning_rate, seed=seed,
-                                  accuracy_fn=accuracy)
+        result = train_classifier(
+            model,
+            train_data,
+            val_data,
+            epochs=epochs,
+            learning_rate=learning_rate,
+            seed=seed,
+            accuracy_fn=accuracy,
+        )
         with torch.no_grad():
             book = book_accuracy(result.model(val_data[0], val_data[1]), val_data[2])
-        print(f"{name}: validation accuracy {result.accuracy:.3f} by your accuracy() ({book:.3f} by the book's), "
-              f"best epoch {result.best_epoch}, {result.parameters:,} parameters, {format_wall_time(result.seconds)}")
-        print("  loss per epoch (train / validation): "
-              + ", ".join(f"{train:.3f}/{val:.3f}" for train, val in result.history))
+        print(
+            f"{name}: validation accuracy {result.accuracy:.3f} by your accuracy() ({book:.3f} by the book's), "
+            f"best epoch {result.best_epoch}, {result.parameters:,} parameters, {format_wall_time(result.seconds)}"
+        )
+        print(
+            "  loss per epoch (train / validation): "
+            + ", ".join(f"{train:.3f}/{val:.3f}" for train, val in result.history)
+        )
         shuffle_check(result.model, indent="  ")
         histories[name] = result.history
     if plot_path:
@@ -284,7 +369,12 @@ def save_loss_curves(histories, path):
     for ax, (name, history) in zip(axes, histories.items()):
         epochs = range(1, len(history) + 1)
         ax.plot(epochs, [train for train, _ in history], label="train (during updates)")
-        ax.plot(epochs, [val for _, val in history], linestyle="--", label="validation (end of epoch)")
+        ax.plot(
+            epochs,
+            [val for _, val in history],
+            linestyle="--",
+            label="validation (end of epoch)",
+        )
         ax.set(title=name, xlabel="epoch", ylabel="binary cross-entropy")
         ax.legend()
     fig.tight_layout()
@@ -297,9 +387,13 @@ def embedding_costs():
     from transformer_lab.encoder import encoder_layer_parameters
 
     for vocab_size in (80, 50_000):
-        counts = ", ".join(f"d={d}: {embedding_parameters(vocab_size, d):,}" for d in (128, 512, 768))
+        counts = ", ".join(
+            f"d={d}: {embedding_parameters(vocab_size, d):,}" for d in (128, 512, 768)
+        )
         print(f"vocab_size={vocab_size:,}  ->  {counts}")
-    print(f"one encoder layer (d=512, 8 heads, d_ff=2048): {encoder_layer_parameters(512, 8, 2048):,}")
+    print(
+        f"one encoder layer (d=512, 8 heads, d_ff=2048): {encoder_layer_parameters(512, 8, 2048):,}"
+    )
 
 
 def trained_tokenizer():
@@ -317,8 +411,10 @@ def count_tokens_per_word():
     words = ["cat", "dog", "attention", "tokenizer", "self-attention", "encodings"]
     for word, count in tokens_per_word(tokenizer, words).items():
         seen = word_occurrences(TINY_CORPUS, word)
-        print(f"{word!r:>17}: {count} token(s); in the corpus {seen['as a word']}x as a word, "
-              f"{seen['inside a word']}x inside a word")
+        print(
+            f"{word!r:>17}: {count} token(s); in the corpus {seen['as a word']}x as a word, "
+            f"{seen['inside a word']}x inside a word"
+        )
 
 
 def run_tokenizer():
@@ -330,7 +426,9 @@ def run_tokenizer():
     print("ids:   ", encoding.ids)
     print(f"{len(sentence.split())} words -> {len(encoding.tokens)} tokens")
     vocab_size = tokenizer.get_vocab_size()
-    counts = ", ".join(f"d={d}: {embedding_parameters(vocab_size, d):,}" for d in (128, 512, 768))
+    counts = ", ".join(
+        f"d={d}: {embedding_parameters(vocab_size, d):,}" for d in (128, 512, 768)
+    )
     print(f"this vocabulary's embedding table (vocab_size={vocab_size}): {counts}")
 
 
@@ -338,17 +436,24 @@ def causal_mask_example():
     """Exercise 11: your mask for one padded example, against the blocking of the book's attention."""
     from transformer_lab.attention import attention as book_attention
 
-    padding = torch.tensor([[False, False, False, False, True, True], [False, False, True, True, True, True]])
+    padding = torch.tensor(
+        [[False, False, False, False, True, True], [False, False, True, True, True, True]]
+    )
     mask = causal_padding_mask(padding)
     print(f"padding {tuple(padding.shape)} -> mask {tuple(mask.shape)} {mask.dtype}")
     print("example 0 (x = blocked; rows: queries, columns: keys):")
     for row in mask[0].tolist():
         print("    " + " ".join("x" if blocked else "." for blocked in row))
     generator = torch.Generator().manual_seed(0)
-    q, k = torch.randn(2, 6, 4, generator=generator), torch.randn(2, 6, 4, generator=generator)
+    q, k = (
+        torch.randn(2, 6, 4, generator=generator),
+        torch.randn(2, 6, 4, generator=generator),
+    )
     _, weights = book_attention(q, k, k, padding, causal=True)
     same = tuple(mask.shape) == (2, 6, 6) and torch.equal(mask.bool(), weights == 0)
-    print(f"blocks exactly what the book's attention blocks with padding and causal=True: {yes_no(same)}")
+    print(
+        f"blocks exactly what the book's attention blocks with padding and causal=True: {yes_no(same)}"
+    )
 
 
 def multi_head_example():
@@ -363,33 +468,61 @@ def multi_head_example():
         with torch.no_grad():
             mha.in_proj_bias.normal_()  # non-zero biases, so a forgotten bias shows
             mha.out_proj.bias.normal_()
-            expected, _ = mha(tokens, tokens, tokens, key_padding_mask=padding, need_weights=False)
+            expected, _ = mha(
+                tokens, tokens, tokens, key_padding_mask=padding, need_weights=False
+            )
             mine = multi_head_attention(tokens, padding, mha)
         if tuple(mine.shape) != tuple(expected.shape):
-            print(f"{heads} head(s): expected shape {tuple(expected.shape)}, yours {tuple(mine.shape)}")
+            print(
+                f"{heads} head(s): expected shape {tuple(expected.shape)}, yours {tuple(mine.shape)}"
+            )
             continue
         gap = (mine - expected).abs().max().item()
         verdict = "equal" if gap < 1e-5 else "DIFFERENT"
-        print(f"{heads} head(s): {verdict} to nn.MultiheadAttention (largest difference "
-              f"{'below 1e-5' if gap < 1e-5 else f'{gap:.4f}'})")
+        print(
+            f"{heads} head(s): {verdict} to nn.MultiheadAttention (largest difference "
+            f"{'below 1e-5' if gap < 1e-5 else f'{gap:.4f}'})"
+        )
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Try the homework functions; --train runs Exercise 6.")
-    parser.add_argument("--train", action="store_true", help="run the Exercise 6 training experiment")
+    parser = argparse.ArgumentParser(
+        description="Try the homework functions; --train runs Exercise 6."
+    )
+    parser.add_argument(
+        "--train", action="store_true", help="run the Exercise 6 training experiment"
+    )
     parser.add_argument("--epochs", type=int, default=EPOCHS)
     parser.add_argument("--learning-rate", type=float, default=LEARNING_RATE)
     parser.add_argument("--heads", type=int, default=TRAIN_HEADS)
-    parser.add_argument("--n-train", type=int, default=2048, help="training sets (default 2048)")
-    parser.add_argument("--seed", type=int, default=42, help="seed of the initial weights and batches")
-    parser.add_argument("--plot", metavar="PNG", help="with --train: also save the loss curves to this file")
-    parser.add_argument("--my-multi-head", action="store_true",
-                        help="with --train: your multi_head_attention (Exercise 12) runs the heads")
+    parser.add_argument(
+        "--n-train", type=int, default=2048, help="training sets (default 2048)"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=42, help="seed of the initial weights and batches"
+    )
+    parser.add_argument(
+        "--plot", metavar="PNG", help="with --train: also save the loss curves to this file"
+    )
+    parser.add_argument(
+        "--my-multi-head",
+        action="store_true",
+        help="with --train: your multi_head_attention (Exercise 12) runs the heads",
+    )
     args = parser.parse_args(argv)
     if args.train:
-        try_exercise("Exercise 6: train on your functions, then change one thing",
-                     lambda: one_change_experiment(args.epochs, args.learning_rate, args.heads, args.n_train, args.seed,
-                                                   args.plot, args.my_multi_head))
+        try_exercise(
+            "Exercise 6: train on your functions, then change one thing",
+            lambda: one_change_experiment(
+                args.epochs,
+                args.learning_rate,
+                args.heads,
+                args.n_train,
+                args.seed,
+                args.plot,
+                args.my_multi_head,
+            ),
+        )
         return 0
     from transformer_lab.selfcheck import check_file, format_report
 
@@ -401,7 +534,9 @@ def main(argv=None):
     try_exercise("Exercise 5: the same sets, shuffled and padded further", shuffle_check)
     try_exercise("Exercise 7: embedding tables", embedding_costs)
     try_exercise("Exercise 9: tokens per word", count_tokens_per_word)
-    try_exercise("Exercise 10: an unseen sentence, and the price of the vocabulary", run_tokenizer)
+    try_exercise(
+        "Exercise 10: an unseen sentence, and the price of the vocabulary", run_tokenizer
+    )
     try_exercise("Exercise 11 (stretch): a causal mask with padding", causal_mask_example)
     try_exercise("Exercise 12 (stretch): multi-head attention by hand", multi_head_example)
     return 0

@@ -44,12 +44,15 @@ THEME_EXCEPTIONS: dict[str, dict[str, str]] = {
         # pydata-sphinx-theme's search buttons (navbar and sidebar): accessible name "Search",
         # visible text "Search Ctrl+K". The name holds the label a voice user would say; the extra
         # visible text is the keyboard-shortcut hint.
-        "button.search-button-field.search-button__button":
-            "theme search button: name 'Search', visible 'Search Ctrl+K' (shortcut hint)",
+        "button.search-button-field.search-button__button": (
+            "theme search button: name 'Search', visible 'Search Ctrl+K' (shortcut hint)"
+        ),
         # pydata-sphinx-theme's colour-mode toggle: accessible name "Color mode"; axe counts the
         # titles of its three icons (Light / Dark / System Settings) as visible text.
-        "button.theme-switch-button":
-            "theme colour-mode toggle: name 'Color mode', icon titles Light/Dark/System Settings",
+        "button.theme-switch-button": (
+            "theme colour-mode toggle: name 'Color mode', "
+            "icon titles Light/Dark/System Settings"
+        ),
     },
 }
 
@@ -58,7 +61,9 @@ VIEWPORT = {"width": 1280, "height": 900}
 # Collapsible content inside the page's article (the theme's navigation also uses <details>).
 DETAILS = "article details"
 TOGGLE_ADMONITIONS = "article .admonition.toggle, article .admonition.dropdown"
-TIMEOUT_MS = 60_000  # generous: the machine is shared and chromium is slow to start under load
+TIMEOUT_MS = (
+    60_000  # generous: the machine is shared and chromium is slow to start under load
+)
 
 
 def html_dir() -> Path:
@@ -137,7 +142,11 @@ class BookServer:
 
     def errors_since(self, start: int) -> list[str]:
         """Requests answered with an HTTP error after the first ``start`` ones."""
-        return [f"{path}: HTTP {status} (server side)" for path, status in self.served[start:] if status >= 400]
+        return [
+            f"{path}: HTTP {status} (server side)"
+            for path, status in self.served[start:]
+            if status >= 400
+        ]
 
 
 def is_local(url: str) -> bool:
@@ -172,9 +181,18 @@ def watch(page, console_errors: list[str], failed: list[str]) -> None:
 
     Requests to other hosts are handled by ``block_third_party`` (recorded and aborted).
     """
-    page.on("console", lambda message: message.type == "error" and console_errors.append(
-        f"console.error: {message.text} (at {message.location.get('url', '?')})"))
-    page.on("pageerror", lambda error: console_errors.append(f"uncaught exception: {error}"))
+    page.on(
+        "console",
+        lambda message: (
+            message.type == "error"
+            and console_errors.append(
+                f"console.error: {message.text} (at {message.location.get('url', '?')})"
+            )
+        ),
+    )
+    page.on(
+        "pageerror", lambda error: console_errors.append(f"uncaught exception: {error}")
+    )
 
     def on_failed(request) -> None:
         if is_local(request.url):
@@ -294,8 +312,18 @@ class _Resources(HTMLParser):
         "track": ("src",),
         "input": ("src",),
     }
-    LINK_RELS = {"stylesheet", "preload", "modulepreload", "prefetch", "icon", "shortcut", "manifest",
-                 "apple-touch-icon", "preconnect", "dns-prefetch"}
+    LINK_RELS = {
+        "stylesheet",
+        "preload",
+        "modulepreload",
+        "prefetch",
+        "icon",
+        "shortcut",
+        "manifest",
+        "apple-touch-icon",
+        "preconnect",
+        "dns-prefetch",
+    }
 
     def __init__(self) -> None:
         super().__init__()
@@ -305,7 +333,9 @@ class _Resources(HTMLParser):
         values = dict(attrs)
         for name in self.LOADS.get(tag, ()):
             if values.get(name):
-                self.urls.extend(part.strip().split(" ")[0] for part in values[name].split(","))
+                self.urls.extend(
+                    part.strip().split(" ")[0] for part in values[name].split(",")
+                )
         if tag == "link" and values.get("href"):
             rels = set((values.get("rel") or "").lower().split())
             if rels & self.LINK_RELS:

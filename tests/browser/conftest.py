@@ -32,7 +32,6 @@ from book_site import (
     watch,
 )
 
-
 AXE_RUN = """async (exceptions) => {
     const result = await axe.run(document, {resultTypes: ['violations']});
     const excuse = (rule, target) => {
@@ -76,7 +75,9 @@ def browser():
     except RuntimeError as error:
         pytest.fail(str(error), pytrace=False)
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        launched = playwright.chromium.launch(
+            executable_path=executable, args=CHROMIUM_ARGS
+        )
         yield launched
         launched.close()
 
@@ -84,7 +85,9 @@ def browser():
 @pytest.fixture(scope="session")
 def axe_source() -> str:
     if not AXE_SCRIPT.exists():
-        pytest.fail(f"axe-core is missing ({AXE_SCRIPT}): run `make setup` (npm ci)", pytrace=False)
+        pytest.fail(
+            f"axe-core is missing ({AXE_SCRIPT}): run `make setup` (npm ci)", pytrace=False
+        )
     return AXE_SCRIPT.read_text(encoding="utf-8")
 
 
@@ -98,7 +101,9 @@ class OpenPage:
         self.third_party: list[str] = []
         self._server = server
         self._served_before = len(server.served)
-        self.context = browser.new_context(viewport=VIEWPORT, color_scheme="light", reduced_motion="reduce")
+        self.context = browser.new_context(
+            viewport=VIEWPORT, color_scheme="light", reduced_motion="reduce"
+        )
         self.context.set_default_timeout(TIMEOUT_MS)
         block_third_party(self.context, self.third_party)
         self.page = self.context.new_page()
@@ -128,8 +133,10 @@ def open_page(browser, server):
 
     def opener(relative: str, from_disk: bool = False) -> OpenPage:
         if not (html_dir() / relative).exists():
-            pytest.fail(f"{relative} is listed in _toc.yml but not built in {html_dir()}: run `make book`",
-                        pytrace=False)
+            pytest.fail(
+                f"{relative} is listed in _toc.yml but not built in {html_dir()}: run `make book`",
+                pytrace=False,
+            )
         return OpenPage(browser, server, relative, from_disk=from_disk)
 
     return opener
@@ -148,15 +155,23 @@ def visit(open_page, axe_source):
         opened = open_page(relative)
         page = opened.page
         try:
-            report = PageReport(url=page.url, status=opened.response.status if opened.response else None)
+            report = PageReport(
+                url=page.url, status=opened.response.status if opened.response else None
+            )
             report.math = page.evaluate(MATH_PROBE)
             images = page.evaluate(IMAGE_PROBE, FILE_NAME_ALT)
             report.image_count = images["count"]
             report.images_without_alt = images["no_alt"]
             report.figures_without_alt = images["figures_no_alt"]
-            report.dropdowns = len(page.query_selector_all(f"{DETAILS}, {TOGGLE_ADMONITIONS}"))
-            report.links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
-            report.screenshot = shots / (relative.replace("/", "__").removesuffix(".html") + ".png")
+            report.dropdowns = len(
+                page.query_selector_all(f"{DETAILS}, {TOGGLE_ADMONITIONS}")
+            )
+            report.links = page.eval_on_selector_all(
+                "a[href]", "els => els.map(e => e.href)"
+            )
+            report.screenshot = shots / (
+                relative.replace("/", "__").removesuffix(".html") + ".png"
+            )
             page.screenshot(path=str(report.screenshot), full_page=True)
             page.add_script_tag(content=axe_source)
             report.axe_violations["light"] = page.evaluate(AXE_RUN, THEME_EXCEPTIONS)

@@ -19,6 +19,7 @@ PAGES = [page_html(page) for page in toc_pages()]
 IDS = [page_id(page) for page in toc_pages()]
 BLOCKING = {"serious", "critical"}
 
+
 def blocking_violations(violations: list[dict]) -> list[str]:
     found = []
     for violation in violations:
@@ -38,7 +39,9 @@ def blocking_violations(violations: list[dict]) -> list[str]:
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
 def test_no_serious_accessibility_violations(visit, relative, scheme):
     problems = blocking_violations(visit(relative).axe_violations[scheme])
-    assert not problems, f"{relative} ({scheme} scheme): axe-core found\n" + "\n".join(problems)
+    assert not problems, f"{relative} ({scheme} scheme): axe-core found\n" + "\n".join(
+        problems
+    )
 
 
 def test_theme_exceptions_are_still_needed(visit):
@@ -51,6 +54,12 @@ def test_theme_exceptions_are_still_needed(visit):
         for node in violation["nodes"]
         if node["excused_by"]
     }
-    declared = {(rule, selector) for rule, selectors in THEME_EXCEPTIONS.items() for selector in selectors}
+    declared = {
+        (rule, selector)
+        for rule, selectors in THEME_EXCEPTIONS.items()
+        for selector in selectors
+    }
     stale = sorted(declared - used)
-    assert not stale, f"THEME_EXCEPTIONS entries that no page triggers any more, remove them: {stale}"
+    assert not stale, (
+        f"THEME_EXCEPTIONS entries that no page triggers any more, remove them: {stale}"
+    )

@@ -50,11 +50,17 @@ def exercise_dropdowns(page) -> list[str]:
     reached only after its parent has been opened.
     """
     problems = []
-    for index, element in enumerate(page.query_selector_all(f"{DETAILS}, {TOGGLE_ADMONITIONS}")):
+    for index, element in enumerate(
+        page.query_selector_all(f"{DETAILS}, {TOGGLE_ADMONITIONS}")
+    ):
         if element.evaluate("el => el.tagName.toLowerCase()") == "details":
             kind, state, handle = "details", DETAILS_STATE, ":scope > summary"
         else:
-            kind, state, handle = "toggle admonition", ADMONITION_STATE, ":scope > .admonition-title"
+            kind, state, handle = (
+                "toggle admonition",
+                ADMONITION_STATE,
+                ":scope > .admonition-title",
+            )
         before = element.evaluate(state)
         name = f"dropdown #{index + 1} ({kind}) {before['title']!r}"
         if before["open"] or before["visible_text"]:
@@ -85,4 +91,6 @@ def test_dropdowns_start_closed_and_open_on_click(open_page, relative):
 def test_the_book_has_dropdowns_to_check(visit):
     """Guard: the exercise pages hold hints, so at least one dropdown must exist in the book."""
     counts = {relative: visit(relative).dropdowns for relative in PAGES}
-    assert sum(counts.values()) > 0, f"no page has a dropdown, so the hints test checks nothing: {counts}"
+    assert sum(counts.values()) > 0, (
+        f"no page has a dropdown, so the hints test checks nothing: {counts}"
+    )

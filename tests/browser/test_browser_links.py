@@ -29,14 +29,16 @@ PAGES = [page_html(page) for page in toc_pages()]
 IDS = [page_id(page) for page in toc_pages()]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def fetch(url: str) -> tuple[int, str]:
     """GET a URL of the local test server: (status, text or '' if not HTML)."""
     try:
         with urllib.request.urlopen(url, timeout=30) as response:  # noqa: S310 (127.0.0.1 only)
             kind = response.headers.get("Content-Type", "")
             body = response.read()
-            return response.status, body.decode("utf-8", "replace") if "html" in kind else ""
+            return response.status, body.decode(
+                "utf-8", "replace"
+            ) if "html" in kind else ""
     except urllib.error.HTTPError as error:
         return error.code, ""
 
@@ -52,7 +54,9 @@ def broken_links(server, links: list[str]) -> list[str]:
         if status != 200:
             problems.append(f"{link}: HTTP {status}")
         elif parts.fragment and unquote(parts.fragment) not in anchors_of(html):
-            problems.append(f"{link}: {parts.path} has no element with id {unquote(parts.fragment)!r}")
+            problems.append(
+                f"{link}: {parts.path} has no element with id {unquote(parts.fragment)!r}"
+            )
     return problems
 
 
@@ -69,28 +73,39 @@ def expected_launch_url(page) -> str:
     config = book_config()
     repository = config["repository"]["url"].rstrip("/")
     owner_and_name = urlsplit(repository).path.strip("/")
-    assert urlsplit(repository).hostname == "github.com" and owner_and_name.count("/") == 1, (
+    assert (
+        urlsplit(repository).hostname == "github.com" and owner_and_name.count("/") == 1
+    ), (
         f"repository.url in _config.yml should be https://github.com/OWNER/NAME, not {repository!r}"
     )
     binderhub = config["launch_buttons"]["binderhub_url"].rstrip("/")
     branch = config["repository"].get("branch", "main")
     interface = config["launch_buttons"].get("notebook_interface", "classic")
-    assert interface == "jupyterlab", "launch in JupyterLab, where jupytext opens .md pages as notebooks"
+    assert interface == "jupyterlab", (
+        "launch in JupyterLab, where jupytext opens .md pages as notebooks"
+    )
     return f"{binderhub}/v2/gh/{owner_and_name}/{branch}?urlpath=lab/tree/{page_id(page)}"
 
 
 def binder_links(html: str, binderhub: str) -> list[str]:
-    return [html_module.unescape(href) for href in re.findall(r'href="([^"]+)"', html)
-            if html_module.unescape(href).startswith(binderhub)]
+    return [
+        html_module.unescape(href)
+        for href in re.findall(r'href="([^"]+)"', html)
+        if html_module.unescape(href).startswith(binderhub)
+    ]
 
 
 @pytest.mark.parametrize("page", toc_pages(), ids=page_id)
 def test_launch_link_opens_this_page(book_html, page):
     binderhub = book_config()["launch_buttons"]["binderhub_url"].rstrip("/")
-    links = binder_links((book_html / page_html(page)).read_text(encoding="utf-8"), binderhub)
+    links = binder_links(
+        (book_html / page_html(page)).read_text(encoding="utf-8"), binderhub
+    )
     if is_notebook(page):
         expected = expected_launch_url(page)
-        assert links, f"{page_id(page)} is executed but its built page has no Binder launch link"
+        assert links, (
+            f"{page_id(page)} is executed but its built page has no Binder launch link"
+        )
         assert set(links) == {expected}, (
             f"{page_id(page)}: launch links {sorted(set(links))}, expected exactly {expected}"
         )
@@ -103,7 +118,12 @@ def test_repository_url_is_named_in_one_place():
     url = book_config()["repository"]["url"].rstrip("/")
     owner_and_name = urlsplit(url).path.strip("/")
     in_config = (ROOT / "_config.yml").read_text(encoding="utf-8").count(owner_and_name)
-    assert in_config == 1, f"_config.yml names {owner_and_name!r} {in_config} times; keep only repository.url"
-    in_binder = [path.name for path in (ROOT / "binder").iterdir()
-                 if path.is_file() and owner_and_name in path.read_text(encoding="utf-8")]
+    assert in_config == 1, (
+        f"_config.yml names {owner_and_name!r} {in_config} times; keep only repository.url"
+    )
+    in_binder = [
+        path.name
+        for path in (ROOT / "binder").iterdir()
+        if path.is_file() and owner_and_name in path.read_text(encoding="utf-8")
+    ]
     assert not in_binder, f"binder/ files must not repeat the repository name: {in_binder}"

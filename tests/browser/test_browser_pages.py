@@ -25,10 +25,12 @@ IDS = [page_id(page) for page in toc_pages()]
 def test_page_loads_without_errors(visit, relative):
     report = visit(relative)
     assert report.status == 200, f"{relative}: the server answered HTTP {report.status}"
-    assert not report.console_errors, f"{relative}: errors in the browser console:\n" + "\n".join(
-        report.console_errors)
+    assert not report.console_errors, (
+        f"{relative}: errors in the browser console:\n" + "\n".join(report.console_errors)
+    )
     assert not report.failed_requests, f"{relative}: requests that failed:\n" + "\n".join(
-        report.failed_requests)
+        report.failed_requests
+    )
 
 
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
@@ -39,10 +41,18 @@ def test_page_reads_from_disk_too(open_page, relative):
         math = opened.page.evaluate(MATH_PROBE)
     finally:
         opened.close()
-    assert not opened.console, f"{relative} from disk: errors in the console:\n" + "\n".join(opened.console)
-    assert not opened.failed, f"{relative} from disk: failed requests:\n" + "\n".join(opened.failed)
-    assert not opened.third_party, f"{relative} from disk: asked other hosts for {opened.third_party}"
-    assert not math["untypeset"] and not math["errors"], f"{relative} from disk: maths not typeset: {math}"
+    assert not opened.console, (
+        f"{relative} from disk: errors in the console:\n" + "\n".join(opened.console)
+    )
+    assert not opened.failed, f"{relative} from disk: failed requests:\n" + "\n".join(
+        opened.failed
+    )
+    assert not opened.third_party, (
+        f"{relative} from disk: asked other hosts for {opened.third_party}"
+    )
+    assert not math["untypeset"] and not math["errors"], (
+        f"{relative} from disk: maths not typeset: {math}"
+    )
 
 
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
@@ -67,12 +77,16 @@ def test_no_built_file_points_a_load_at_another_host(book_html):
         for url in loaded_urls(path.read_text(encoding="utf-8", errors="replace")):
             if url.startswith(("http:", "https:", "//")):
                 offending.append(f"{path.relative_to(book_html)}: {url}")
-    css_remote = re.compile(r"""(?:url\(\s*['"]?|@import\s+['"])\s*((?:https?:)?//[^'")\s]+)""")
+    css_remote = re.compile(
+        r"""(?:url\(\s*['"]?|@import\s+['"])\s*((?:https?:)?//[^'")\s]+)"""
+    )
     for path in sorted(book_html.rglob("*.css")):
         for url in css_remote.findall(path.read_text(encoding="utf-8", errors="replace")):
             offending.append(f"{path.relative_to(book_html)}: {url}")
-    assert not offending, "built files that make the reader's browser contact another host:\n" + "\n".join(
-        offending)
+    assert not offending, (
+        "built files that make the reader's browser contact another host:\n"
+        + "\n".join(offending)
+    )
 
 
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
@@ -93,7 +107,9 @@ def test_math_is_typeset_by_the_local_mathjax(visit, relative):
 def test_the_book_has_maths_to_check(visit):
     """Guard: the maths test above must check something somewhere."""
     counts = {relative: visit(relative).math["math_elements"] for relative in PAGES}
-    assert sum(counts.values()) > 0, f"no page has maths, so MathJax is never exercised: {counts}"
+    assert sum(counts.values()) > 0, (
+        f"no page has maths, so MathJax is never exercised: {counts}"
+    )
 
 
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
@@ -105,14 +121,19 @@ def test_every_image_and_figure_has_alt_text(visit, relative):
         + "\n".join(report.images_without_alt)
     )
     assert not report.figures_without_alt, (
-        f"{relative}: figures whose picture has no alt text:\n" + "\n".join(report.figures_without_alt)
+        f"{relative}: figures whose picture has no alt text:\n"
+        + "\n".join(report.figures_without_alt)
     )
 
 
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
 def test_full_page_screenshot_is_saved(visit, relative):
     report = visit(relative)
-    assert report.screenshot is not None and report.screenshot.exists(), f"{relative}: no screenshot"
+    assert report.screenshot is not None and report.screenshot.exists(), (
+        f"{relative}: no screenshot"
+    )
     with report.screenshot.open("rb") as handle:
         assert handle.read(8) == b"\x89PNG\r\n\x1a\n", f"{report.screenshot} is not a PNG"
-    assert report.screenshot.stat().st_size > 10_000, f"{report.screenshot} is suspiciously small"
+    assert report.screenshot.stat().st_size > 10_000, (
+        f"{report.screenshot} is suspiciously small"
+    )

@@ -101,11 +101,20 @@ def function_source(module_name: str, function_name: str) -> str:
 def lines_elsewhere() -> frozenset[str]:
     """Every line of the package outside the homework functions (normalised)."""
     package = Path(importlib.import_module("transformer_lab").__file__).parent
-    text = "\n".join(path.read_text(encoding="utf-8") for path in sorted(package.glob("*.py")))
+    text = "\n".join(
+        path.read_text(encoding="utf-8") for path in sorted(package.glob("*.py"))
+    )
     for module_name, functions in HOMEWORK_FUNCTIONS.items():
         for function_name in functions:
-            text = text.replace(inspect.getsource(getattr(
-                importlib.import_module(f"transformer_lab.{module_name}"), function_name)), "")
+            text = text.replace(
+                inspect.getsource(
+                    getattr(
+                        importlib.import_module(f"transformer_lab.{module_name}"),
+                        function_name,
+                    )
+                ),
+                "",
+            )
     return frozenset(normalise(line) for line in text.splitlines())
 
 
@@ -123,9 +132,15 @@ def distinctive_lines(module_name: str, function_name: str) -> list[str]:
     for line in function_source(module_name, function_name).splitlines():
         stripped = line.strip()
         if not body_started:
-            body_started = stripped.endswith(":") and not stripped.startswith("@") and ")" in stripped
+            body_started = (
+                stripped.endswith(":") and not stripped.startswith("@") and ")" in stripped
+            )
             continue
-        if not stripped or stripped.startswith(("#", '"""', "'''")) or normalise(stripped) in docstring:
+        if (
+            not stripped
+            or stripped.startswith(("#", '"""', "'''"))
+            or normalise(stripped) in docstring
+        ):
             continue
         stripped = normalise(stripped.split("  #")[0])
         if len(stripped) >= MIN_DISTINCTIVE and stripped not in lines_elsewhere():
@@ -138,7 +153,9 @@ def reader(browser, server):
     """Open a page at 1280 × 800 as a reader would; the caller closes the context."""
 
     def opener(relative: str):
-        context = browser.new_context(viewport=VIEWPORT, color_scheme="light", reduced_motion="reduce")
+        context = browser.new_context(
+            viewport=VIEWPORT, color_scheme="light", reduced_motion="reduce"
+        )
         page = context.new_page()
         page.goto(server.url(relative), wait_until="load")
         page.wait_for_load_state("networkidle")

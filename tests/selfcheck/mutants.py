@@ -22,17 +22,34 @@ from transformer_lab.selfcheck import PASSED
 from transformer_lab.selfcheck.registry import BY_NAME
 
 # Codes that say only *that* something differs, not which mistake it is.
-GENERIC_CODES = {"weights_differ", "output_differs", "result_differs", "accuracy_differs", "counts_differ",
-                 "vocabulary_differs", "parameters_differ", "mask_differs", "returned_weights_differ",
-                 "rows_do_not_sum_to_one", "weights_not_finite", "result_not_finite", "weights_shape",
-                 "output_shape", "result_shape", "mask_shape", None}
+GENERIC_CODES = {
+    "weights_differ",
+    "output_differs",
+    "result_differs",
+    "accuracy_differs",
+    "counts_differ",
+    "vocabulary_differs",
+    "parameters_differ",
+    "mask_differs",
+    "returned_weights_differ",
+    "rows_do_not_sum_to_one",
+    "weights_not_finite",
+    "result_not_finite",
+    "weights_shape",
+    "output_shape",
+    "result_shape",
+    "mask_shape",
+    None,
+}
 
 
 @dataclass(frozen=True)
 class Mutant:
     check: str
     function: Callable
-    code: str | None  # the mistake the self-check should name; None for a right implementation
+    code: (
+        str | None
+    )  # the mistake the self-check should name; None for a right implementation
 
     @property
     def label(self) -> str:
@@ -87,7 +104,9 @@ def attention_loop(q, k, v, padding):
     for b in range(q.shape[0]):
         keep = ~padding[b]
         weights = torch.zeros(q.shape[1], k.shape[1], dtype=q.dtype)
-        weights[:, keep] = torch.softmax(q[b] @ k[b, keep].T / math.sqrt(q.shape[-1]), dim=-1)
+        weights[:, keep] = torch.softmax(
+            q[b] @ k[b, keep].T / math.sqrt(q.shape[-1]), dim=-1
+        )
         outputs.append(weights @ v[b])
         all_weights.append(weights)
     return torch.stack(outputs), torch.stack(all_weights)
@@ -126,14 +145,18 @@ def attention_renormalised_after(q, k, v, padding):
 
 @right("attention")
 def attention_stable_by_hand(q, k, v, padding):
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, None, :], INF
+    )
     exp = torch.exp(scores - scores.amax(-1, keepdim=True))
     weights = exp / exp.sum(-1, keepdim=True)
     return weights @ v, weights
 
 
 def _attention(q, k, v, padding, divisor=None, dim=-1, fill=INF):
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if divisor is None else divisor)
+    scores = (
+        q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if divisor is None else divisor)
+    )
     weights = torch.softmax(scores.masked_fill(padding[:, None, :], fill), dim=dim)
     return weights @ v, weights
 
@@ -161,7 +184,7 @@ def attention_two_sqrt_d(q, k, v, padding):
 @wrong("attention", "divided_by_half_d")
 def attention_power_precedence(q, k, v, padding):
     d = q.shape[-1]
-    return _attention(q, k, v, padding, divisor=d ** 1/2)
+    return _attention(q, k, v, padding, divisor=d**1 / 2)
 
 
 @wrong("attention", "divided_by_value_width")
@@ -191,7 +214,9 @@ def attention_softmax_queries_large_negative(q, k, v, padding):
 
 @wrong("attention", "softmax_over_batch")
 def attention_softmax_without_dim(q, k, v, padding):
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, None, :], INF
+    )
     weights = F.softmax(scores)  # no dim: PyTorch warns and picks dim 0 for a 3-D tensor
     return weights @ v, weights
 
@@ -203,7 +228,9 @@ def attention_two_mistakes(q, k, v, padding):
 
 @wrong("attention", "relu_normalised")
 def attention_relu(q, k, v, padding):
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, None, :], INF
+    )
     positive = torch.relu(scores)
     weights = positive / positive.sum(dim=-1, keepdim=True)
     return weights @ v, weights
@@ -211,14 +238,18 @@ def attention_relu(q, k, v, padding):
 
 @wrong("attention", "sigmoid_not_softmax")
 def attention_sigmoid(q, k, v, padding):
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, None, :], INF
+    )
     weights = torch.sigmoid(scores)
     return weights @ v, weights
 
 
 @wrong("attention", "normalised_without_exp+mask_with_zero")
 def attention_divide_by_sum(q, k, v, padding):
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], 0.0)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, None, :], 0.0
+    )
     weights = scores / scores.sum(-1, keepdim=True)
     return weights @ v, weights
 
@@ -264,7 +295,9 @@ def attention_mask_times_inf(q, k, v, padding):
 
 @wrong("attention", "scaled_after_softmax")
 def attention_scaled_after(q, k, v, padding):
-    weights = torch.softmax((q @ k.transpose(-2, -1)).masked_fill(padding[:, None, :], INF), dim=-1)
+    weights = torch.softmax(
+        (q @ k.transpose(-2, -1)).masked_fill(padding[:, None, :], INF), dim=-1
+    )
     weights = weights / math.sqrt(q.shape[-1])
     return weights @ v, weights
 
@@ -279,7 +312,9 @@ def attention_returns_unmasked_weights(q, k, v, padding):
 
 @wrong("attention", "returned_scores")
 def attention_returns_scores(q, k, v, padding):
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], INF)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, None, :], INF
+    )
     return torch.softmax(scores, dim=-1) @ v, scores
 
 
@@ -298,7 +333,9 @@ def attention_mixes_keys(q, k, v, padding):
 
 @wrong("attention", "weights_transposed")
 def attention_k_times_q(q, k, v, padding):
-    scores = (k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, :, None], INF)
+    scores = (k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, :, None], INF
+    )
     weights = torch.softmax(scores, dim=1)
     return weights.transpose(1, 2) @ v, weights
 
@@ -322,7 +359,9 @@ def attention_numpy_weights(q, k, v, padding):
 
 @wrong("attention", "softmax_overflow")
 def attention_naive_softmax(q, k, v, padding):
-    exp = torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], 0.0)
+    exp = torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, None, :], 0.0
+    )
     weights = exp / exp.sum(-1, keepdim=True)
     return weights @ v, weights
 
@@ -343,7 +382,10 @@ def attention_cleans_values(q, k, v, padding):
 def attention_fused(q, k, v, padding):
     allowed = ~padding[:, None, :]
     output = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
-    weights = torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~allowed, INF), dim=-1)
+    weights = torch.softmax(
+        (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~allowed, INF),
+        dim=-1,
+    )
     return output, weights
 
 
@@ -368,7 +410,7 @@ def attention_fused_in_a_helper(q, k, v, padding):
 
 @wrong("attention", "weights_shape")
 def attention_queries_with_queries(q, k, v, padding):
-    scores = (q @ q.transpose(-2, -1) / math.sqrt(q.shape[-1]))
+    scores = q @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])
     weights = torch.softmax(scores, dim=-1)
     return weights @ v[:, : q.shape[1]], weights
 
@@ -526,7 +568,9 @@ def accuracy_round(logits, labels):
 
 @right("accuracy")
 def accuracy_numpy_float64(logits, labels):
-    return ((logits.numpy() > 0) == labels.numpy()).mean()  # numpy.float64 is a subclass of float
+    return (
+        (logits.numpy() > 0) == labels.numpy()
+    ).mean()  # numpy.float64 is a subclass of float
 
 
 @right("accuracy")
@@ -591,9 +635,13 @@ def accuracy_no_threshold(logits, labels):
     return (logits == labels).float().mean().item()
 
 
-@wrong("accuracy", "accuracy_differs")  # not in the table: correct positives over all positives (recall)
+@wrong(
+    "accuracy", "accuracy_differs"
+)  # not in the table: correct positives over all positives (recall)
 def accuracy_over_positives(logits, labels):
-    return (((logits > 0).float() == labels) & (labels == 1)).sum().item() / labels.sum().item()
+    return (
+        ((logits > 0).float() == labels) & (labels == 1)
+    ).sum().item() / labels.sum().item()
 
 
 @wrong("accuracy", "rounded_logits")
@@ -606,15 +654,30 @@ def accuracy_rounded_logits(logits, labels):
 # =============================================================================================
 
 
-def bpe(corpus, vocab_size, pre_tokenizer=pre_tokenizers.Whitespace, specials=("[UNK]", "[PAD]"), unk_token="[UNK]",
-        model=models.BPE, normalizer=None, **trainer_options):
+def bpe(
+    corpus,
+    vocab_size,
+    pre_tokenizer=pre_tokenizers.Whitespace,
+    specials=("[UNK]", "[PAD]"),
+    unk_token="[UNK]",
+    model=models.BPE,
+    normalizer=None,
+    **trainer_options,
+):
     tokenizer = Tokenizer(model(unk_token=unk_token))
     if pre_tokenizer is not None:
         tokenizer.pre_tokenizer = pre_tokenizer()
     if normalizer is not None:
         tokenizer.normalizer = normalizer
-    trainer_class = trainers.WordPieceTrainer if model is models.WordPiece else trainers.BpeTrainer
-    trainer = trainer_class(vocab_size=vocab_size, special_tokens=list(specials), show_progress=False, **trainer_options)
+    trainer_class = (
+        trainers.WordPieceTrainer if model is models.WordPiece else trainers.BpeTrainer
+    )
+    trainer = trainer_class(
+        vocab_size=vocab_size,
+        special_tokens=list(specials),
+        show_progress=False,
+        **trainer_options,
+    )
     tokenizer.train_from_iterator(corpus, trainer)
     return tokenizer
 
@@ -628,7 +691,10 @@ def bpe_as_in_the_exercise(corpus, vocab_size):
 def bpe_with_progress_bar(corpus, vocab_size):  # hint 3 of the page leaves show_progress on
     tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    tokenizer.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"]))
+    tokenizer.train_from_iterator(
+        corpus,
+        trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"]),
+    )
     return tokenizer
 
 
@@ -636,8 +702,12 @@ def bpe_with_progress_bar(corpus, vocab_size):  # hint 3 of the page leaves show
 def bpe_trained_in_batches(corpus, vocab_size):
     tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"], show_progress=False)
-    tokenizer.train_from_iterator((text for text in corpus), trainer=trainer, length=len(corpus))
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"], show_progress=False
+    )
+    tokenizer.train_from_iterator(
+        (text for text in corpus), trainer=trainer, length=len(corpus)
+    )
     return tokenizer
 
 
@@ -759,7 +829,10 @@ def tokens_via_len(tokenizer, words):
 
 @right("tokens_per_word")
 def tokens_via_batch(tokenizer, words):
-    return {word: len(encoding.ids) for word, encoding in zip(words, tokenizer.encode_batch(list(words)))}
+    return {
+        word: len(encoding.ids)
+        for word, encoding in zip(words, tokenizer.encode_batch(list(words)))
+    }
 
 
 @right("tokens_per_word")
@@ -884,7 +957,7 @@ def embedding_d_squared(vocab_size, d):
 
 @wrong("embedding_parameters", "vocab_squared")
 def embedding_vocab_squared(vocab_size, d):
-    return vocab_size ** 2
+    return vocab_size**2
 
 
 @wrong("embedding_parameters", "counted_twice")
@@ -944,7 +1017,10 @@ def mask_loops(padding):
 @right("causal_padding_mask")
 def mask_from_allowed(padding):
     length = padding.shape[1]
-    allowed = torch.tril(torch.ones(length, length, dtype=torch.bool))[None] & ~padding[:, None, :]
+    allowed = (
+        torch.tril(torch.ones(length, length, dtype=torch.bool))[None]
+        & ~padding[:, None, :]
+    )
     return ~allowed
 
 
@@ -952,7 +1028,9 @@ def mask_from_allowed(padding):
 def mask_with_package_causal_mask(padding):
     from transformer_lab.attention import causal_mask
 
-    return causal_mask(padding.shape[1]).expand(padding.shape[0], -1, -1) | padding[:, None, :]
+    return (
+        causal_mask(padding.shape[1]).expand(padding.shape[0], -1, -1) | padding[:, None, :]
+    )
 
 
 def _future(padding, diagonal=1):
@@ -1028,14 +1106,35 @@ def mask_as_integers(padding):
 # =============================================================================================
 
 
-def _mha(x, padding, mha, *, split_transpose=True, merge_transpose=True, divisor=None, fill=INF, mask_keys=True,
-         in_bias=True, out_bias=True, out_proj=True, heads=None, dim=-1, after=False):
+def _mha(
+    x,
+    padding,
+    mha,
+    *,
+    split_transpose=True,
+    merge_transpose=True,
+    divisor=None,
+    fill=INF,
+    mask_keys=True,
+    in_bias=True,
+    out_bias=True,
+    out_proj=True,
+    heads=None,
+    dim=-1,
+    after=False,
+):
     b, length, d = x.shape
     h = heads or mha.num_heads
-    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias if in_bias else None).chunk(3, dim=-1)
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias if in_bias else None).chunk(
+        3, dim=-1
+    )
 
     def split(t):
-        return t.view(b, length, h, d // h).transpose(1, 2) if split_transpose else t.reshape(b, h, length, d // h)
+        return (
+            t.view(b, length, h, d // h).transpose(1, 2)
+            if split_transpose
+            else t.reshape(b, h, length, d // h)
+        )
 
     q, k, v = split(q), split(k), split(v)
     scores = q @ k.transpose(-2, -1) / (math.sqrt(d // h) if divisor is None else divisor)
@@ -1046,7 +1145,11 @@ def _mha(x, padding, mha, *, split_transpose=True, merge_transpose=True, divisor
     if after:
         weights = weights.masked_fill(mask, 0.0)
     mixed = weights @ v
-    merged = mixed.transpose(1, 2).reshape(b, length, d) if merge_transpose else mixed.reshape(b, length, d)
+    merged = (
+        mixed.transpose(1, 2).reshape(b, length, d)
+        if merge_transpose
+        else mixed.reshape(b, length, d)
+    )
     if not out_proj:
         return merged
     return F.linear(merged, mha.out_proj.weight, mha.out_proj.bias if out_bias else None)
@@ -1062,12 +1165,16 @@ def mha_sliced_weights(x, padding, mha):
     b, length, d = x.shape
     h, w, bias = mha.num_heads, mha.in_proj_weight, mha.in_proj_bias
     q = x @ w[:d].T + bias[:d]
-    k = x @ w[d:2 * d].T + bias[d:2 * d]
-    v = x @ w[2 * d:].T + bias[2 * d:]
+    k = x @ w[d : 2 * d].T + bias[d : 2 * d]
+    v = x @ w[2 * d :].T + bias[2 * d :]
     q, k, v = (t.reshape(b, length, h, d // h).permute(0, 2, 1, 3) for t in (q, k, v))
     scores = torch.einsum("bhqe,bhke->bhqk", q, k) / (d // h) ** 0.5
     scores = scores.masked_fill(padding.view(b, 1, 1, length), -1e9)
-    out = torch.einsum("bhqk,bhke->bhqe", scores.softmax(-1), v).permute(0, 2, 1, 3).reshape(b, length, d)
+    out = (
+        torch.einsum("bhqk,bhke->bhqe", scores.softmax(-1), v)
+        .permute(0, 2, 1, 3)
+        .reshape(b, length, d)
+    )
     return out @ mha.out_proj.weight.T + mha.out_proj.bias
 
 
@@ -1076,8 +1183,15 @@ def mha_head_by_head(x, padding, mha):
     d, h = x.shape[-1], mha.num_heads
     q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
     width = d // h
-    heads = [attention_masked_fill(q[..., i * width:(i + 1) * width], k[..., i * width:(i + 1) * width],
-                                   v[..., i * width:(i + 1) * width], padding)[0] for i in range(h)]
+    heads = [
+        attention_masked_fill(
+            q[..., i * width : (i + 1) * width],
+            k[..., i * width : (i + 1) * width],
+            v[..., i * width : (i + 1) * width],
+            padding,
+        )[0]
+        for i in range(h)
+    ]
     return mha.out_proj(torch.cat(heads, dim=-1))
 
 
@@ -1167,7 +1281,9 @@ def mha_heads_left_split(x, padding, mha):
     h = mha.num_heads
     q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
     q, k, v = (t.view(b, length, h, d // h).transpose(1, 2) for t in (q, k, v))
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(d // h)).masked_fill(padding[:, None, None, :], INF)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(d // h)).masked_fill(
+        padding[:, None, None, :], INF
+    )
     return torch.softmax(scores, dim=-1) @ v
 
 
@@ -1185,14 +1301,20 @@ def statistics() -> dict:
     """Variants, rejected, named (by their own mistake's code), misnamed, and right ones passed."""
     wrong_results = [(m, run(m)) for m in WRONG]
     right_results = [(m, run(m)) for m in RIGHT]
-    named = [m for m, r in wrong_results if r.code == m.code and m.code not in GENERIC_CODES]
-    misnamed = [(m, r) for m, r in wrong_results if r.code != m.code and r.code not in GENERIC_CODES]
+    named = [
+        m for m, r in wrong_results if r.code == m.code and m.code not in GENERIC_CODES
+    ]
+    misnamed = [
+        (m, r) for m, r in wrong_results if r.code != m.code and r.code not in GENERIC_CODES
+    ]
     return {
         "wrong": len(WRONG),
         "rejected": sum(r.status != PASSED for _, r in wrong_results),
         "named": len(named),
         "misnamed": misnamed,
-        "unnamed": [(m, r) for m, r in wrong_results if m not in named and (m, r) not in misnamed],
+        "unnamed": [
+            (m, r) for m, r in wrong_results if m not in named and (m, r) not in misnamed
+        ],
         "right": len(RIGHT),
         "right_passed": sum(r.status == PASSED for _, r in right_results),
         "false_alarms": [(m, r) for m, r in right_results if r.status != PASSED],
@@ -1202,15 +1324,21 @@ def statistics() -> dict:
 
 def summary(stats: dict) -> str:
     wrong_total = stats["wrong"]
-    lines = [f"{wrong_total} wrong variants across {stats['functions']} graded functions: "
-             f"{stats['rejected']} rejected ({100 * stats['rejected'] / wrong_total:.0f} %), "
-             f"{stats['named']} named by their own mistake ({100 * stats['named'] / wrong_total:.0f} %), "
-             f"{len(stats['misnamed'])} named as another mistake; "
-             f"{stats['right_passed']} of {stats['right']} right variants pass."]
+    lines = [
+        f"{wrong_total} wrong variants across {stats['functions']} graded functions: "
+        f"{stats['rejected']} rejected ({100 * stats['rejected'] / wrong_total:.0f} %), "
+        f"{stats['named']} named by their own mistake ({100 * stats['named'] / wrong_total:.0f} %), "
+        f"{len(stats['misnamed'])} named as another mistake; "
+        f"{stats['right_passed']} of {stats['right']} right variants pass."
+    ]
     for mutant, result in stats["unnamed"] + stats["misnamed"]:
-        lines.append(f"  {mutant.label}: expected {mutant.code}, got {result.status} {result.code or result.summary}")
+        lines.append(
+            f"  {mutant.label}: expected {mutant.code}, got {result.status} {result.code or result.summary}"
+        )
     for mutant, result in stats["false_alarms"]:
-        lines.append(f"  false alarm on {mutant.label}: {result.status} {result.code or result.summary}")
+        lines.append(
+            f"  false alarm on {mutant.label}: {result.status} {result.code or result.summary}"
+        )
     return "\n".join(lines)
 
 

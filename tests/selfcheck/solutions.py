@@ -1,6 +1,6 @@
 """A finished homework file, and ways to break it, for the tests that check whole files."""
 
-SOLUTION = '''
+SOLUTION = """
 import math
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -35,9 +35,9 @@ def tokens_per_word(tokenizer, words):
 
 def embedding_parameters(vocab_size, d):
     return vocab_size * d
-'''
+"""
 
-STRETCH = '''
+STRETCH = """
 
 def causal_padding_mask(padding):
     length = padding.shape[1]
@@ -53,7 +53,7 @@ def multi_head_attention(x, padding, mha):
     scores = (q @ k.transpose(-2, -1) / math.sqrt(d // h)).masked_fill(padding[:, None, None, :], float("-inf"))
     out = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, length, d)
     return out @ mha.out_proj.weight.T + mha.out_proj.bias
-'''
+"""
 
 
 def with_body(source: str, function: str, line: str) -> str:

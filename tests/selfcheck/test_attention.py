@@ -21,8 +21,12 @@ from transformer_lab.selfcheck.tensors import close
 def test_single_mistakes_give_different_weights_on_the_probe():
     probe = attention_probe()
     q, k, v, padding = probe
-    reference = torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :],
-                                                                                            float("-inf")), -1)
+    reference = torch.softmax(
+        (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+            padding[:, None, :], float("-inf")
+        ),
+        -1,
+    )
     singles = [m for m in weight_mistakes() if "+" not in m.code]
     by_message = {}
     for mistake in singles:
@@ -31,7 +35,7 @@ def test_single_mistakes_give_different_weights_on_the_probe():
     weights = list(by_message.items())
     for i, (message, w) in enumerate(weights):
         assert not close(w, reference), message
-        for other, w2 in weights[i + 1:]:
+        for other, w2 in weights[i + 1 :]:
             assert not close(w, w2), f"{message!r} and {other!r} give the same weights"
 
 
@@ -51,18 +55,25 @@ def test_returned_weight_mistakes_and_other_mistakes_differ_from_the_right_weigh
 def test_unmasked_weights_next_to_a_right_output_are_not_called_a_mask_without_effect():
     def attention(q, k, v, padding):
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-        masked = torch.softmax(scores.masked_fill(padding[:, None, :], float("-inf")), dim=-1)
+        masked = torch.softmax(
+            scores.masked_fill(padding[:, None, :], float("-inf")), dim=-1
+        )
         return masked @ v, torch.softmax(scores, dim=-1)
 
     result = check_attention(attention)
     assert result.code == "returned_unmasked_weights"
-    assert "output is right" in result.finding.mistake and "no effect" not in result.finding.mistake
+    assert (
+        "output is right" in result.finding.mistake
+        and "no effect" not in result.finding.mistake
+    )
     assert "masked_fill returns a new tensor" not in result.finding.advice
 
 
 def test_a_softmax_over_the_queries_after_a_right_mask_says_nothing_about_the_mask():
     def attention(q, k, v, padding):
-        scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], float("-inf"))
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+            padding[:, None, :], float("-inf")
+        )
         weights = torch.softmax(scores, dim=1)
         return weights @ v, weights
 
@@ -72,7 +83,10 @@ def test_a_softmax_over_the_queries_after_a_right_mask_says_nothing_about_the_ma
 
 
 def attention_dot_t(q, k, v, padding):
-    weights = torch.softmax((q @ k.T / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], float("-inf")), -1)
+    weights = torch.softmax(
+        (q @ k.T / math.sqrt(q.shape[-1])).masked_fill(padding[:, None, :], float("-inf")),
+        -1,
+    )
     return weights @ v, weights
 
 
@@ -83,7 +97,10 @@ def attention_flat_padding(q, k, v, padding):
 
 
 def test_errors_are_one_line_with_a_hint():
-    for implementation, hint in [(attention_dot_t, "k.transpose(-2, -1)"), (attention_flat_padding, "padding[:, None, :]")]:
+    for implementation, hint in [
+        (attention_dot_t, "k.transpose(-2, -1)"),
+        (attention_flat_padding, "padding[:, None, :]"),
+    ]:
         result = check_attention(implementation)
         assert result.status == RAISED
         assert "\n" not in result.summary
@@ -108,7 +125,10 @@ def test_a_library_call_is_named_even_when_it_is_never_reached():
 
     result = check_attention(attention)
     assert result.code == "library_attention"
-    assert "F.scaled_dot_product_attention" in result.finding.mistake and "by hand" in result.finding.mistake
+    assert (
+        "F.scaled_dot_product_attention" in result.finding.mistake
+        and "by hand" in result.finding.mistake
+    )
 
 
 def test_the_library_spies_are_removed_after_a_local_check():
@@ -122,7 +142,9 @@ def test_the_overflow_probe_is_finite_for_the_reference_and_not_for_a_naive_soft
     q, k, v, padding = overflow_probe()
     output, weights = attention_masked_fill(q, k, v, padding)
     assert torch.isfinite(output).all()
-    assert not torch.isfinite(torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))).all()
+    assert not torch.isfinite(
+        torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))
+    ).all()
 
 
 def test_a_right_attention_built_from_helpers_passes():
@@ -130,7 +152,9 @@ def test_a_right_attention_built_from_helpers_passes():
         return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
 
     def attention(q, k, v, padding):
-        weights = torch.softmax(scores_of(q, k).masked_fill(padding[:, None, :], float("-inf")), dim=-1)
+        weights = torch.softmax(
+            scores_of(q, k).masked_fill(padding[:, None, :], float("-inf")), dim=-1
+        )
         return weights @ v, weights
 
     assert check_attention(attention).status == PASSED

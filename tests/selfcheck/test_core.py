@@ -33,8 +33,12 @@ TABLE = [
 
 
 def test_first_match_returns_the_first_reproducing_entry_and_skips_the_rest():
-    assert first_match(6, TABLE, (3,), lambda a, b: a == b).code == "twice"  # not also_twice
-    assert first_match(4, TABLE, (3,), lambda a, b: a == b).code == "plus_one"  # past None and 1/0
+    assert (
+        first_match(6, TABLE, (3,), lambda a, b: a == b).code == "twice"
+    )  # not also_twice
+    assert (
+        first_match(4, TABLE, (3,), lambda a, b: a == b).code == "plus_one"
+    )  # past None and 1/0
     assert first_match(5, TABLE, (3,), lambda a, b: a == b) is None
 
 
@@ -42,8 +46,13 @@ def test_diagnose_fails_with_the_match_and_returns_without_one():
     with pytest.raises(Failed) as raised:
         diagnose(4, TABLE, (3,), lambda a, b: a == b, "3", "4")
     finding = raised.value.finding
-    assert (finding.code, finding.mistake, finding.expected, finding.received, finding.advice) == \
-        ("plus_one", "One too many", "3", "4", "subtract one")
+    assert (
+        finding.code,
+        finding.mistake,
+        finding.expected,
+        finding.received,
+        finding.advice,
+    ) == ("plus_one", "One too many", "3", "4", "subtract one")
     assert diagnose(5, TABLE, (3,), lambda a, b: a == b, "3", "5") is None
 
 
@@ -55,8 +64,15 @@ def test_combine_names_every_mistake_in_order():
     assert both.variant(3) == 7
 
 
-@pytest.mark.parametrize("noun, expected", [("int", "an int"), ("str", "a str"), ("numpy.ndarray", "a numpy.ndarray"),
-                                            ("object", "an object")])
+@pytest.mark.parametrize(
+    "noun, expected",
+    [
+        ("int", "an int"),
+        ("str", "a str"),
+        ("numpy.ndarray", "a numpy.ndarray"),
+        ("object", "an object"),
+    ],
+)
 def test_article(noun, expected):
     assert article(noun) == expected
 
@@ -65,7 +81,10 @@ def test_capitalise_leaves_code_alone():
     assert capitalise("the scores") == "The scores"
     assert capitalise("a sigmoid") == "A sigmoid"
     assert capitalise("vocab_size × d") == "vocab_size × d"
-    assert capitalise("tokenizer.token_to_id(word) was stored") == "tokenizer.token_to_id(word) was stored"
+    assert (
+        capitalise("tokenizer.token_to_id(word) was stored")
+        == "tokenizer.token_to_id(word) was stored"
+    )
 
 
 def _raise(error):
@@ -75,15 +94,18 @@ def _raise(error):
     return body
 
 
-@pytest.mark.parametrize("body, status", [
-    (lambda: None, PASSED),
-    (_raise(NotImplementedError("Exercise 1 (attention): to do")), NOT_DONE),
-    (lambda: fail("code", "a mistake", "1", "2"), FAILED),
-    (_raise(StudentRaised("ValueError at x.py:3 in f: bad")), RAISED),
-    (_raise(StudentStopped(TIMED_OUT, "took longer than 1 s")), TIMED_OUT),
-    (_raise(StudentStopped(ENDED, "ended the process")), ENDED),
-    (_raise(KeyError("the check itself could not read the result")), RAISED),
-])
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        (lambda: None, PASSED),
+        (_raise(NotImplementedError("Exercise 1 (attention): to do")), NOT_DONE),
+        (lambda: fail("code", "a mistake", "1", "2"), FAILED),
+        (_raise(StudentRaised("ValueError at x.py:3 in f: bad")), RAISED),
+        (_raise(StudentStopped(TIMED_OUT, "took longer than 1 s")), TIMED_OUT),
+        (_raise(StudentStopped(ENDED, "ended the process")), ENDED),
+        (_raise(KeyError("the check itself could not read the result")), RAISED),
+    ],
+)
 def test_run_check_turns_every_outcome_into_a_status(body, status):
     result = run_check("name", "Exercise 1", body)
     assert result.status == status

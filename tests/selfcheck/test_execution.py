@@ -59,7 +59,9 @@ def test_execute_returns_the_arguments_after_the_call():
     assert returned.result == 1 and returned.args == [[]]
 
 
-@pytest.mark.parametrize("error, text", [(SystemExit(0), "SystemExit"), (ValueError("bad"), "ValueError")])
+@pytest.mark.parametrize(
+    "error, text", [(SystemExit(0), "SystemExit"), (ValueError("bad"), "ValueError")]
+)
 def test_execute_summarises_errors_and_exits(error, text):
     def raises():
         raise error
@@ -84,9 +86,13 @@ def test_not_implemented_passes_through_and_a_keyboard_interrupt_only_in_a_worke
 
 
 def test_the_gradient_report_names_each_input():
-    report = execute_gradient(lambda a, b: a * 2, [torch.ones(2), torch.ones(2)], ["a", "b"], "self")
+    report = execute_gradient(
+        lambda a, b: a * 2, [torch.ones(2), torch.ones(2)], ["a", "b"], "self"
+    )
     assert report.requires_grad and report.reached == {"a": "finite", "b": "none"}
-    assert not execute_gradient(lambda a: a.detach(), [torch.ones(2)], ["a"], "self").requires_grad
+    assert not execute_gradient(
+        lambda a: a.detach(), [torch.ones(2)], ["a"], "self"
+    ).requires_grad
 
 
 def test_type_names_are_short_and_opaque_values_keep_their_type():

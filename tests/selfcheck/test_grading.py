@@ -11,9 +11,19 @@ from transformer_lab.selfcheck.cli import main
 def make_submissions(folder):
     write(folder, "alice.py", SOLUTION + STRETCH)
     write(folder, "bob_loops.py", with_body(SOLUTION, "masked_mean", "while True: pass"))
-    write(folder, "carol_exits.py", with_body(SOLUTION, "attention", "import sys; sys.exit(0)"))
-    write(folder, "dave_os_exit.py", with_body(SOLUTION, "accuracy", "import os; os._exit(0)"))
-    write(folder, "erin_floods.py", with_body(SOLUTION, "accuracy", "while True: print('x' * 10000, flush=True)"))
+    write(
+        folder,
+        "carol_exits.py",
+        with_body(SOLUTION, "attention", "import sys; sys.exit(0)"),
+    )
+    write(
+        folder, "dave_os_exit.py", with_body(SOLUTION, "accuracy", "import os; os._exit(0)")
+    )
+    write(
+        folder,
+        "erin_floods.py",
+        with_body(SOLUTION, "accuracy", "while True: print('x' * 10000, flush=True)"),
+    )
     write(folder, "frank_broken.py", "def attention(q, k, v, padding)\n")
     write(folder, "notes.txt", "not a submission")
 
@@ -23,7 +33,18 @@ def test_grading_a_folder_writes_one_row_per_submission_and_check(tmp_path, caps
     folder.mkdir()
     make_submissions(folder)
     out_csv, out_json = tmp_path / "grades.csv", tmp_path / "grades.json"
-    code = main(["grade", str(folder), "--csv", str(out_csv), "--json", str(out_json), "--time-limit", "1.5"])
+    code = main(
+        [
+            "grade",
+            str(folder),
+            "--csv",
+            str(out_csv),
+            "--json",
+            str(out_json),
+            "--time-limit",
+            "1.5",
+        ]
+    )
     printed = capsys.readouterr().out
     assert code == 0
     assert "xxxxxxxx" not in printed  # a flood stays in its own worker
@@ -41,11 +62,21 @@ def test_grading_a_folder_writes_one_row_per_submission_and_check(tmp_path, caps
     assert status[("erin_floods.py", "accuracy")] in (RAISED, TIMED_OUT)
     assert status[("erin_floods.py", "attention")] == PASSED
     assert all(status[("frank_broken.py", c.name)] == NOT_RUN for c in ALL_CHECKS)
-    assert all(set(row) == {"submission", "check", "exercise", "status", "code", "message", "seconds"} for row in rows)
+    assert all(
+        set(row)
+        == {"submission", "check", "exercise", "status", "code", "message", "seconds"}
+        for row in rows
+    )
     assert all("\n" not in row["message"] and len(row["message"]) < 400 for row in rows)
     reports = json.loads(out_json.read_text(encoding="utf-8"))
-    assert [r["file"] for r in reports] == ["alice.py", "bob_loops.py", "carol_exits.py", "dave_os_exit.py",
-                                            "erin_floods.py", "frank_broken.py"]
+    assert [r["file"] for r in reports] == [
+        "alice.py",
+        "bob_loops.py",
+        "carol_exits.py",
+        "dave_os_exit.py",
+        "erin_floods.py",
+        "frank_broken.py",
+    ]
 
 
 def test_an_empty_or_missing_folder_is_explained(tmp_path, capsys):

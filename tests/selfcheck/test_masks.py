@@ -26,7 +26,7 @@ def test_every_mistake_gives_another_mask_on_the_probe():
     masks = [(m.code, m.variant(PROBE_PADDING)) for m in MISTAKES]
     for i, (code, mask) in enumerate(masks):
         assert not torch.equal(mask, right), code
-        assert all(not torch.equal(mask, other) for _, other in masks[i + 1:]), code
+        assert all(not torch.equal(mask, other) for _, other in masks[i + 1 :]), code
 
 
 def test_the_reference_passes_its_own_check():

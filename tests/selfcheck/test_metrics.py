@@ -1,7 +1,12 @@
 """transformer_lab.selfcheck.metrics: the accuracy probe separates every mistake, and a wrong
 type is reported together with a wrong value."""
 
-from transformer_lab.selfcheck import ACCURACY_LABELS, ACCURACY_LOGITS, accuracy_variants, check_accuracy
+from transformer_lab.selfcheck import (
+    ACCURACY_LABELS,
+    ACCURACY_LOGITS,
+    accuracy_variants,
+    check_accuracy,
+)
 
 
 def test_the_probe_separates_every_mistake():
@@ -11,14 +16,24 @@ def test_the_probe_separates_every_mistake():
 
 
 def test_a_tensor_with_the_right_value_says_the_value_is_right():
-    result = check_accuracy(lambda logits, labels: ((logits > 0).float() == labels).float().mean())
-    assert result.code == "returned_tensor" and "value itself is right" in result.finding.mistake
+    result = check_accuracy(
+        lambda logits, labels: ((logits > 0).float() == labels).float().mean()
+    )
+    assert (
+        result.code == "returned_tensor"
+        and "value itself is right" in result.finding.mistake
+    )
 
 
 def test_a_tensor_with_a_wrong_value_names_both_problems():
-    result = check_accuracy(lambda logits, labels: ((logits > 0.5).float() == labels).float().mean())
+    result = check_accuracy(
+        lambda logits, labels: ((logits > 0.5).float() == labels).float().mean()
+    )
     assert result.code == "returned_tensor"
-    assert "value is wrong too" in result.finding.mistake and "thresholded at 0.5" in result.finding.mistake
+    assert (
+        "value is wrong too" in result.finding.mistake
+        and "thresholded at 0.5" in result.finding.mistake
+    )
 
 
 def test_an_int_is_called_an_int():
@@ -28,5 +43,11 @@ def test_an_int_is_called_an_int():
 
 
 def test_integer_labels_work():
-    assert check_accuracy(lambda logits, labels: float(((logits > 0).long() == labels.long()).float().mean())).status \
+    assert (
+        check_accuracy(
+            lambda logits, labels: float(
+                ((logits > 0).long() == labels.long()).float().mean()
+            )
+        ).status
         == "passed"
+    )

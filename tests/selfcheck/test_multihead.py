@@ -10,14 +10,19 @@ from transformer_lab.selfcheck.multihead import MISTAKES, computed, mha_probe
 from transformer_lab.selfcheck.tensors import close
 
 
-@pytest.mark.parametrize("width, heads, padding", [
-    (12, 3, None),
-    (8, 4, [[False] * 6, [False] * 3 + [True] * 3, [False, True] * 3]),
-    (6, 1, [[False, False, True, True, True, True], [False] * 6, [False] * 5 + [True]]),
-])
+@pytest.mark.parametrize(
+    "width, heads, padding",
+    [
+        (12, 3, None),
+        (8, 4, [[False] * 6, [False] * 3 + [True] * 3, [False, True] * 3]),
+        (6, 1, [[False, False, True, True, True, True], [False] * 6, [False] * 5 + [True]]),
+    ],
+)
 def test_the_reference_equals_the_layer_in_evaluation_mode(width, heads, padding):
     batch, length = (2, 5) if padding is None else (len(padding), len(padding[0]))
-    x, padding, mha = mha_probe(seed=7, batch=batch, length=length, width=width, heads=heads, padding=padding)
+    x, padding, mha = mha_probe(
+        seed=7, batch=batch, length=length, width=width, heads=heads, padding=padding
+    )
     with torch.no_grad():
         library = mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]
         mine = multi_head_attention(x, padding, mha)
@@ -41,10 +46,15 @@ def test_every_mistake_gives_another_output_on_the_probe():
         outputs.setdefault(mistake.code, mistake.variant(*probe))
     for i, (code, output) in enumerate(outputs.items()):
         assert not close(output, right, atol=1e-4, rtol=1e-4), code
-        for other, output2 in list(outputs.items())[i + 1:]:
+        for other, output2 in list(outputs.items())[i + 1 :]:
             assert not close(output, output2, atol=1e-4, rtol=1e-4), f"{code} and {other}"
 
 
 def test_the_reference_passes_its_own_check_and_a_float64_version_too():
     assert check_multi_head_attention(multi_head_attention).status == PASSED
-    assert check_multi_head_attention(lambda x, padding, mha: computed(x, padding, mha).float()).status == PASSED
+    assert (
+        check_multi_head_attention(
+            lambda x, padding, mha: computed(x, padding, mha).float()
+        ).status
+        == PASSED
+    )

@@ -13,7 +13,9 @@ from transformer_lab.selfcheck import PASSED, Report, format_report
 def test_a_wrong_implementation_is_rejected_with_its_own_mistake(mutant):
     result = run(mutant)
     assert result.status != PASSED, f"{mutant.label} passed"
-    assert result.code == mutant.code, f"expected {mutant.code}, got {result.code}: {result.finding or result.summary}"
+    assert result.code == mutant.code, (
+        f"expected {mutant.code}, got {result.code}: {result.finding or result.summary}"
+    )
     finding = result.finding
     assert finding.expected and finding.received and finding.expected != finding.received
     assert not finding.mistake[:1].islower(), "a diagnosis is a sentence"

@@ -14,7 +14,7 @@ def test_every_mistake_gives_another_answer_on_the_probe():
     right = masked_mean(x.double(), padding)
     for i, (code, answer) in enumerate(answers.items()):
         assert not close(answer, right), code
-        for other, answer2 in list(answers.items())[i + 1:]:
+        for other, answer2 in list(answers.items())[i + 1 :]:
             assert not close(answer, answer2), f"{code} and {other}"
 
 

@@ -1,6 +1,14 @@
 """transformer_lab.selfcheck.report: the text, the JSON and the autograder results."""
 
-from transformer_lab.selfcheck import FAILED, NOT_ATTEMPTED, PASSED, TIMED_OUT, CheckResult, Finding, Report
+from transformer_lab.selfcheck import (
+    FAILED,
+    NOT_ATTEMPTED,
+    PASSED,
+    TIMED_OUT,
+    CheckResult,
+    Finding,
+    Report,
+)
 from transformer_lab.selfcheck.report import (
     format_report,
     gradescope_results,
@@ -9,33 +17,72 @@ from transformer_lab.selfcheck.report import (
     report_to_json,
 )
 
-FINDING = Finding("percentage", "A percentage came back", "0.7500", "75.0000", "drop the * 100")
-REPORT = Report("student.py", [
-    CheckResult("attention", "Exercise 1", PASSED, "all checks passed", seconds=0.01),
-    CheckResult("accuracy", "Exercise 4", FAILED, FINDING.mistake, FINDING, 0.002, "debug 1\ndebug 2\n"),
-    CheckResult("masked_mean", "Exercise 3", TIMED_OUT, "took longer than 10 s and was stopped", seconds=10.0),
-    CheckResult("causal_padding_mask", "Exercise 10", NOT_ATTEMPTED, "optional stretch exercise: no function"),
-], seconds=10.2)
+FINDING = Finding(
+    "percentage", "A percentage came back", "0.7500", "75.0000", "drop the * 100"
+)
+REPORT = Report(
+    "student.py",
+    [
+        CheckResult("attention", "Exercise 1", PASSED, "all checks passed", seconds=0.01),
+        CheckResult(
+            "accuracy",
+            "Exercise 4",
+            FAILED,
+            FINDING.mistake,
+            FINDING,
+            0.002,
+            "debug 1\ndebug 2\n",
+        ),
+        CheckResult(
+            "masked_mean",
+            "Exercise 3",
+            TIMED_OUT,
+            "took longer than 10 s and was stopped",
+            seconds=10.0,
+        ),
+        CheckResult(
+            "causal_padding_mask",
+            "Exercise 10",
+            NOT_ATTEMPTED,
+            "optional stretch exercise: no function",
+        ),
+    ],
+    seconds=10.2,
+)
 
 
 def test_the_text_report_lists_each_check_and_a_summary():
     text = format_report(REPORT)
-    assert "[FAILED] Exercise 4: accuracy(logits, labels)\n    Likely mistake: A percentage came back" in text
+    assert (
+        "[FAILED] Exercise 4: accuracy(logits, labels)\n    Likely mistake: A percentage came back"
+        in text
+    )
     assert "    Your code printed:\n      debug 1\n      debug 2" in text
-    assert "[timed out] Exercise 3: masked_mean(x, padding)\n    took longer than 10 s" in text
-    assert text.endswith("1 passed, 1 failed, 1 timed out (of 3 checks), 1 stretch exercise not attempted, "
-                         "in 10.20 s (wall).")
+    assert (
+        "[timed out] Exercise 3: masked_mean(x, padding)\n    took longer than 10 s" in text
+    )
+    assert text.endswith(
+        "1 passed, 1 failed, 1 timed out (of 3 checks), 1 stretch exercise not attempted, "
+        "in 10.20 s (wall)."
+    )
 
 
 def test_long_output_is_cut_to_a_few_lines():
-    result = CheckResult("attention", "Exercise 1", PASSED, output="\n".join(f"line {i}" for i in range(50)))
+    result = CheckResult(
+        "attention", "Exercise 1", PASSED, output="\n".join(f"line {i}" for i in range(50))
+    )
     text = format_report(Report("s.py", [result]))
     assert "Your code printed (first 5 of 50 lines):" in text and "line 5" not in text
 
 
 def test_the_json_report_round_trips():
     data = report_to_dict(REPORT)
-    assert [c["status"] for c in data["checks"]] == [PASSED, FAILED, TIMED_OUT, NOT_ATTEMPTED]
+    assert [c["status"] for c in data["checks"]] == [
+        PASSED,
+        FAILED,
+        TIMED_OUT,
+        NOT_ATTEMPTED,
+    ]
     assert data["checks"][1]["code"] == "percentage" and data["passed"] is False
     again = report_from_dict(data)
     assert format_report(again) == format_report(REPORT)
@@ -48,6 +95,8 @@ def test_gradescope_results_give_a_point_per_passed_check_and_stretch_as_extra_c
     tests = {t["name"]: t for t in results["tests"]}
     assert tests["Exercise 1: attention(q, k, v, padding)"]["score"] == 1
     assert tests["Exercise 4: accuracy(logits, labels)"]["status"] == "failed"
-    assert "A percentage came back" in tests["Exercise 4: accuracy(logits, labels)"]["output"]
+    assert (
+        "A percentage came back" in tests["Exercise 4: accuracy(logits, labels)"]["output"]
+    )
     assert tests["Exercise 10: causal_padding_mask(padding)"]["max_score"] == 0
     assert sum(t["max_score"] for t in results["tests"]) == 3

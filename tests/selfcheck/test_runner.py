@@ -26,8 +26,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def run_command(*args, cwd=ROOT):
     start = time.perf_counter()
-    completed = subprocess.run([sys.executable, "-m", "transformer_lab.selfcheck", *map(str, args)],
-                               cwd=cwd, capture_output=True, text=True, timeout=120)
+    completed = subprocess.run(
+        [sys.executable, "-m", "transformer_lab.selfcheck", *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     return completed, time.perf_counter() - start
 
 
@@ -40,8 +45,10 @@ def test_untouched_starter_reports_not_done_for_every_task_quickly():
         assert f"[not done yet] {check.exercise}: {check.signature}" in completed.stdout
     for check in STRETCH_CHECKS:
         assert f"[not attempted] {check.exercise}: {check.signature}" in completed.stdout
-    assert f"{len(CHECKS)} not done yet (of {len(CHECKS)} checks), {len(STRETCH_CHECKS)} stretch exercises not " \
-           "attempted" in completed.stdout
+    assert (
+        f"{len(CHECKS)} not done yet (of {len(CHECKS)} checks), {len(STRETCH_CHECKS)} stretch exercises not "
+        "attempted" in completed.stdout
+    )
     assert seconds < 20, f"the self-check took {seconds:.1f} s"
 
 
@@ -57,39 +64,60 @@ def test_an_older_file_without_the_stretch_functions_still_passes(tmp_path, caps
     path = write(tmp_path, "solution.py", SOLUTION)
     assert main([str(path)]) == 0
     out = capsys.readouterr().out
-    assert f"{len(CHECKS)} passed (of {len(CHECKS)} checks), 2 stretch exercises not attempted" in out
+    assert (
+        f"{len(CHECKS)} passed (of {len(CHECKS)} checks), 2 stretch exercises not attempted"
+        in out
+    )
     assert "optional stretch exercise: no function `causal_padding_mask` in the file" in out
 
 
 def test_an_untouched_stretch_stub_is_not_attempted_either(tmp_path):
-    stub = "\n\ndef causal_padding_mask(padding):\n    raise NotImplementedError('Exercise 10 (causal_padding_mask): to do')\n"
-    report = check_file(write(tmp_path, "solution.py", SOLUTION + stub), only=["causal_padding_mask"])
+    stub = (
+        "\n\ndef causal_padding_mask(padding):\n"
+        "    raise NotImplementedError('Exercise 11 (causal_padding_mask): to do')\n"
+    )
+    report = check_file(
+        write(tmp_path, "solution.py", SOLUTION + stub), only=["causal_padding_mask"]
+    )
     assert report.results[0].status == NOT_ATTEMPTED and report.all_passed
     assert "Exercise 10 (causal_padding_mask): to do" in report.results[0].summary
 
 
 def test_a_wrong_stretch_function_fails(tmp_path):
     wrong = STRETCH.replace("diagonal=1", "diagonal=0")
-    report = check_file(write(tmp_path, "solution.py", SOLUTION + wrong), only=["causal_padding_mask"])
+    report = check_file(
+        write(tmp_path, "solution.py", SOLUTION + wrong), only=["causal_padding_mask"]
+    )
     assert report.results[0].code == "blocked_diagonal" and not report.all_passed
 
 
 def test_a_raising_function_is_summarised_in_one_line(tmp_path):
-    source = SOLUTION.replace("    return {word: len(tokenizer.encode(word).tokens) for word in words}",
-                              "    counts = {}\n    raise KeyError('oops: ' + words[0])\n")
+    source = SOLUTION.replace(
+        "    return {word: len(tokenizer.encode(word).tokens) for word in words}",
+        "    counts = {}\n    raise KeyError('oops: ' + words[0])\n",
+    )
     report = check_file(write(tmp_path, "student.py", source))
     result = next(r for r in report.results if r.name == "tokens_per_word")
     assert result.status == RAISED
     line = 1 + source.splitlines().index("def tokens_per_word(tokenizer, words):") + 2
-    assert result.summary == f"KeyError at student.py:{line} in tokens_per_word: 'oops: cat'"
+    assert (
+        result.summary == f"KeyError at student.py:{line} in tokens_per_word: 'oops: cat'"
+    )
     text = format_report(report)
     assert "Traceback" not in text
-    assert f"[raised an error] Exercise 8: tokens_per_word(tokenizer, words)\n    KeyError at student.py:{line}" in text
+    assert (
+        f"[raised an error] Exercise 8: tokens_per_word(tokenizer, words)\n    KeyError at student.py:{line}"
+        in text
+    )
 
 
 @pytest.mark.parametrize("order", ["file-first", "only-first"])
-def test_only_selects_checks_before_or_after_the_file_and_a_missing_function_is_reported(tmp_path, capsys, order):
-    path = str(write(tmp_path, "student.py", SOLUTION.split("def masked_mean")[0]))  # only attention
+def test_only_selects_checks_before_or_after_the_file_and_a_missing_function_is_reported(
+    tmp_path, capsys, order
+):
+    path = str(
+        write(tmp_path, "student.py", SOLUTION.split("def masked_mean")[0])
+    )  # only attention
     args = [path, "--only", "attention", "masked_mean"]
     assert main(args if order == "file-first" else args[1:] + [path]) == 1
     out = capsys.readouterr().out
@@ -119,19 +147,32 @@ def test_a_missing_file_is_explained(tmp_path, capsys):
 
 
 def test_importing_the_books_function_is_not_a_pass(tmp_path):
-    source = SOLUTION.replace("def masked_mean(x, padding):",
-                              "from transformer_lab.pooling import masked_mean\n\n\ndef _unused(x, padding):")
+    source = SOLUTION.replace(
+        "def masked_mean(x, padding):",
+        "from transformer_lab.pooling import masked_mean\n\n\ndef _unused(x, padding):",
+    )
     report = check_file(write(tmp_path, "student.py", source), only=["masked_mean"])
-    assert report.results[0].status == FAILED and report.results[0].code == "imported_answer"
+    assert (
+        report.results[0].status == FAILED and report.results[0].code == "imported_answer"
+    )
 
 
-def test_the_json_report_has_every_check_with_status_code_message_and_time(tmp_path, capsys):
-    source = with_body(SOLUTION, "accuracy", "return 100 * ((logits > 0).float() == labels).float().mean().item()")
+def test_the_json_report_has_every_check_with_status_code_message_and_time(
+    tmp_path, capsys
+):
+    source = with_body(
+        SOLUTION,
+        "accuracy",
+        "return 100 * ((logits > 0).float() == labels).float().mean().item()",
+    )
     assert main([str(write(tmp_path, "student.py", source)), "--json"]) == 1
     data = json.loads(capsys.readouterr().out)
     assert data["passed"] is False and data["load_error"] is None
     by_name = {c["check"]: c for c in data["checks"]}
-    assert by_name["accuracy"]["status"] == FAILED and by_name["accuracy"]["code"] == "percentage"
+    assert (
+        by_name["accuracy"]["status"] == FAILED
+        and by_name["accuracy"]["code"] == "percentage"
+    )
     assert by_name["accuracy"]["message"].startswith("A percentage came back")
     assert by_name["attention"]["status"] == PASSED and by_name["attention"]["code"] is None
     assert by_name["causal_padding_mask"]["status"] == NOT_ATTEMPTED
@@ -140,34 +181,50 @@ def test_the_json_report_has_every_check_with_status_code_message_and_time(tmp_p
 
 def test_a_gradescope_results_file_is_written_next_to_the_report(tmp_path, capsys):
     results = tmp_path / "results.json"
-    path = write(tmp_path, "student.py", SOLUTION.replace("return vocab_size * d", "return vocab_size + d"))
+    path = write(
+        tmp_path,
+        "student.py",
+        SOLUTION.replace("return vocab_size * d", "return vocab_size + d"),
+    )
     assert main([str(path), "--gradescope", str(results)]) == 1
     data = json.loads(results.read_text(encoding="utf-8"))
     assert data["score"] == len(CHECKS) - 1
     failed = [t for t in data["tests"] if t["status"] == "failed" and t["max_score"]]
-    assert [t["name"] for t in failed] == ["Exercise 9: embedding_parameters(vocab_size, d)"]
+    assert [t["name"] for t in failed] == [
+        "Exercise 9: embedding_parameters(vocab_size, d)"
+    ]
     assert "The sizes were added" in failed[0]["output"]
     assert "[FAILED] Exercise 9" in capsys.readouterr().out
 
 
 def test_the_exit_status_is_not_zero_when_student_code_calls_sys_exit_0(tmp_path):
-    path = write(tmp_path, "student.py", with_body(SOLUTION, "attention", "import sys; sys.exit(0)"))
+    path = write(
+        tmp_path, "student.py", with_body(SOLUTION, "attention", "import sys; sys.exit(0)")
+    )
     completed, _ = run_command(path, "--only", "attention", "masked_mean")
     assert completed.returncode == 1
-    assert "[raised an error] Exercise 1" in completed.stdout and "[passed] Exercise 3" in completed.stdout
+    assert (
+        "[raised an error] Exercise 1" in completed.stdout
+        and "[passed] Exercise 3" in completed.stdout
+    )
     assert "1 passed, 1 raised an error (of 2 checks)" in completed.stdout
 
 
 def test_a_file_checking_itself_after_changing_the_references_is_checked_afresh(tmp_path):
-    unscaled = SOLUTION.replace("scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
-                                "scores = q @ k.transpose(-2, -1)")
+    unscaled = SOLUTION.replace(
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
+        "scores = q @ k.transpose(-2, -1)",
+    )
     source = unscaled + (
         "\nimport transformer_lab.attention as book\n"
         "book.attention = lambda q, k, v, padding=None, causal=False: attention(q, k, v, padding)\n"
         "\nif __name__ == '__main__':\n"
         "    from transformer_lab.selfcheck import check_file, format_report\n"
-        "    print(format_report(check_file(__file__, only=['attention'], display='me.py')))\n")
+        "    print(format_report(check_file(__file__, only=['attention'], display='me.py')))\n"
+    )
     path = write(tmp_path, "me.py", source)
-    completed = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    completed = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
     assert "Self-check of me.py" in completed.stdout
     assert "Likely mistake: The scores were not divided by √d" in completed.stdout

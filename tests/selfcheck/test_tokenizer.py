@@ -19,7 +19,10 @@ from transformer_lab.tokenizer import TINY_CORPUS, tokens_per_word, train_bpe_to
 @pytest.mark.parametrize("size", [40, 80])
 def test_a_probe_word_repeats_a_token(size):
     tokenizer = train_bpe_tokenizer(list(TINY_CORPUS), size)
-    assert any(len(set(tokenizer.encode(w).tokens)) < len(tokenizer.encode(w).tokens) for w in WORDS)
+    assert any(
+        len(set(tokenizer.encode(w).tokens)) < len(tokenizer.encode(w).tokens)
+        for w in WORDS
+    )
 
 
 def test_every_count_mistake_gives_other_counts_on_the_larger_tokenizer():
@@ -28,22 +31,34 @@ def test_every_count_mistake_gives_other_counts_on_the_larger_tokenizer():
     answers = [(m.message, m.variant(tokenizer, list(WORDS))) for m in COUNT_MISTAKES]
     for i, (message, answer) in enumerate(answers):
         assert answer != right, message
-        assert all(answer != other for _, other in answers[i + 1:]), message
+        assert all(answer != other for _, other in answers[i + 1 :]), message
 
 
 def test_every_training_mistake_shows_on_one_of_the_probes():
-    assert train_bpe_tokenizer(list(OTHER_CORPUS), OTHER_SIZE).get_vocab_size() < OTHER_SIZE  # runs out of pairs
-    probes = [(list(TINY_CORPUS), size) for size in TOKENIZER_SIZES] + [(list(OTHER_CORPUS), OTHER_SIZE)]
+    assert (
+        train_bpe_tokenizer(list(OTHER_CORPUS), OTHER_SIZE).get_vocab_size() < OTHER_SIZE
+    )  # runs out of pairs
+    probes = [(list(TINY_CORPUS), size) for size in TOKENIZER_SIZES] + [
+        (list(OTHER_CORPUS), OTHER_SIZE)
+    ]
     for mistake in TRAINING_MISTAKES:
-        assert any(mistake.variant(corpus, size).get_vocab() != train_bpe_tokenizer(corpus, size).get_vocab()
-                   for corpus, size in probes), mistake.code
+        assert any(
+            mistake.variant(corpus, size).get_vocab()
+            != train_bpe_tokenizer(corpus, size).get_vocab()
+            for corpus, size in probes
+        ), mistake.code
 
 
 def test_a_model_without_unk_token_shows_the_vanished_characters():
     # The trainer learns the same vocabulary with or without unk_token; only encoding unseen
     # characters tells them apart: the reference writes [UNK], the other drops é and the emoji.
-    result = check_train_bpe_tokenizer(lambda corpus, vocab_size: bpe(corpus, vocab_size, unk_token=None))
+    result = check_train_bpe_tokenizer(
+        lambda corpus, vocab_size: bpe(corpus, vocab_size, unk_token=None)
+    )
     assert result.code == "missing_unk_token"
-    assert "'f', '[UNK]', 's'" in result.finding.expected and result.finding.expected.endswith("'[UNK]']")
+    assert (
+        "'f', '[UNK]', 's'" in result.finding.expected
+        and result.finding.expected.endswith("'[UNK]']")
+    )
     assert "'f', 's'" in result.finding.received and "[UNK]" not in result.finding.received
     assert 'models.BPE(unk_token="[UNK]")' in result.finding.advice

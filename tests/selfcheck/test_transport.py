@@ -13,7 +13,13 @@ from selfcheck.mutants import RIGHT, WRONG
 from selfcheck.solutions import SOLUTION, write
 from transformer_lab.selfcheck import check_file
 from transformer_lab.selfcheck.execution import GradientReport, Opaque
-from transformer_lab.selfcheck.transport import ModuleState, PlainUnpickler, decode, encode, loads_plain
+from transformer_lab.selfcheck.transport import (
+    ModuleState,
+    PlainUnpickler,
+    decode,
+    encode,
+    loads_plain,
+)
 from transformer_lab.tokenizer import TINY_CORPUS, train_bpe_tokenizer
 
 
@@ -21,11 +27,25 @@ def travel(value):
     return decode(loads_plain(pickle.dumps(encode(value))))
 
 
-@pytest.mark.parametrize("value", [
-    None, True, 3, 2.5, "text", [1, (2, 3)], {"cat": 1, "dog": 2},
-    torch.arange(6, dtype=torch.float32).reshape(2, 3), torch.tensor([True, False]), torch.tensor(7),
-    torch.zeros(0, 3), np.float64(0.75), np.float32(0.5), np.arange(4).reshape(2, 2),
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        3,
+        2.5,
+        "text",
+        [1, (2, 3)],
+        {"cat": 1, "dog": 2},
+        torch.arange(6, dtype=torch.float32).reshape(2, 3),
+        torch.tensor([True, False]),
+        torch.tensor(7),
+        torch.zeros(0, 3),
+        np.float64(0.75),
+        np.float32(0.5),
+        np.arange(4).reshape(2, 2),
+    ],
+)
 def test_plain_values_tensors_and_arrays_survive_the_trip(value):
     back = travel(value)
     if isinstance(value, torch.Tensor):
@@ -41,8 +61,12 @@ def test_tokenizers_modules_and_reports_come_back_as_what_the_checks_need():
     assert travel(tokenizer).get_vocab() == tokenizer.get_vocab()
     layer = torch.nn.Linear(2, 3)
     state = travel(layer)
-    assert isinstance(state, ModuleState) and torch.equal(state.state_dict()["weight"], layer.weight.detach())
-    assert travel(GradientReport(True, {"x": "finite"})) == GradientReport(True, {"x": "finite"})
+    assert isinstance(state, ModuleState) and torch.equal(
+        state.state_dict()["weight"], layer.weight.detach()
+    )
+    assert travel(GradientReport(True, {"x": "finite"})) == GradientReport(
+        True, {"x": "finite"}
+    )
     trainer = travel(trainers.BpeTrainer(vocab_size=10))
     assert isinstance(trainer, Opaque) and trainer.category == "trainer"
     assert travel(x for x in range(3)).type_name == "generator"
@@ -61,7 +85,9 @@ def test_the_parent_refuses_any_pickled_global():
 
 def test_a_returned_object_cannot_run_code_in_the_checking_process(tmp_path):
     marker = tmp_path / "ran.txt"
-    source = SOLUTION + f'''
+    source = (
+        SOLUTION
+        + f"""
 
 class Sneaky(float):
     def __reduce__(self):
@@ -70,7 +96,8 @@ class Sneaky(float):
 
 def accuracy(logits, labels):
     return Sneaky(0.75)
-'''
+"""
+    )
     report = check_file(write(tmp_path, "student.py", source), only=["accuracy"])
     assert not marker.exists()
     assert report.results[0].status != "passed"
@@ -78,18 +105,36 @@ def accuracy(logits, labels):
 
 def _mutant_file(folder, mutant):
     name = mutant.function.__name__
-    return write(folder, f"{name}.py", f"from selfcheck.mutants import {name} as {mutant.check}\n")
+    return write(
+        folder, f"{name}.py", f"from selfcheck.mutants import {name} as {mutant.check}\n"
+    )
 
 
-SAMPLE = [m for m in WRONG + RIGHT if m.check in ("accuracy", "train_bpe_tokenizer", "multi_head_attention")
-          or m.function.__name__ in ("attention_numpy_weights", "attention_fused_alias", "attention_fused_in_a_helper",
-                                     "attention_rewrapped", "attention_cleans_values", "masked_mean_in_place",
-                                     "tokens_lists", "tokens_token_to_id", "mask_additive", "embedding_tensor")]
+SAMPLE = [
+    m
+    for m in WRONG + RIGHT
+    if m.check in ("accuracy", "train_bpe_tokenizer", "multi_head_attention")
+    or m.function.__name__
+    in (
+        "attention_numpy_weights",
+        "attention_fused_alias",
+        "attention_fused_in_a_helper",
+        "attention_rewrapped",
+        "attention_cleans_values",
+        "masked_mean_in_place",
+        "tokens_lists",
+        "tokens_token_to_id",
+        "mask_additive",
+        "embedding_tensor",
+    )
+]
 
 
 @pytest.mark.parametrize("mutant", SAMPLE, ids=[m.label for m in SAMPLE])
 def test_a_worker_gives_the_diagnosis_of_an_in_process_run(tmp_path, mutant):
     report = check_file(_mutant_file(tmp_path, mutant), only=[mutant.check])
     result = report.results[0]
-    assert (result.status == "passed") == (mutant.code is None), result.finding or result.summary
+    assert (result.status == "passed") == (mutant.code is None), (
+        result.finding or result.summary
+    )
     assert result.code == mutant.code

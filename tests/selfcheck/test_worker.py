@@ -13,7 +13,9 @@ def statuses(report):
     return {result.name: result.status for result in report.results}
 
 
-@pytest.mark.parametrize("line", ["while True: pass", "import time; time.sleep(60)"], ids=["loop", "sleep"])
+@pytest.mark.parametrize(
+    "line", ["while True: pass", "import time; time.sleep(60)"], ids=["loop", "sleep"]
+)
 def test_a_function_that_never_returns_is_stopped_and_the_others_still_run(tmp_path, line):
     path = write(tmp_path, "student.py", with_body(SOLUTION + STRETCH, "masked_mean", line))
     report = check_file(path, limits=FAST)
@@ -23,25 +25,37 @@ def test_a_function_that_never_returns_is_stopped_and_the_others_still_run(tmp_p
     assert [r.name for r in report.results if r.status != PASSED] == ["masked_mean"]
 
 
-@pytest.mark.parametrize("line, status, text", [
-    ("import sys; sys.exit(0)", RAISED, "SystemExit at student.py:"),
-    ("import sys; sys.exit('bye')", RAISED, "SystemExit at student.py:"),
-    ("raise KeyboardInterrupt", RAISED, "KeyboardInterrupt at student.py:"),
-    ("import os; os._exit(0)", ENDED, "ended the process that ran it (exit status 0)"),
-    ("import ctypes; ctypes.string_at(0)", ENDED, "killed by SIGSEGV"),
-    ("input('your name? ')", RAISED, "input() waits for the keyboard"),
-], ids=["exit-0", "exit-message", "keyboard-interrupt", "os-exit", "crash", "input"])
+@pytest.mark.parametrize(
+    "line, status, text",
+    [
+        ("import sys; sys.exit(0)", RAISED, "SystemExit at student.py:"),
+        ("import sys; sys.exit('bye')", RAISED, "SystemExit at student.py:"),
+        ("raise KeyboardInterrupt", RAISED, "KeyboardInterrupt at student.py:"),
+        ("import os; os._exit(0)", ENDED, "ended the process that ran it (exit status 0)"),
+        ("import ctypes; ctypes.string_at(0)", ENDED, "killed by SIGSEGV"),
+        ("input('your name? ')", RAISED, "input() waits for the keyboard"),
+    ],
+    ids=["exit-0", "exit-message", "keyboard-interrupt", "os-exit", "crash", "input"],
+)
 def test_exits_interrupts_and_crashes_end_only_that_check(tmp_path, line, status, text):
     path = write(tmp_path, "student.py", with_body(SOLUTION, "accuracy", line))
     report = check_file(path, limits=FAST)
     result = next(r for r in report.results if r.name == "accuracy")
     assert result.status == status and text in result.summary
-    assert all(r.status == PASSED for r in report.results if r.name in ("embedding_parameters", "attention"))
+    assert all(
+        r.status == PASSED
+        for r in report.results
+        if r.name in ("embedding_parameters", "attention")
+    )
     assert not report.all_passed
 
 
 def test_a_flood_of_output_is_cut_off_and_kept_out_of_the_report(tmp_path):
-    path = write(tmp_path, "student.py", with_body(SOLUTION, "accuracy", "while True: print('x' * 1000)"))
+    path = write(
+        tmp_path,
+        "student.py",
+        with_body(SOLUTION, "accuracy", "while True: print('x' * 1000)"),
+    )
     report = check_file(path, limits=Limits(seconds=20, output_bytes=200_000))
     result = next(r for r in report.results if r.name == "accuracy")
     assert result.status == RAISED and "printed too much" in result.summary
@@ -50,36 +64,53 @@ def test_a_flood_of_output_is_cut_off_and_kept_out_of_the_report(tmp_path):
 
 
 def test_printed_lines_are_shown_with_their_check(tmp_path):
-    path = write(tmp_path, "student.py", with_body(SOLUTION, "embedding_parameters", "print('debug', vocab_size)"))
+    path = write(
+        tmp_path,
+        "student.py",
+        with_body(SOLUTION, "embedding_parameters", "print('debug', vocab_size)"),
+    )
     report = check_file(path, only=["embedding_parameters"], limits=FAST)
     assert report.results[0].status == PASSED
     assert report.results[0].output.splitlines() == ["debug 80", "debug 50000", "debug 7"]
 
 
 def test_too_much_memory_is_an_error_not_a_swapping_machine(tmp_path):
-    path = write(tmp_path, "student.py", with_body(SOLUTION, "accuracy", "big = [torch.ones(10**8) for _ in range(20)]"))
+    path = write(
+        tmp_path,
+        "student.py",
+        with_body(SOLUTION, "accuracy", "big = [torch.ones(10**8) for _ in range(20)]"),
+    )
     report = check_file(path, only=["accuracy"], limits=Limits(seconds=20, memory_mb=200))
     assert report.results[0].status in (RAISED, ENDED)
     assert "memory" in report.results[0].summary
 
 
 def test_changing_the_book_references_does_not_make_wrong_code_pass(tmp_path):
-    unscaled = SOLUTION.replace("scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
-                                "scores = q @ k.transpose(-2, -1)")
+    unscaled = SOLUTION.replace(
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
+        "scores = q @ k.transpose(-2, -1)",
+    )
     patched = unscaled + (
         "\nimport transformer_lab.attention as book\n"
         "book.attention = lambda q, k, v, padding=None, causal=False: attention(q, k, v, padding)\n"
         "import transformer_lab.selfcheck.core as core\n"
-        "core.PASSED = 'FAILED'\n")
-    report = check_file(write(tmp_path, "student.py", patched), only=["attention"], limits=FAST)
+        "core.PASSED = 'FAILED'\n"
+    )
+    report = check_file(
+        write(tmp_path, "student.py", patched), only=["attention"], limits=FAST
+    )
     assert report.results[0].code == "no_scaling"
 
 
-@pytest.mark.parametrize("top, text", [
-    ("import sys\nsys.exit(0)\n", "SystemExit at student.py:3 in <module>"),
-    ("while True:\n    pass\n", "took longer than 1.5 s"),
-    ("import os\nos._exit(3)\n", "exit status 3"),
-], ids=["exit", "loop", "os-exit"])
+@pytest.mark.parametrize(
+    "top, text",
+    [
+        ("import sys\nsys.exit(0)\n", "SystemExit at student.py:3 in <module>"),
+        ("while True:\n    pass\n", "took longer than 1.5 s"),
+        ("import os\nos._exit(3)\n", "exit status 3"),
+    ],
+    ids=["exit", "loop", "os-exit"],
+)
 def test_a_file_that_stops_while_loading_is_one_line(tmp_path, top, text):
     path = write(tmp_path, "student.py", "import math\n" + top + SOLUTION)
     report = check_file(path, limits=FAST)

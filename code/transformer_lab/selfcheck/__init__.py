@@ -15,10 +15,15 @@ Exit status: 0 when every selected check passes, 1 otherwise, 2 when FILE cannot
 One module per graded concept (``attention``, ``pooling``, ``metrics``, ``tokenizer``,
 ``embedding``, ``masks``, ``multihead``), each with a table of :class:`Mistake` entries matched
 by :func:`first_match`; ``registry`` lists the checks, ``worker`` isolates student code
-(``execution`` calls it, ``transport`` brings its results back as plain data), ``runner`` checks a file, ``report`` formats the result, ``grading`` and ``cli`` are the commands.
+(``execution`` calls it, ``transport`` brings its results back as plain data), ``runner``
+checks a file, ``report`` formats the result, ``grading`` and ``cli`` are the commands.
 """
 
-from transformer_lab.selfcheck.attention import attention_probe, check_attention, overflow_probe
+from transformer_lab.selfcheck.attention import (
+    attention_probe,
+    check_attention,
+    overflow_probe,
+)
 from transformer_lab.selfcheck.core import (
     ENDED,
     FAILED,
@@ -37,21 +42,75 @@ from transformer_lab.selfcheck.core import (
 from transformer_lab.selfcheck.embedding import check_embedding_parameters
 from transformer_lab.selfcheck.errors import COMMON_ERROR_HINTS, summarise_exception
 from transformer_lab.selfcheck.masks import check_causal_padding_mask
-from transformer_lab.selfcheck.metrics import ACCURACY_LABELS, ACCURACY_LOGITS, accuracy_variants, check_accuracy
+from transformer_lab.selfcheck.metrics import (
+    ACCURACY_LABELS,
+    ACCURACY_LOGITS,
+    accuracy_variants,
+    check_accuracy,
+)
 from transformer_lab.selfcheck.multihead import check_multi_head_attention
 from transformer_lab.selfcheck.pooling import check_masked_mean, masked_mean_probe
 from transformer_lab.selfcheck.registry import ALL_CHECKS, CHECKS, STRETCH_CHECKS, Check
-from transformer_lab.selfcheck.report import Report, format_report, gradescope_results, report_to_json
-from transformer_lab.selfcheck.runner import DEFAULT_PATH, check_file, check_module, find_homework_starter
-from transformer_lab.selfcheck.tokenizer import check_tokens_per_word, check_train_bpe_tokenizer
+from transformer_lab.selfcheck.report import (
+    Report,
+    format_report,
+    gradescope_results,
+    report_to_json,
+)
+from transformer_lab.selfcheck.runner import (
+    DEFAULT_PATH,
+    check_file,
+    check_module,
+    find_homework_starter,
+)
+from transformer_lab.selfcheck.tokenizer import (
+    check_tokens_per_word,
+    check_train_bpe_tokenizer,
+)
 from transformer_lab.selfcheck.worker import Limits, load_module
 
 __all__ = [
-    "ACCURACY_LABELS", "ACCURACY_LOGITS", "ALL_CHECKS", "CHECKS", "COMMON_ERROR_HINTS", "DEFAULT_PATH", "ENDED",
-    "FAILED", "MISSING", "NOT_ATTEMPTED", "NOT_DONE", "NOT_RUN", "PASSED", "RAISED", "STRETCH_CHECKS", "TIMED_OUT",
-    "Check", "CheckResult", "Finding", "Limits", "Mistake", "Report", "accuracy_variants", "attention_probe",
-    "check_accuracy", "check_attention", "check_causal_padding_mask", "check_embedding_parameters", "check_file",
-    "check_masked_mean", "check_module", "check_multi_head_attention", "check_tokens_per_word",
-    "check_train_bpe_tokenizer", "find_homework_starter", "first_match", "format_report", "gradescope_results",
-    "load_module", "masked_mean_probe", "overflow_probe", "report_to_json", "summarise_exception",
+    "ACCURACY_LABELS",
+    "ACCURACY_LOGITS",
+    "ALL_CHECKS",
+    "CHECKS",
+    "COMMON_ERROR_HINTS",
+    "DEFAULT_PATH",
+    "ENDED",
+    "FAILED",
+    "MISSING",
+    "NOT_ATTEMPTED",
+    "NOT_DONE",
+    "NOT_RUN",
+    "PASSED",
+    "RAISED",
+    "STRETCH_CHECKS",
+    "TIMED_OUT",
+    "Check",
+    "CheckResult",
+    "Finding",
+    "Limits",
+    "Mistake",
+    "Report",
+    "accuracy_variants",
+    "attention_probe",
+    "check_accuracy",
+    "check_attention",
+    "check_causal_padding_mask",
+    "check_embedding_parameters",
+    "check_file",
+    "check_masked_mean",
+    "check_module",
+    "check_multi_head_attention",
+    "check_tokens_per_word",
+    "check_train_bpe_tokenizer",
+    "find_homework_starter",
+    "first_match",
+    "format_report",
+    "gradescope_results",
+    "load_module",
+    "masked_mean_probe",
+    "overflow_probe",
+    "report_to_json",
+    "summarise_exception",
 ]

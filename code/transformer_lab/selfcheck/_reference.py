@@ -17,11 +17,15 @@ def causal_padding_mask(padding: torch.Tensor) -> torch.Tensor:
 
     Key j is hidden from query i when it lies in the future (j > i) or is padding."""
     length = padding.shape[1]
-    future = torch.ones(length, length, dtype=torch.bool, device=padding.device).triu(diagonal=1)
+    future = torch.ones(length, length, dtype=torch.bool, device=padding.device).triu(
+        diagonal=1
+    )
     return future[None, :, :] | padding[:, None, :]
 
 
-def multi_head_attention(x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention) -> torch.Tensor:
+def multi_head_attention(
+    x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention
+) -> torch.Tensor:
     """Self-attention with the weights of ``mha`` (batch_first, with biases), computed by hand.
 
     x (B, L, D), padding (B, L) bool with True = ignore that key. Returns (B, L, D), equal to

@@ -8,6 +8,7 @@ weights it should have been mixed with.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable
@@ -15,7 +16,14 @@ from collections.abc import Callable
 import torch
 
 from transformer_lab import attention as reference
-from transformer_lab.selfcheck.core import CheckResult, Mistake, combine, fail, first_match, run_check
+from transformer_lab.selfcheck.core import (
+    CheckResult,
+    Mistake,
+    combine,
+    fail,
+    first_match,
+    run_check,
+)
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 from transformer_lab.selfcheck.tensors import (
     check_gradient,
@@ -33,8 +41,10 @@ NAME, EXERCISE = "attention", "Exercise 3"
 ATT_B, ATT_LQ, ATT_LK, ATT_D, ATT_DV = 2, 3, 4, 5, 7
 
 ATTENTION_HINTS = [
-    (r"size of tensor a .* must match the size of tensor b",
-     "the scores are (B, Lq, Lk): padding (B, Lk) needs a query axis to line up, padding[:, None, :]"),
+    (
+        r"size of tensor a .* must match the size of tensor b",
+        "the scores are (B, Lq, Lk): padding (B, Lk) needs a query axis to line up, padding[:, None, :]",
+    ),
 ]
 
 
@@ -55,26 +65,60 @@ def attention_probe(seed: int = 20, scale: float = 1.0):
 
 SCALES: list[Mistake] = [
     Mistake("", "", "", lambda q, k, v: math.sqrt(q.shape[-1])),
-    Mistake("no_scaling", "the scores were not divided by √d",
-            "divide the scores by math.sqrt(q.shape[-1]) before the softmax", lambda q, k, v: 1.0),
-    Mistake("divided_by_d", "the scores were divided by d instead of √d",
-            "the scale is the square root of the key width: / math.sqrt(d), not / d",
-            lambda q, k, v: float(q.shape[-1])),
-    Mistake("multiplied_by_sqrt_d", "the scores were multiplied by √d instead of divided",
-            "divide by √d: large scores saturate the softmax", lambda q, k, v: 1 / math.sqrt(q.shape[-1])),
-    Mistake("divided_by_2_sqrt_d", "the scores were divided by 2·√d instead of √d",
-            "divide by math.sqrt(d) once, with no extra factor", lambda q, k, v: 2 * math.sqrt(q.shape[-1])),
-    Mistake("divided_by_half_d", "the scores were divided by d/2: `d ** 1/2` means (d ** 1) / 2, not √d",
-            "write d ** 0.5 or math.sqrt(d); ** binds tighter than /", lambda q, k, v: q.shape[-1] / 2),
-    Mistake("divided_by_value_width", "the scores were divided by √(width of the values) instead of √(width of "
-            "the keys)", "d is the width of q and k, q.shape[-1]; v may be wider or narrower",
-            lambda q, k, v: math.sqrt(v.shape[-1])),
-    Mistake("wrong_width", "the scores were divided by √Lq, the number of queries (q.shape[1]), instead of √d",
-            "on batched tensors q.shape[1] is Lq, not d; use d = q.shape[-1]", lambda q, k, v: math.sqrt(q.shape[1])),
-    Mistake("wrong_width", "the scores were divided by √Lk, the number of keys (k.shape[1]), instead of √d",
-            "on batched tensors k.shape[1] is Lk, not d; use d = q.shape[-1]", lambda q, k, v: math.sqrt(k.shape[1])),
-    Mistake("wrong_width", "the scores were divided by √B, the batch size (q.shape[0]), instead of √d",
-            "on batched tensors q.shape[0] is B, not d; use d = q.shape[-1]", lambda q, k, v: math.sqrt(q.shape[0])),
+    Mistake(
+        "no_scaling",
+        "the scores were not divided by √d",
+        "divide the scores by math.sqrt(q.shape[-1]) before the softmax",
+        lambda q, k, v: 1.0,
+    ),
+    Mistake(
+        "divided_by_d",
+        "the scores were divided by d instead of √d",
+        "the scale is the square root of the key width: / math.sqrt(d), not / d",
+        lambda q, k, v: float(q.shape[-1]),
+    ),
+    Mistake(
+        "multiplied_by_sqrt_d",
+        "the scores were multiplied by √d instead of divided",
+        "divide by √d: large scores saturate the softmax",
+        lambda q, k, v: 1 / math.sqrt(q.shape[-1]),
+    ),
+    Mistake(
+        "divided_by_2_sqrt_d",
+        "the scores were divided by 2·√d instead of √d",
+        "divide by math.sqrt(d) once, with no extra factor",
+        lambda q, k, v: 2 * math.sqrt(q.shape[-1]),
+    ),
+    Mistake(
+        "divided_by_half_d",
+        "the scores were divided by d/2: `d ** 1/2` means (d ** 1) / 2, not √d",
+        "write d ** 0.5 or math.sqrt(d); ** binds tighter than /",
+        lambda q, k, v: q.shape[-1] / 2,
+    ),
+    Mistake(
+        "divided_by_value_width",
+        "the scores were divided by √(width of the values) instead of √(width of the keys)",
+        "d is the width of q and k, q.shape[-1]; v may be wider or narrower",
+        lambda q, k, v: math.sqrt(v.shape[-1]),
+    ),
+    Mistake(
+        "wrong_width",
+        "the scores were divided by √Lq, the number of queries (q.shape[1]), instead of √d",
+        "on batched tensors q.shape[1] is Lq, not d; use d = q.shape[-1]",
+        lambda q, k, v: math.sqrt(q.shape[1]),
+    ),
+    Mistake(
+        "wrong_width",
+        "the scores were divided by √Lk, the number of keys (k.shape[1]), instead of √d",
+        "on batched tensors k.shape[1] is Lk, not d; use d = q.shape[-1]",
+        lambda q, k, v: math.sqrt(k.shape[1]),
+    ),
+    Mistake(
+        "wrong_width",
+        "the scores were divided by √B, the batch size (q.shape[0]), instead of √d",
+        "on batched tensors q.shape[0] is B, not d; use d = q.shape[-1]",
+        lambda q, k, v: math.sqrt(q.shape[0]),
+    ),
 ]
 
 
@@ -85,21 +129,41 @@ def _relu_normalised(scores: torch.Tensor) -> torch.Tensor:
 
 NORMALISERS: list[Mistake] = [
     Mistake("", "", "", lambda s: torch.softmax(s, dim=-1)),
-    Mistake("softmax_over_queries", "the softmax ran over the queries (dim=1 or -2) instead of the keys (dim=-1)",
-            "torch.softmax(scores, dim=-1): each query row spreads its weight over the keys",
-            lambda s: torch.softmax(s, dim=-2)),
-    Mistake("softmax_over_batch", "the softmax ran over the batch axis (dim=0) instead of the keys (dim=-1)",
-            "torch.softmax(scores, dim=-1): the batch axis holds separate examples "
-            "(F.softmax without dim picks dim=0 on a 3-D tensor)", lambda s: torch.softmax(s, dim=0)),
-    Mistake("relu_normalised", "the weights are not a softmax: negative scores were cut to 0 (ReLU) and the rest "
-            "divided by their sum", "use torch.softmax(scores, dim=-1): exp keeps every key in play, in proportion "
-            "to exp(score)", _relu_normalised),
-    Mistake("normalised_without_exp", "the scores were divided by their sum without exp: that is not a softmax, and "
-            "the weights can be negative", "torch.softmax(scores, dim=-1) = exp(scores) / exp(scores).sum(-1)",
-            lambda s: s / s.sum(-1, keepdim=True)),
-    Mistake("sigmoid_not_softmax", "a sigmoid was applied to each score on its own, so the weights of a query do "
-            "not sum to 1", "torch.softmax(scores, dim=-1) normalises over the keys",
-            lambda s: torch.sigmoid(s)),
+    Mistake(
+        "softmax_over_queries",
+        "the softmax ran over the queries (dim=1 or -2) instead of the keys (dim=-1)",
+        "torch.softmax(scores, dim=-1): each query row spreads its weight over the keys",
+        lambda s: torch.softmax(s, dim=-2),
+    ),
+    Mistake(
+        "softmax_over_batch",
+        "the softmax ran over the batch axis (dim=0) instead of the keys (dim=-1)",
+        "torch.softmax(scores, dim=-1): the batch axis holds separate examples "
+        "(F.softmax without dim picks dim=0 on a 3-D tensor)",
+        lambda s: torch.softmax(s, dim=0),
+    ),
+    Mistake(
+        "relu_normalised",
+        "the weights are not a softmax: negative scores were cut to 0 (ReLU) and the rest "
+        "divided by their sum",
+        "use torch.softmax(scores, dim=-1): exp keeps every key in play, in proportion "
+        "to exp(score)",
+        _relu_normalised,
+    ),
+    Mistake(
+        "normalised_without_exp",
+        "the scores were divided by their sum without exp: that is not a softmax, and "
+        "the weights can be negative",
+        "torch.softmax(scores, dim=-1) = exp(scores) / exp(scores).sum(-1)",
+        lambda s: s / s.sum(-1, keepdim=True),
+    ),
+    Mistake(
+        "sigmoid_not_softmax",
+        "a sigmoid was applied to each score on its own, so the weights of a query do "
+        "not sum to 1",
+        "torch.softmax(scores, dim=-1) normalises over the keys",
+        lambda s: torch.sigmoid(s),
+    ),
 ]
 
 
@@ -117,23 +181,63 @@ MASKS: list[tuple[Mistake, Callable, Callable]] = [
     # also right, but a large finite fill differs from −∞ once another step is wrong (a softmax
     # over the queries spreads a column of -1e9 evenly, where −∞ gives NaN)
     (Mistake("", "", ""), _fill(-1e9), _keep),
-    (Mistake("mask_after_softmax", "padded keys were zeroed after the softmax instead of set to −∞ before it, so "
-             "the weights no longer sum to 1", "masked_fill(padding[:, None, :], float('-inf')) on the scores, "
-             "then softmax"), _keep, _fill(0.0)),
-    (Mistake("mask_with_zero", "padded scores were set to 0 instead of −∞ before the softmax",
-             "exp(0) = 1, so a 0 score still takes weight; fill with float('-inf')"), _fill(0.0), _keep),
-    (Mistake("inverted_mask", "the mask was inverted: the real keys were hidden and the padded ones kept",
-             "True means ignore: fill where padding is True, not where it is False"),
-     _fill(float("-inf"), invert=True), _keep),
-    (Mistake("mask_ignored", "the padding mask had no effect on the weights",
-             "masked_fill returns a new tensor: scores = scores.masked_fill(...); and pass padding[:, None, :]"),
-     _keep, _keep),
-    (Mistake("inf_after_softmax", "−∞ was written into the weights after the softmax",
-             "fill the scores with −∞ before the softmax; weights must be between 0 and 1"), _keep,
-     _fill(float("-inf"))),
-    (Mistake("mask_times_inf", "the mask was multiplied by −∞ and added to the scores: 0 × −∞ is NaN, so every "
-             "weight became NaN", "scores.masked_fill(padding[:, None, :], float('-inf')) sets only the padded "
-             "scores"), lambda s, ignore: s + ignore.double() * float("-inf"), _keep),
+    (
+        Mistake(
+            "mask_after_softmax",
+            "padded keys were zeroed after the softmax instead of set to −∞ before it, so "
+            "the weights no longer sum to 1",
+            "masked_fill(padding[:, None, :], float('-inf')) on the scores, then softmax",
+        ),
+        _keep,
+        _fill(0.0),
+    ),
+    (
+        Mistake(
+            "mask_with_zero",
+            "padded scores were set to 0 instead of −∞ before the softmax",
+            "exp(0) = 1, so a 0 score still takes weight; fill with float('-inf')",
+        ),
+        _fill(0.0),
+        _keep,
+    ),
+    (
+        Mistake(
+            "inverted_mask",
+            "the mask was inverted: the real keys were hidden and the padded ones kept",
+            "True means ignore: fill where padding is True, not where it is False",
+        ),
+        _fill(float("-inf"), invert=True),
+        _keep,
+    ),
+    (
+        Mistake(
+            "mask_ignored",
+            "the padding mask had no effect on the weights",
+            "masked_fill returns a new tensor: scores = scores.masked_fill(...); and pass padding[:, None, :]",
+        ),
+        _keep,
+        _keep,
+    ),
+    (
+        Mistake(
+            "inf_after_softmax",
+            "−∞ was written into the weights after the softmax",
+            "fill the scores with −∞ before the softmax; weights must be between 0 and 1",
+        ),
+        _keep,
+        _fill(float("-inf")),
+    ),
+    (
+        Mistake(
+            "mask_times_inf",
+            "the mask was multiplied by −∞ and added to the scores: 0 × −∞ is NaN, so every "
+            "weight became NaN",
+            "scores.masked_fill(padding[:, None, :], float('-inf')) sets only the padded "
+            "scores",
+        ),
+        lambda s, ignore: s + ignore.double() * float("-inf"),
+        _keep,
+    ),
 ]
 
 
@@ -145,6 +249,11 @@ def _weights(q, k, v, padding, scale: Mistake, normaliser: Mistake, mask) -> tor
     return after(normaliser.variant(scores), ignore)
 
 
+def _fixed_weights(q, k, v, padding, *, scale, normaliser, mask):
+    """``_weights`` with one combination of scale, normaliser and mask fixed (a variant)."""
+    return _weights(q, k, v, padding, scale, normaliser, mask)
+
+
 def weight_mistakes() -> list[Mistake]:
     """Every combination of scale, normalisation and mask with at least one mistake, fewest first,
     then a few mistakes of another kind. Each ``variant(q, k, v, padding)`` returns its weights."""
@@ -153,10 +262,12 @@ def weight_mistakes() -> list[Mistake]:
         parts = [m for m in (scale, normaliser, mask[0]) if m.code]
         if not parts:
             continue
-        variant = (lambda q, k, v, padding, _s=scale, _n=normaliser, _m=mask:
-                   _weights(q, k, v, padding, _s, _n, _m))
+        variant = functools.partial(
+            _fixed_weights, scale=scale, normaliser=normaliser, mask=mask
+        )
         combinations.append((len(parts), combine(*parts, variant=variant)))
-    combinations.sort(key=lambda pair: pair[0])  # stable: single mistakes in table order first
+    # Stable: single mistakes in table order first.
+    combinations.sort(key=lambda pair: pair[0])
     singles = [m for n, m in combinations if n == 1]
     return singles + OTHER_WEIGHT_MISTAKES + [m for n, m in combinations if n > 1]
 
@@ -167,67 +278,127 @@ def _masked_scores(q, k, v, padding):
 
 
 OTHER_WEIGHT_MISTAKES: list[Mistake] = [
-    Mistake("scaled_after_softmax", "the weights were divided by √d after the softmax (instead of the scores "
-            "before it), so each row sums to 1/√d", "scale the scores, then softmax: softmax(q kᵀ / √d)",
-            lambda q, k, v, padding: torch.softmax((q.double() @ k.double().transpose(-2, -1)).masked_fill(
-                padding[:, None, :], float("-inf")), -1) / math.sqrt(q.shape[-1])),
+    Mistake(
+        "scaled_after_softmax",
+        "the weights were divided by √d after the softmax (instead of the scores "
+        "before it), so each row sums to 1/√d",
+        "scale the scores, then softmax: softmax(q kᵀ / √d)",
+        lambda q, k, v, padding: (
+            torch.softmax(
+                (q.double() @ k.double().transpose(-2, -1)).masked_fill(
+                    padding[:, None, :], float("-inf")
+                ),
+                -1,
+            )
+            / math.sqrt(q.shape[-1])
+        ),
+    ),
 ]
 
 # The output is right, but the weights returned next to it are not the ones that produced it.
 RETURNED_WEIGHT_MISTAKES: list[Mistake] = [
-    Mistake("returned_unmasked_weights", "the output is right, but the returned weights are the ones before the mask "
-            "(the padded keys still have weight)", "return the weights you mixed the values with: after "
-            "masked_fill and softmax",
-            lambda q, k, v, padding: torch.softmax(q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1]), -1)),
-    Mistake("returned_scores", "the output is right, but the scores (before the softmax) were returned instead of "
-            "the weights", "return softmax(scores), the weights you mixed the values with",
-            _masked_scores),
-    Mistake("returned_scores", "the output is right, but the unmasked scores (before the softmax) were returned "
-            "instead of the weights", "return softmax(scores), the weights you mixed the values with",
-            lambda q, k, v, padding: q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])),
+    Mistake(
+        "returned_unmasked_weights",
+        "the output is right, but the returned weights are the ones before the mask "
+        "(the padded keys still have weight)",
+        "return the weights you mixed the values with: after masked_fill and softmax",
+        lambda q, k, v, padding: torch.softmax(
+            q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1]), -1
+        ),
+    ),
+    Mistake(
+        "returned_scores",
+        "the output is right, but the scores (before the softmax) were returned instead of "
+        "the weights",
+        "return softmax(scores), the weights you mixed the values with",
+        _masked_scores,
+    ),
+    Mistake(
+        "returned_scores",
+        "the output is right, but the unmasked scores (before the softmax) were returned "
+        "instead of the weights",
+        "return softmax(scores), the weights you mixed the values with",
+        lambda q, k, v, padding: (
+            q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+        ),
+    ),
 ]
 
-LIBRARY_ADVICE = ("write the steps yourself: scores = q @ k.transpose(-2, -1) / math.sqrt(d), masked_fill, "
-                  "torch.softmax(..., dim=-1), weights @ v; compare with the library outside this function")
+LIBRARY_ADVICE = (
+    "write the steps yourself: scores = q @ k.transpose(-2, -1) / math.sqrt(d), masked_fill, "
+    "torch.softmax(..., dim=-1), weights @ v; compare with the library outside this function"
+)
 
 
 def fail_library(names: list[str], what: str) -> None:
     """Reject a library attention call in a function the exercise wants written by hand."""
-    fail("library_attention",
-         f"a library function ({names[0]}) computes the attention for you; {what} asks you to write it by hand, "
-         "so the self-check cannot see whether your own steps are right",
-         "your own scores, mask, softmax and mix (no library attention call)",
-         f"a call to {names[0]}", LIBRARY_ADVICE)
+    fail(
+        "library_attention",
+        f"a library function ({names[0]}) computes the attention for you; {what} asks you to write it by hand, "
+        "so the self-check cannot see whether your own steps are right",
+        "your own scores, mask, softmax and mix (no library attention call)",
+        f"a call to {names[0]}",
+        LIBRARY_ADVICE,
+    )
 
 
 def unpack_pair(result, out_shape, w_shape):
     """Check the return value is (output, weights) and return the two tensors."""
     if result is None:
-        fail("returned_none", "the function returned None: it has no `return`",
-             f"(output {out_shape}, weights {w_shape})", "None", "end with `return output, weights`")
+        fail(
+            "returned_none",
+            "the function returned None: it has no `return`",
+            f"(output {out_shape}, weights {w_shape})",
+            "None",
+            "end with `return output, weights`",
+        )
     if isinstance(result, torch.Tensor):
         expected = f"a pair: output {out_shape} and weights {w_shape}"
         received = f"one tensor of shape {shape_text(result)}"
         if tuple(result.shape) == out_shape:
-            fail("returned_only_output", "only the output was returned, not (output, weights)", expected, received,
-                 "return output, weights")
+            fail(
+                "returned_only_output",
+                "only the output was returned, not (output, weights)",
+                expected,
+                received,
+                "return output, weights",
+            )
         if tuple(result.shape) == w_shape:
-            fail("returned_only_weights", "only the weights were returned, not (output, weights)", expected, received,
-                 "return output, weights")
-        fail("returned_one_tensor", "a single tensor was returned instead of the pair (output, weights)",
-             expected, received, "return output, weights")
+            fail(
+                "returned_only_weights",
+                "only the weights were returned, not (output, weights)",
+                expected,
+                received,
+                "return output, weights",
+            )
+        fail(
+            "returned_one_tensor",
+            "a single tensor was returned instead of the pair (output, weights)",
+            expected,
+            received,
+            "return output, weights",
+        )
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         got = type_name(result)
         if isinstance(result, (tuple, list)):
             got += f" of length {len(result)}"
-        fail("wrong_return_count", "the function should return exactly two things: (output, weights)",
-             f"a pair: output {out_shape} and weights {w_shape}", got, "return output, weights")
+        fail(
+            "wrong_return_count",
+            "the function should return exactly two things: (output, weights)",
+            f"a pair: output {out_shape} and weights {w_shape}",
+            got,
+            "return output, weights",
+        )
     output, weights = result
     if isinstance(output, torch.Tensor) and isinstance(weights, torch.Tensor):
         if tuple(output.shape) == w_shape and tuple(weights.shape) == out_shape:
-            fail("swapped_outputs", "the pair came back in the wrong order: (weights, output)",
-                 f"(output {out_shape}, weights {w_shape})", f"({shape_text(output)}, {shape_text(weights)})",
-                 "return output, weights — output first")
+            fail(
+                "swapped_outputs",
+                "the pair came back in the wrong order: (weights, output)",
+                f"(output {out_shape}, weights {w_shape})",
+                f"({shape_text(output)}, {shape_text(weights)})",
+                "return output, weights — output first",
+            )
     output = require_tensor(output, "the returned output", out_shape, "output")
     weights = require_tensor(weights, "the returned weights", w_shape, "weights")
     return output, weights
@@ -237,19 +408,36 @@ def _check_shapes(output, weights, out_shape, w_shape, d):
     b, lq, lk = w_shape
     if tuple(weights.shape) != w_shape:
         if tuple(weights.shape) == (b, lk, lq):
-            fail("weights_transposed", "the weights have keys and queries swapped (did you compute k @ qᵀ?)",
-                 f"weights of shape {w_shape} = (B, Lq, Lk)", f"shape {shape_text(weights)}",
-                 "scores = q @ k.transpose(-2, -1): one row per query, one column per key")
-        fail("weights_shape", "the weights have the wrong shape",
-             f"weights of shape {w_shape} = (B, Lq, Lk)", f"shape {shape_text(weights)}",
-             "one row per query and one column per key, for every example")
+            fail(
+                "weights_transposed",
+                "the weights have keys and queries swapped (did you compute k @ qᵀ?)",
+                f"weights of shape {w_shape} = (B, Lq, Lk)",
+                f"shape {shape_text(weights)}",
+                "scores = q @ k.transpose(-2, -1): one row per query, one column per key",
+            )
+        fail(
+            "weights_shape",
+            "the weights have the wrong shape",
+            f"weights of shape {w_shape} = (B, Lq, Lk)",
+            f"shape {shape_text(weights)}",
+            "one row per query and one column per key, for every example",
+        )
     if tuple(output.shape) != out_shape:
         if tuple(output.shape) == (b, lq, d):
-            fail("mixed_keys", "the output has the width of the keys: the weights mixed k instead of v",
-                 f"output of shape {out_shape} = (B, Lq, Dv)", f"shape {shape_text(output)}", "output = weights @ v")
-        fail("output_shape", "the output has the wrong shape",
-             f"output of shape {out_shape} = (B, Lq, Dv)", f"shape {shape_text(output)}",
-             "output = weights @ v: (B, Lq, Lk) @ (B, Lk, Dv) -> (B, Lq, Dv)")
+            fail(
+                "mixed_keys",
+                "the output has the width of the keys: the weights mixed k instead of v",
+                f"output of shape {out_shape} = (B, Lq, Dv)",
+                f"shape {shape_text(output)}",
+                "output = weights @ v",
+            )
+        fail(
+            "output_shape",
+            "the output has the wrong shape",
+            f"output of shape {out_shape} = (B, Lq, Dv)",
+            f"shape {shape_text(output)}",
+            "output = weights @ v: (B, Lq, Lk) @ (B, Lk, Dv) -> (B, Lq, Dv)",
+        )
 
 
 def _diagnose_weights(output, weights, probe, expected_output, expected_weights):
@@ -260,51 +448,97 @@ def _diagnose_weights(output, weights, probe, expected_output, expected_weights)
         match = first_match(weights, RETURNED_WEIGHT_MISTAKES, probe, close)
         if match is not None:
             fail(match.code, match.message, expected, received, match.advice)
-        fail("returned_weights_differ", "the output is right, but the returned weights are not the ones that "
-             "produced it", expected, received, "return the weights you mixed the values with")
+        fail(
+            "returned_weights_differ",
+            "the output is right, but the returned weights are not the ones that "
+            "produced it",
+            expected,
+            received,
+            "return the weights you mixed the values with",
+        )
     match = first_match(weights, weight_mistakes(), probe, close)
     if match is not None:
         fail(match.code, match.message, expected, received, match.advice)
     if not torch.isfinite(weights).all():
-        fail("weights_not_finite", "the weights contain NaN or ±inf", expected, received,
-             "every row needs at least one finite score; fill padded scores with −∞ before softmax only")
+        fail(
+            "weights_not_finite",
+            "the weights contain NaN or ±inf",
+            expected,
+            received,
+            "every row needs at least one finite score; fill padded scores with −∞ before softmax only",
+        )
     sums = weights.detach().double().sum(-1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-        fail("rows_do_not_sum_to_one", "the rows of the weights do not sum to 1",
-             "every row sums to 1.000", f"row sums {row_text(sums.reshape(-1))}",
-             "apply torch.softmax over the keys (dim=-1) as the last step of the weights")
-    fail("weights_differ", "the weights differ from softmax(q kᵀ / √d) with padded keys masked",
-         expected, received, "compare your scores with q @ k.transpose(-2, -1) / math.sqrt(d) step by step")
+        fail(
+            "rows_do_not_sum_to_one",
+            "the rows of the weights do not sum to 1",
+            "every row sums to 1.000",
+            f"row sums {row_text(sums.reshape(-1))}",
+            "apply torch.softmax over the keys (dim=-1) as the last step of the weights",
+        )
+    fail(
+        "weights_differ",
+        "the weights differ from softmax(q kᵀ / √d) with padded keys masked",
+        expected,
+        received,
+        "compare your scores with q @ k.transpose(-2, -1) / math.sqrt(d) step by step",
+    )
 
 
 def _diagnose_output(output, probe, expected_output):
     """The weights are right but the output is not: which weights (or values) was it mixed from?"""
     q, k, v, padding = probe
     expected, received = compare_rows("output", output, expected_output)
-    mixed = [Mistake(m.code, m.message, m.advice, lambda *p, _m=m: _m.variant(*p) @ p[2].double())
-             for m in weight_mistakes()]
+    mixed = [
+        Mistake(
+            m.code, m.message, m.advice, lambda *p, _m=m: _m.variant(*p) @ p[2].double()
+        )
+        for m in weight_mistakes()
+    ]
     match = first_match(output, mixed, probe, close)
     if match is not None:
-        fail("output_from_other_weights",
-             f"the weights are right but the output was mixed with other weights, ones where {match.message}",
-             expected, received, "compute output = weights @ v with the weights you return")
-    fail("output_differs", "the weights are right but the output is not weights @ v",
-         expected, received, "output = weights @ v")
+        fail(
+            "output_from_other_weights",
+            f"the weights are right but the output was mixed with other weights, ones where {match.message}",
+            expected,
+            received,
+            "compute output = weights @ v with the weights you return",
+        )
+    fail(
+        "output_differs",
+        "the weights are right but the output is not weights @ v",
+        expected,
+        received,
+        "output = weights @ v",
+    )
 
 
 def _check_probe(student: StudentFunction, q, k, v, padding):
     """One probe: structure, shapes, weights (against every typical mistake), then output."""
-    out_shape, w_shape = (q.shape[0], q.shape[1], v.shape[2]), (q.shape[0], q.shape[1], k.shape[1])
-    returned = student.call(q.clone(), k.clone(), v.clone(), padding.clone(), hints=ATTENTION_HINTS,
-                            watch_library=True)
+    out_shape, w_shape = (
+        (q.shape[0], q.shape[1], v.shape[2]),
+        (q.shape[0], q.shape[1], k.shape[1]),
+    )
+    returned = student.call(
+        q.clone(),
+        k.clone(),
+        v.clone(),
+        padding.clone(),
+        hints=ATTENTION_HINTS,
+        watch_library=True,
+    )
     if returned.library:
         fail_library(returned.library, EXERCISE)
     check_unchanged([q, k, v, padding], returned.args, ["q", "k", "v", "padding"])
     output, weights = unpack_pair(returned.result, out_shape, w_shape)
     _check_shapes(output, weights, out_shape, w_shape, q.shape[-1])
-    expected_output, expected_weights = reference.attention(q.double(), k.double(), v.double(), padding)
+    expected_output, expected_weights = reference.attention(
+        q.double(), k.double(), v.double(), padding
+    )
     if not close(weights, expected_weights):
-        _diagnose_weights(output, weights, (q, k, v, padding), expected_output, expected_weights)
+        _diagnose_weights(
+            output, weights, (q, k, v, padding), expected_output, expected_weights
+        )
     if not close(output, expected_output):
         _diagnose_output(output, (q, k, v, padding), expected_output)
 
@@ -325,17 +559,34 @@ def overflow_probe():
 def _check_overflow(student: StudentFunction):
     """Large scores: a hand-written exp(s) / sum(exp(s)) overflows to inf / inf = NaN."""
     q, k, v, padding = overflow_probe()
-    out_shape, w_shape = (q.shape[0], q.shape[1], v.shape[2]), (q.shape[0], q.shape[1], k.shape[1])
-    output, weights = unpack_pair(student.call(q, k, v, padding, hints=ATTENTION_HINTS).result, out_shape, w_shape)
-    if not (torch.isfinite(weights[~padding[:, None, :].expand_as(weights)]).all() and torch.isfinite(output).all()):
-        fail("softmax_overflow", "with large scores the weights become NaN: a hand-written softmax overflowed",
-             "finite weights for scores in the hundreds", f"{int((~torch.isfinite(weights)).sum())} non-finite weights",
-             "use torch.softmax, or subtract each row's maximum before exp")
+    out_shape, w_shape = (
+        (q.shape[0], q.shape[1], v.shape[2]),
+        (q.shape[0], q.shape[1], k.shape[1]),
+    )
+    output, weights = unpack_pair(
+        student.call(q, k, v, padding, hints=ATTENTION_HINTS).result, out_shape, w_shape
+    )
+    if not (
+        torch.isfinite(weights[~padding[:, None, :].expand_as(weights)]).all()
+        and torch.isfinite(output).all()
+    ):
+        fail(
+            "softmax_overflow",
+            "with large scores the weights become NaN: a hand-written softmax overflowed",
+            "finite weights for scores in the hundreds",
+            f"{int((~torch.isfinite(weights)).sum())} non-finite weights",
+            "use torch.softmax, or subtract each row's maximum before exp",
+        )
     expected_output, _ = reference.attention(q.double(), k.double(), v.double(), padding)
     if not close(output, expected_output, atol=1e-3, rtol=1e-3):
         expected, received = compare_rows("output", output, expected_output)
-        fail("large_scores_differ", "with large scores (in the hundreds) the output goes wrong",
-             expected, received, "use torch.softmax and fill padded scores with float('-inf') or a value below -1e4")
+        fail(
+            "large_scores_differ",
+            "with large scores (in the hundreds) the output goes wrong",
+            expected,
+            received,
+            "use torch.softmax and fill padded scores with float('-inf') or a value below -1e4",
+        )
 
 
 def check_attention(function) -> CheckResult:
@@ -349,7 +600,13 @@ def check_attention(function) -> CheckResult:
         # no padding at all, and a self-attention shape with Lq == Lk
         g = torch.Generator().manual_seed(21)
         x = torch.randn(3, 4, ATT_D, generator=g)
-        _check_probe(student, x, x, torch.randn(3, 4, ATT_DV, generator=g), torch.zeros(3, 4, dtype=torch.bool))
+        _check_probe(
+            student,
+            x,
+            x,
+            torch.randn(3, 4, ATT_DV, generator=g),
+            torch.zeros(3, 4, dtype=torch.bool),
+        )
         _check_overflow(student)
         check_gradient(student, list(attention_probe(seed=22)), ["q", "k", "v"], "first")
 

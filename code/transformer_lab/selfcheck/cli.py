@@ -9,7 +9,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transformer_lab.selfcheck.registry import ALL_CHECKS
-from transformer_lab.selfcheck.report import format_report, gradescope_results, report_to_json
+from transformer_lab.selfcheck.report import (
+    format_report,
+    gradescope_results,
+    report_to_json,
+)
 from transformer_lab.selfcheck.runner import DEFAULT_PATH, check_file, find_homework_starter
 from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
 
@@ -19,35 +23,70 @@ EXIT_PASSED, EXIT_FAILED, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--only", nargs="+", action="extend", default=[], metavar="NAME",
-                        help="run only these checks: " + ", ".join(NAMES))
-    parser.add_argument("--time-limit", type=float, default=DEFAULT_SECONDS, metavar="SECONDS",
-                        help=f"stop a check that runs longer than this (default {DEFAULT_SECONDS:g})")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="NAME",
+        help="run only these checks: " + ", ".join(NAMES),
+    )
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=DEFAULT_SECONDS,
+        metavar="SECONDS",
+        help=f"stop a check that runs longer than this (default {DEFAULT_SECONDS:g})",
+    )
 
 
-def _split_only(parser: argparse.ArgumentParser, only: list[str], path: str | None) -> tuple[list[str], str | None]:
+def _split_only(
+    parser: argparse.ArgumentParser, only: list[str], path: str | None
+) -> tuple[list[str], str | None]:
     """``--only attention my_file.py``: a value of --only that is not a check name is the file."""
     names, others = [], []
     for value in only:
         (names if value in NAMES else others).append(value)
-    if others and path is None and len(others) == 1 and (others[0].endswith(".py") or Path(others[0]).is_file()):
+    if (
+        others
+        and path is None
+        and len(others) == 1
+        and (others[0].endswith(".py") or Path(others[0]).is_file())
+    ):
         path = others.pop()
     if others:
-        parser.error(f"unknown check {others[0]!r} for --only; choose from {', '.join(NAMES)}")
+        parser.error(
+            f"unknown check {others[0]!r} for --only; choose from {', '.join(NAMES)}"
+        )
     return names, path
 
 
 def check_command(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Check your homework functions and name the likely mistake in each.",
-        epilog=f"Instructors: {PROG} grade FOLDER --csv results.csv checks every *.py file of FOLDER.")
-    parser.add_argument("path", nargs="?", default=None,
-                        help=f"file to check (default: {DEFAULT_PATH}, looked up from the working directory)")
+        prog=PROG,
+        description="Check your homework functions and name the likely mistake in each.",
+        epilog=f"Instructors: {PROG} grade FOLDER --csv results.csv checks every *.py file of FOLDER.",
+    )
+    parser.add_argument(
+        "path",
+        nargs="?",
+        default=None,
+        help=f"file to check (default: {DEFAULT_PATH}, looked up from the working directory)",
+    )
     _common(parser)
-    parser.add_argument("--json", action="store_true", help="print a machine-readable report instead of text")
-    parser.add_argument("--gradescope", metavar="RESULTS_JSON",
-                        help="also write an autograder results file (Gradescope's results.json format)")
-    parser.add_argument("--display", help=argparse.SUPPRESS)  # the file name the report shows
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a machine-readable report instead of text",
+    )
+    parser.add_argument(
+        "--gradescope",
+        metavar="RESULTS_JSON",
+        help="also write an autograder results file (Gradescope's results.json format)",
+    )
+    parser.add_argument(
+        "--display", help=argparse.SUPPRESS
+    )  # the file name the report shows
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
     if path is None:
@@ -56,15 +95,25 @@ def check_command(argv: Sequence[str]) -> int:
         except FileNotFoundError as error:
             print(f"{error}. Pass the path of your file.")
             return EXIT_UNUSABLE
-        path = str(DEFAULT_PATH) if found.resolve() == (Path.cwd() / DEFAULT_PATH).resolve() else str(found)
+        path = (
+            str(DEFAULT_PATH)
+            if found.resolve() == (Path.cwd() / DEFAULT_PATH).resolve()
+            else str(found)
+        )
     if not Path(path).is_file():
-        print(f"No such file: {path}. Run from the repository root, or pass the path of your file.")
+        print(
+            f"No such file: {path}. Run from the repository root, or pass the path of your file."
+        )
         return EXIT_UNUSABLE
-    report = check_file(path, only, display=args.display or path, limits=Limits(seconds=args.time_limit))
+    report = check_file(
+        path, only, display=args.display or path, limits=Limits(seconds=args.time_limit)
+    )
     print(report_to_json(report) if args.json else format_report(report), flush=True)
     if args.gradescope:
-        Path(args.gradescope).write_text(json.dumps(gradescope_results(report), indent=2, ensure_ascii=False),
-                                         encoding="utf-8")
+        Path(args.gradescope).write_text(
+            json.dumps(gradescope_results(report), indent=2, ensure_ascii=False),
+            encoding="utf-8",
+        )
     if report.interrupted:
         return EXIT_INTERRUPTED
     if report.load_error is not None:
@@ -73,18 +122,36 @@ def check_command(argv: Sequence[str]) -> int:
 
 
 def grade_command(argv: Sequence[str]) -> int:
-    from transformer_lab.selfcheck.grading import grade_folder, submissions, write_csv, write_json
+    from transformer_lab.selfcheck.grading import (
+        grade_folder,
+        submissions,
+        write_csv,
+        write_json,
+    )
 
     parser = argparse.ArgumentParser(
-        prog=f"{PROG} grade", description="Run the self-check over every *.py file of a folder, each in its own "
-        "process with a time and a memory limit, and write one CSV row per file and check.")
+        prog=f"{PROG} grade",
+        description="Run the self-check over every *.py file of a folder, each in its own "
+        "process with a time and a memory limit, and write one CSV row per file and check.",
+    )
     parser.add_argument("folder", help="folder of submitted files (*.py, one per student)")
-    parser.add_argument("--csv", required=True, metavar="OUT", help="CSV to write: submission, check, exercise, "
-                        "status, code, message, seconds")
-    parser.add_argument("--json", metavar="OUT", help="also write every report in full as JSON")
-    parser.add_argument("--memory-mb", type=int, default=DEFAULT_MEMORY_MB, metavar="MB",
-                        help=f"memory a submission may allocate beyond the worker's own (Linux; default "
-                        f"{DEFAULT_MEMORY_MB})")
+    parser.add_argument(
+        "--csv",
+        required=True,
+        metavar="OUT",
+        help="CSV to write: submission, check, exercise, status, code, message, seconds",
+    )
+    parser.add_argument(
+        "--json", metavar="OUT", help="also write every report in full as JSON"
+    )
+    parser.add_argument(
+        "--memory-mb",
+        type=int,
+        default=DEFAULT_MEMORY_MB,
+        metavar="MB",
+        help=f"memory a submission may allocate beyond the worker's own (Linux; default "
+        f"{DEFAULT_MEMORY_MB})",
+    )
     _common(parser)
     args = parser.parse_args(argv)
     only, _ = _split_only(parser, args.only, "")
@@ -98,7 +165,11 @@ def grade_command(argv: Sequence[str]) -> int:
         return EXIT_UNUSABLE
 
     def progress(report):
-        last = "could not load: " + report.load_error if report.load_error else format_report(report).splitlines()[-1]
+        last = (
+            "could not load: " + report.load_error
+            if report.load_error
+            else format_report(report).splitlines()[-1]
+        )
         print(f"{report.path}: {last}", flush=True)
 
     limits = Limits(seconds=args.time_limit, memory_mb=args.memory_mb)

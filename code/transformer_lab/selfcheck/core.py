@@ -70,11 +70,20 @@ class Mistake:
 def combine(*mistakes: Mistake, variant: Callable[..., object] | None = None) -> Mistake:
     """Several mistakes made at once, named together ("A; and b"), with their joint ``variant``."""
     message = "; and ".join(m.message for m in mistakes)
-    return Mistake("+".join(m.code for m in mistakes), message, "; ".join(m.advice for m in mistakes), variant)
+    return Mistake(
+        "+".join(m.code for m in mistakes),
+        message,
+        "; ".join(m.advice for m in mistakes),
+        variant,
+    )
 
 
-def first_match(received: object, mistakes: Iterable[Mistake], probe: Sequence[object],
-                same: Callable[[object, object], bool]) -> Mistake | None:
+def first_match(
+    received: object,
+    mistakes: Iterable[Mistake],
+    probe: Sequence[object],
+    same: Callable[[object, object], bool],
+) -> Mistake | None:
     """The first mistake whose ``variant(*probe)`` is ``same`` as ``received`` (``None`` if none).
 
     The one matching helper of every check: list simple mistakes before combinations, so the
@@ -125,7 +134,9 @@ def capitalise(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def fail(code: str, mistake: str, expected: object, received: object, advice: str = "") -> None:
+def fail(
+    code: str, mistake: str, expected: object, received: object, advice: str = ""
+) -> None:
     """Stop the current check with a diagnosed mistake."""
     raise Failed(Finding(code, capitalise(mistake), str(expected), str(received), advice))
 
@@ -135,8 +146,15 @@ def fail_with(mistake: Mistake, expected: object, received: object, note: str = 
     fail(mistake.code, mistake.message + note, expected, received, mistake.advice)
 
 
-def diagnose(received: object, mistakes: Iterable[Mistake], probe: Sequence[object],
-             same: Callable[[object, object], bool], expected: object, shown: object, note: str = "") -> None:
+def diagnose(
+    received: object,
+    mistakes: Iterable[Mistake],
+    probe: Sequence[object],
+    same: Callable[[object, object], bool],
+    expected: object,
+    shown: object,
+    note: str = "",
+) -> None:
     """Fail with the first mistake of ``mistakes`` that reproduces ``received``; else return."""
     match = first_match(received, mistakes, probe, same)
     if match is not None:
@@ -164,5 +182,10 @@ def run_check(name: str, exercise: str, body: Callable[[], None]) -> CheckResult
     except Exception as error:  # noqa: BLE001 - an unusable result is reported, never a traceback
         from transformer_lab.selfcheck.errors import summarise_exception
 
-        return CheckResult(name, exercise, RAISED, "the result could not be checked: " + summarise_exception(error))
+        return CheckResult(
+            name,
+            exercise,
+            RAISED,
+            "the result could not be checked: " + summarise_exception(error),
+        )
     return CheckResult(name, exercise, PASSED, "all checks passed")

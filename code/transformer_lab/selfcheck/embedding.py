@@ -5,28 +5,68 @@ from __future__ import annotations
 import math
 import numbers
 
-from transformer_lab.selfcheck.core import CheckResult, Mistake, article, diagnose, fail, run_check
+from transformer_lab.selfcheck.core import (
+    CheckResult,
+    Mistake,
+    article,
+    diagnose,
+    fail,
+    run_check,
+)
 from transformer_lab.selfcheck.execution import as_student, type_name
 
 NAME, EXERCISE = "embedding_parameters", "Exercise 7"
 TABLE = "an embedding is a table of shape (vocab_size, d), and nothing else"
-PROBES = [(80, 128), (50_000, 768), (7, 3)]  # 7 x 3: every mistake below gives another number
+PROBES = [
+    (80, 128),
+    (50_000, 768),
+    (7, 3),
+]  # 7 x 3: every mistake below gives another number
 
 MISTAKES: list[Mistake] = [
-    Mistake("added_not_multiplied", "the sizes were added; a (vocab_size, d) table holds vocab_size × d numbers",
-            TABLE, lambda vocab_size, d: vocab_size + d),
-    Mistake("counted_a_bias", "a bias was counted; an embedding is a lookup table with no bias", TABLE,
-            lambda vocab_size, d: vocab_size * d + d),
-    Mistake("width_squared", "the count is d × d; the table has one row per token: vocab_size × d", TABLE,
-            lambda vocab_size, d: d * d),
-    Mistake("vocab_squared", "the count is vocab_size × vocab_size; each token's row has d numbers", TABLE,
-            lambda vocab_size, d: vocab_size * vocab_size),
-    Mistake("counted_twice", "the table was counted twice (an input and an output table?); the question is about "
-            "one embedding table", TABLE, lambda vocab_size, d: 2 * vocab_size * d),
-    Mistake("counted_bytes", "bytes were counted (4 per float32 number), not parameters", TABLE,
-            lambda vocab_size, d: 4 * vocab_size * d),
-    Mistake("in_millions", "the count came back in millions; return the plain number of parameters", TABLE,
-            lambda vocab_size, d: vocab_size * d / 1e6),
+    Mistake(
+        "added_not_multiplied",
+        "the sizes were added; a (vocab_size, d) table holds vocab_size × d numbers",
+        TABLE,
+        lambda vocab_size, d: vocab_size + d,
+    ),
+    Mistake(
+        "counted_a_bias",
+        "a bias was counted; an embedding is a lookup table with no bias",
+        TABLE,
+        lambda vocab_size, d: vocab_size * d + d,
+    ),
+    Mistake(
+        "width_squared",
+        "the count is d × d; the table has one row per token: vocab_size × d",
+        TABLE,
+        lambda vocab_size, d: d * d,
+    ),
+    Mistake(
+        "vocab_squared",
+        "the count is vocab_size × vocab_size; each token's row has d numbers",
+        TABLE,
+        lambda vocab_size, d: vocab_size * vocab_size,
+    ),
+    Mistake(
+        "counted_twice",
+        "the table was counted twice (an input and an output table?); the question is about "
+        "one embedding table",
+        TABLE,
+        lambda vocab_size, d: 2 * vocab_size * d,
+    ),
+    Mistake(
+        "counted_bytes",
+        "bytes were counted (4 per float32 number), not parameters",
+        TABLE,
+        lambda vocab_size, d: 4 * vocab_size * d,
+    ),
+    Mistake(
+        "in_millions",
+        "the count came back in millions; return the plain number of parameters",
+        TABLE,
+        lambda vocab_size, d: vocab_size * d / 1e6,
+    ),
 ]
 
 
@@ -46,14 +86,24 @@ def check_embedding_parameters(function) -> CheckResult:
             result = student.call(vocab_size, d).result
             if isinstance(result, bool) or not isinstance(result, numbers.Real):
                 kind = type_name(result)
-                fail("not_a_number", f"{article(kind)} came back instead of a number", f"{expected:,} (an int)",
-                     repr(result)[:80], "return vocab_size * d" + (" as a Python int: .item()" if kind == "torch.Tensor"
-                                                                    else ""))
+                fail(
+                    "not_a_number",
+                    f"{article(kind)} came back instead of a number",
+                    f"{expected:,} (an int)",
+                    repr(result)[:80],
+                    "return vocab_size * d"
+                    + (" as a Python int: .item()" if kind == "torch.Tensor" else ""),
+                )
             if result == expected:
                 continue
             shown = f"{expected:,} for vocab_size={vocab_size}, d={d}"
             diagnose(result, MISTAKES, (vocab_size, d), _same, shown, f"{result:,}")
-            fail("parameters_differ", "the count differs from vocab_size × d", shown, f"{result:,}",
-                 "sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())")
+            fail(
+                "parameters_differ",
+                "the count differs from vocab_size × d",
+                shown,
+                f"{result:,}",
+                "sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())",
+            )
 
     return run_check(NAME, EXERCISE, body)

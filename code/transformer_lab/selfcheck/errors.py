@@ -9,32 +9,56 @@ from pathlib import Path
 
 # (pattern in "Type: message", hint) pairs: the errors students meet most, with a pointer.
 COMMON_ERROR_HINTS: list[tuple[str, str]] = [
-    (r"bool tensor is not supported|Subtraction, the `-` operator",
-     "padding is a boolean tensor: use ~padding (not 1 - padding) to flip it"),
-    (r"numpy\(\) on Tensor that requires grad",
-     "stay in torch: .numpy() cuts the gradient; use torch operations throughout"),
-    (r"could not infer output dtype|mean\(\): .*Bool",
-     "a boolean tensor has no mean: convert with .float() first"),
-    (r"mat1 and mat2 shapes cannot be multiplied|Expected size for first two dimensions of batch2",
-     "check the matrix product: q @ k.transpose(-2, -1) turns (B, Lk, D) into (B, D, Lk)"),
-    (r"size of tensor a .* must match the size of tensor b|The size of tensor a",
-     "two tensors do not broadcast: print their shapes; add the missing axis with [:, None, :] or "
-     "unsqueeze"),
-    (r"masked_fill.* expected .*bool|expected BoolTensor|mask.*must be.*bool",
-     "masked_fill needs a boolean mask (True = fill)"),
-    (r"object is not callable|has no attribute",
-     "a name is used wrongly: check the spelling and that you call functions with ()"),
-    (r"^SystemExit",
-     "sys.exit() or exit() ends the whole program; return the result instead"),
-    (r"^KeyboardInterrupt",
-     "your code raised KeyboardInterrupt; remove the raise (or the input() that waits for a key)"),
-    (r"^(OSError|IOError).*(File too large|\[Errno 27\])",
-     "your code printed too much: the self-check keeps at most a few megabytes of output"),
-    (r"^MemoryError|can't allocate memory|not enough memory|DefaultCPUAllocator",
-     "your code asked for more memory than the self-check allows: look for a tensor that grows with "
-     "every loop, or one with a size you did not mean"),
-    (r"^EOFError.*(input|reading a line)",
-     "input() waits for the keyboard: the functions must not ask for input"),
+    (
+        r"bool tensor is not supported|Subtraction, the `-` operator",
+        "padding is a boolean tensor: use ~padding (not 1 - padding) to flip it",
+    ),
+    (
+        r"numpy\(\) on Tensor that requires grad",
+        "stay in torch: .numpy() cuts the gradient; use torch operations throughout",
+    ),
+    (
+        r"could not infer output dtype|mean\(\): .*Bool",
+        "a boolean tensor has no mean: convert with .float() first",
+    ),
+    (
+        r"mat1 and mat2 shapes cannot be multiplied|Expected size for first two dimensions of batch2",
+        "check the matrix product: q @ k.transpose(-2, -1) turns (B, Lk, D) into (B, D, Lk)",
+    ),
+    (
+        r"size of tensor a .* must match the size of tensor b|The size of tensor a",
+        "two tensors do not broadcast: print their shapes; add the missing axis with [:, None, :] or "
+        "unsqueeze",
+    ),
+    (
+        r"masked_fill.* expected .*bool|expected BoolTensor|mask.*must be.*bool",
+        "masked_fill needs a boolean mask (True = fill)",
+    ),
+    (
+        r"object is not callable|has no attribute",
+        "a name is used wrongly: check the spelling and that you call functions with ()",
+    ),
+    (
+        r"^SystemExit",
+        "sys.exit() or exit() ends the whole program; return the result instead",
+    ),
+    (
+        r"^KeyboardInterrupt",
+        "your code raised KeyboardInterrupt; remove the raise (or the input() that waits for a key)",
+    ),
+    (
+        r"^(OSError|IOError).*(File too large|\[Errno 27\])",
+        "your code printed too much: the self-check keeps at most a few megabytes of output",
+    ),
+    (
+        r"^MemoryError|can't allocate memory|not enough memory|DefaultCPUAllocator",
+        "your code asked for more memory than the self-check allows: look for a tensor that grows with "
+        "every loop, or one with a size you did not mean",
+    ),
+    (
+        r"^EOFError.*(input|reading a line)",
+        "input() waits for the keyboard: the functions must not ask for input",
+    ),
 ]
 
 
@@ -55,8 +79,9 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def summarise_exception(error: BaseException, filename: str | None = None,
-                        hints: Iterable[tuple[str, str]] = ()) -> str:
+def summarise_exception(
+    error: BaseException, filename: str | None = None, hints: Iterable[tuple[str, str]] = ()
+) -> str:
     """One line: the exception type, where in the student's file it came from, its first line,
     and a hint when the message matches a common mistake."""
     text = str(error).strip().splitlines()[0] if str(error).strip() else "(no message)"

@@ -78,7 +78,9 @@ def type_name(value: object) -> str:
 
 
 _RECORDS: list[list[str]] = []  # the open recordings; spies append to each
-_INSTALLED: list[tuple[object, str, object]] = []  # (owner, attribute, original) while spies are in place
+_INSTALLED: list[
+    tuple[object, str, object]
+] = []  # (owner, attribute, original) while spies are in place
 
 
 def install_library_spies() -> None:
@@ -143,8 +145,12 @@ def static_library_use(function: Callable) -> list[str]:
     for owner, attribute, label in LIBRARY_ATTENTION:
         target = getattr(owner, attribute, None)
         by_name = attribute in names and attribute != "forward"
-        originals = [target] + [original for o, a, original in _INSTALLED if (o, a) == (owner, attribute)]
-        by_alias = any(globals_.get(name) is t for name in names for t in originals if t is not None)
+        originals = [target] + [
+            original for o, a, original in _INSTALLED if (o, a) == (owner, attribute)
+        ]
+        by_alias = any(
+            globals_.get(name) is t for name in names for t in originals if t is not None
+        )
         if by_name or by_alias:
             found.append(label)
     return sorted(set(found))
@@ -169,7 +175,9 @@ def _filename(function: Callable) -> str | None:
 def _summarise(function: Callable, error: BaseException, hints, caught) -> str:
     extra = list(hints)
     if isinstance(error, Exception) and _uses_dot_t(function, caught):
-        extra.insert(0, (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)"))
+        extra.insert(
+            0, (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)")
+        )
     return summarise_exception(error, _filename(function), extra)
 
 
@@ -194,15 +202,24 @@ def silenced_terminal() -> Iterator[None]:
             os.close(fd)
 
 
-def execute(function: Callable, args: Sequence[object], hints=(), watch_library: bool = False,
-            catch_interrupt: bool = False, quiet: bool = False) -> Returned:
+def execute(
+    function: Callable,
+    args: Sequence[object],
+    hints=(),
+    watch_library: bool = False,
+    catch_interrupt: bool = False,
+    quiet: bool = False,
+) -> Returned:
     """Call ``function(*args)``; ``NotImplementedError`` passes through, any other exception
     (``SystemExit`` included; ``KeyboardInterrupt`` when ``catch_interrupt``) becomes
     ``StudentRaised`` with one summarised line. ``quiet`` silences the terminal meanwhile."""
     args = list(args)
-    caught: list[warnings.WarningMessage] = []
     spy = library_spy() if watch_library else contextlib.nullcontext([])
-    catchable = (Exception, SystemExit, KeyboardInterrupt) if catch_interrupt else (Exception, SystemExit)
+    catchable = (
+        (Exception, SystemExit, KeyboardInterrupt)
+        if catch_interrupt
+        else (Exception, SystemExit)
+    )
     silence = silenced_terminal() if quiet else contextlib.nullcontext()
     with warnings.catch_warnings(record=True) as caught, spy as used, silence:
         warnings.simplefilter("always")
@@ -222,26 +239,44 @@ def pick_result(result: object, pick: str) -> object:
     return result
 
 
-def execute_gradient(function: Callable, args: Sequence[object], names: Sequence[str], pick: str,
-                     hints=(), catch_interrupt: bool = False) -> GradientReport:
+def execute_gradient(
+    function: Callable,
+    args: Sequence[object],
+    names: Sequence[str],
+    pick: str,
+    hints=(),
+    catch_interrupt: bool = False,
+) -> GradientReport:
     """Call ``function`` with the first ``len(names)`` arguments requiring gradients and report
     whether a finite gradient reaches each of them from the sum of the (picked) result."""
-    leaves = [torch.as_tensor(a).detach().clone().requires_grad_(True) for a in args[: len(names)]]
-    returned = execute(function, [*leaves, *args[len(names):]], hints, catch_interrupt=catch_interrupt)
+    leaves = [
+        torch.as_tensor(a).detach().clone().requires_grad_(True) for a in args[: len(names)]
+    ]
+    returned = execute(
+        function, [*leaves, *args[len(names) :]], hints, catch_interrupt=catch_interrupt
+    )
     out = pick_result(returned.result, pick)
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         return GradientReport(False, {})
-    catchable = (Exception, SystemExit, KeyboardInterrupt) if catch_interrupt else (Exception, SystemExit)
+    catchable = (
+        (Exception, SystemExit, KeyboardInterrupt)
+        if catch_interrupt
+        else (Exception, SystemExit)
+    )
     try:
         out.double().sum().backward()
     except catchable as error:  # noqa: BLE001 - e.g. an in-place change that breaks autograd
-        raise StudentRaised("the gradient could not be computed: " + summarise_exception(error)) from None
+        raise StudentRaised(
+            "the gradient could not be computed: " + summarise_exception(error)
+        ) from None
     reached = {}
     for leaf, name in zip(leaves, names):
         if leaf.grad is None:
             reached[name] = "none"
         else:
-            reached[name] = "finite" if bool(torch.isfinite(leaf.grad).all()) else "not finite"
+            reached[name] = (
+                "finite" if bool(torch.isfinite(leaf.grad).all()) else "not finite"
+            )
     return GradientReport(True, reached)
 
 
@@ -251,10 +286,14 @@ class StudentFunction:
     name: str = ""
     library_names: list[str] = []
 
-    def call(self, *args, hints=(), watch_library: bool = False, quiet: bool = False) -> Returned:  # pragma: no cover
+    def call(
+        self, *args, hints=(), watch_library: bool = False, quiet: bool = False
+    ) -> Returned:  # pragma: no cover
         raise NotImplementedError
 
-    def gradient(self, args, names, pick: str, hints=()) -> GradientReport:  # pragma: no cover
+    def gradient(
+        self, args, names, pick: str, hints=()
+    ) -> GradientReport:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -266,7 +305,9 @@ class LocalFunction(StudentFunction):
         self.name = getattr(function, "__name__", "function")
         self.library_names = static_library_use(function)
 
-    def call(self, *args, hints=(), watch_library: bool = False, quiet: bool = False) -> Returned:
+    def call(
+        self, *args, hints=(), watch_library: bool = False, quiet: bool = False
+    ) -> Returned:
         return execute(self.function, args, hints, watch_library, quiet=quiet)
 
     def gradient(self, args, names, pick: str, hints=()) -> GradientReport:

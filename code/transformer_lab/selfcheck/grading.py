@@ -19,8 +19,12 @@ def submissions(folder: Path | str) -> list[Path]:
     return sorted(path for path in Path(folder).glob("*.py") if path.is_file())
 
 
-def grade_folder(folder: Path | str, only: Sequence[str] = (), limits: Limits | None = None,
-                 progress: Callable[[Report], None] | None = None) -> list[Report]:
+def grade_folder(
+    folder: Path | str,
+    only: Sequence[str] = (),
+    limits: Limits | None = None,
+    progress: Callable[[Report], None] | None = None,
+) -> list[Report]:
     """Check every submission of ``folder``; each runs in its own worker process with ``limits``,
     so one that loops, crashes, exits or floods its output cannot affect the others."""
     reports = []
@@ -37,15 +41,17 @@ def csv_rows(reports: Sequence[Report]) -> list[dict]:
     rows = []
     for report in reports:
         for result in report_to_dict(report)["checks"]:
-            rows.append({
-                "submission": report.path,
-                "check": result["check"],
-                "exercise": result["exercise"],
-                "status": result["status"],
-                "code": result["code"] or "",
-                "message": " ".join(str(result["message"]).split()),
-                "seconds": f"{result['seconds']:.3f}",
-            })
+            rows.append(
+                {
+                    "submission": report.path,
+                    "check": result["check"],
+                    "exercise": result["exercise"],
+                    "status": result["status"],
+                    "code": result["code"] or "",
+                    "message": " ".join(str(result["message"]).split()),
+                    "seconds": f"{result['seconds']:.3f}",
+                }
+            )
     return rows
 
 
@@ -61,5 +67,7 @@ def write_csv(reports: Sequence[Report], path: Path | str) -> int:
 
 def write_json(reports: Sequence[Report], path: Path | str) -> None:
     """Every report in full, as a JSON list (one entry per submission)."""
-    Path(path).write_text(json.dumps([report_to_dict(r) for r in reports], indent=2, ensure_ascii=False),
-                          encoding="utf-8")
+    Path(path).write_text(
+        json.dumps([report_to_dict(r) for r in reports], indent=2, ensure_ascii=False),
+        encoding="utf-8",
+    )

@@ -17,14 +17,22 @@ NAME, EXERCISE = "causal_padding_mask", "Exercise 11"
 # B = 3 and L = 5 differ and every example has a real first token. Padding at the end alone hides
 # mistakes (the future already covers those keys for the earlier queries), so two examples have
 # a padded key in the middle: each mistake below gives another mask.
-PROBE_PADDING = torch.tensor([[False, False, False, True, True],
-                              [False, True, False, False, False],
-                              [False, False, True, False, True]])
+PROBE_PADDING = torch.tensor(
+    [
+        [False, False, False, True, True],
+        [False, True, False, False, False],
+        [False, False, True, False, True],
+    ]
+)
 
 
 def _future(padding: torch.Tensor, diagonal: int = 1) -> torch.Tensor:
     length = padding.shape[1]
-    return torch.ones(length, length, dtype=torch.bool).triu(diagonal=diagonal)[None].expand(padding.shape[0], -1, -1)
+    return (
+        torch.ones(length, length, dtype=torch.bool)
+        .triu(diagonal=diagonal)[None]
+        .expand(padding.shape[0], -1, -1)
+    )
 
 
 def _keys(padding: torch.Tensor) -> torch.Tensor:
@@ -36,31 +44,62 @@ def _queries(padding: torch.Tensor) -> torch.Tensor:
 
 
 MISTAKES: list[Mistake] = [
-    Mistake("padding_ignored", "only the future is blocked: padded keys are still visible",
-            "combine both with |: future[None] | padding[:, None, :]", lambda p: _future(p)),
-    Mistake("causal_missing", "only the padding is blocked: every query can still read later tokens",
-            "add the future: torch.ones(L, L, dtype=torch.bool).triu(diagonal=1)", lambda p: _keys(p)),
-    Mistake("blocked_diagonal", "the diagonal is blocked too: a token may read itself (j = i)",
-            "triu(diagonal=1) blocks j > i only; triu() with diagonal=0 also blocks j = i",
-            lambda p: _future(p, diagonal=0) | _keys(p)),
-    Mistake("causal_transposed", "the past is blocked instead of the future (tril instead of triu)",
-            "the future of query i is the keys j > i: the upper triangle, triu(diagonal=1)",
-            lambda p: _future(p).transpose(1, 2) | _keys(p)),
-    Mistake("inverted_mask", "the mask is inverted: True marks what a query may read",
-            "True means 'must not attend' (as key_padding_mask and attn_mask in PyTorch)",
-            lambda p: ~reference.causal_padding_mask(p)),
-    Mistake("padding_inverted", "the padding was inverted (~padding): real keys are blocked, padded ones visible",
-            "padding is already True where a key must be hidden: use it as it is",
-            lambda p: _future(p) | ~_keys(p)),
-    Mistake("padding_on_queries", "the padding was applied to the queries (rows) instead of the keys (columns)",
-            "padding[:, None, :] puts the mask on the key axis: every query row hides the same padded keys",
-            lambda p: _future(p) | _queries(p)),
-    Mistake("padding_on_both_axes", "padded queries were blocked as well, so their rows hide every key (softmax "
-            "of a row of −∞ is NaN)", "block keys only: future | padding[:, None, :]",
-            lambda p: _future(p) | _keys(p) | _queries(p)),
-    Mistake("combined_with_and", "future and padding were combined with & (and): a key is blocked only when it "
-            "is both", "a key is hidden when it is in the future OR padding: use |",
-            lambda p: _future(p) & _keys(p)),
+    Mistake(
+        "padding_ignored",
+        "only the future is blocked: padded keys are still visible",
+        "combine both with |: future[None] | padding[:, None, :]",
+        lambda p: _future(p),
+    ),
+    Mistake(
+        "causal_missing",
+        "only the padding is blocked: every query can still read later tokens",
+        "add the future: torch.ones(L, L, dtype=torch.bool).triu(diagonal=1)",
+        lambda p: _keys(p),
+    ),
+    Mistake(
+        "blocked_diagonal",
+        "the diagonal is blocked too: a token may read itself (j = i)",
+        "triu(diagonal=1) blocks j > i only; triu() with diagonal=0 also blocks j = i",
+        lambda p: _future(p, diagonal=0) | _keys(p),
+    ),
+    Mistake(
+        "causal_transposed",
+        "the past is blocked instead of the future (tril instead of triu)",
+        "the future of query i is the keys j > i: the upper triangle, triu(diagonal=1)",
+        lambda p: _future(p).transpose(1, 2) | _keys(p),
+    ),
+    Mistake(
+        "inverted_mask",
+        "the mask is inverted: True marks what a query may read",
+        "True means 'must not attend' (as key_padding_mask and attn_mask in PyTorch)",
+        lambda p: ~reference.causal_padding_mask(p),
+    ),
+    Mistake(
+        "padding_inverted",
+        "the padding was inverted (~padding): real keys are blocked, padded ones visible",
+        "padding is already True where a key must be hidden: use it as it is",
+        lambda p: _future(p) | ~_keys(p),
+    ),
+    Mistake(
+        "padding_on_queries",
+        "the padding was applied to the queries (rows) instead of the keys (columns)",
+        "padding[:, None, :] puts the mask on the key axis: every query row hides the same padded keys",
+        lambda p: _future(p) | _queries(p),
+    ),
+    Mistake(
+        "padding_on_both_axes",
+        "padded queries were blocked as well, so their rows hide every key (softmax "
+        "of a row of −∞ is NaN)",
+        "block keys only: future | padding[:, None, :]",
+        lambda p: _future(p) | _keys(p) | _queries(p),
+    ),
+    Mistake(
+        "combined_with_and",
+        "future and padding were combined with & (and): a key is blocked only when it "
+        "is both",
+        "a key is hidden when it is in the future OR padding: use |",
+        lambda p: _future(p) & _keys(p),
+    ),
 ]
 
 
@@ -72,31 +111,70 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
     result = require_tensor(returned.result, "the mask", (b, length, length), "mask")
     if tuple(result.shape) != (b, length, length):
         if tuple(result.shape) == (length, length):
-            fail("missing_batch_axis", "the mask has no batch axis: (L, L) instead of (B, L, L), so it cannot hold "
-                 "each example's padding", f"shape ({b}, {length}, {length}) = (B, L, L)",
-                 f"shape {shape_text(result)}", "combine the (L, L) future with padding[:, None, :] (B, 1, L)")
-        fail("mask_shape", "the mask has the wrong shape", f"shape ({b}, {length}, {length}) = (B, L, L)",
-             f"shape {shape_text(result)}", "future[None] | padding[:, None, :] broadcasts to (B, L, L)")
+            fail(
+                "missing_batch_axis",
+                "the mask has no batch axis: (L, L) instead of (B, L, L), so it cannot hold "
+                "each example's padding",
+                f"shape ({b}, {length}, {length}) = (B, L, L)",
+                f"shape {shape_text(result)}",
+                "combine the (L, L) future with padding[:, None, :] (B, 1, L)",
+            )
+        fail(
+            "mask_shape",
+            "the mask has the wrong shape",
+            f"shape ({b}, {length}, {length}) = (B, L, L)",
+            f"shape {shape_text(result)}",
+            "future[None] | padding[:, None, :] broadcasts to (B, L, L)",
+        )
     rows = f"example {b - 1}: {_rows(expected[-1])}"
     if result.dtype != torch.bool:
         values = result.detach().double()
-        if torch.equal(values == float("-inf"), expected) and bool((values[~expected] == 0).all()):
-            fail("additive_float_mask", "a float mask of 0 and −∞ came back; the exercise asks for a bool mask "
-                 "(True = blocked)", f"dtype torch.bool, {rows}", f"dtype {result.dtype}",
-                 "return the boolean mask itself; masked_fill turns it into −∞ scores later")
+        if torch.equal(values == float("-inf"), expected) and bool(
+            (values[~expected] == 0).all()
+        ):
+            fail(
+                "additive_float_mask",
+                "a float mask of 0 and −∞ came back; the exercise asks for a bool mask "
+                "(True = blocked)",
+                f"dtype torch.bool, {rows}",
+                f"dtype {result.dtype}",
+                "return the boolean mask itself; masked_fill turns it into −∞ scores later",
+            )
         if torch.equal(values != 0, expected):
-            fail("not_bool", f"the mask has dtype {result.dtype}, not torch.bool (the pattern is right)",
-                 f"dtype torch.bool, {rows}", f"dtype {result.dtype}", "build it from bool tensors, or add .bool()")
-        fail("not_bool", f"the mask has dtype {result.dtype}, not torch.bool", f"dtype torch.bool, {rows}",
-             f"dtype {result.dtype}", "True where query i must not read key j, as a bool tensor")
+            fail(
+                "not_bool",
+                f"the mask has dtype {result.dtype}, not torch.bool (the pattern is right)",
+                f"dtype torch.bool, {rows}",
+                f"dtype {result.dtype}",
+                "build it from bool tensors, or add .bool()",
+            )
+        fail(
+            "not_bool",
+            f"the mask has dtype {result.dtype}, not torch.bool",
+            f"dtype torch.bool, {rows}",
+            f"dtype {result.dtype}",
+            "True where query i must not read key j, as a bool tensor",
+        )
     if torch.equal(result, expected):
         return
     worst = int((result != expected).flatten(1).sum(1).argmax())
     shown_expected = f"example {worst}: {_rows(expected[worst])}"
     shown = f"example {worst}: {_rows(result[worst])}"
-    diagnose(result, MISTAKES, (padding,), lambda a, b: torch.equal(a, b.to(a.dtype)), shown_expected, shown)
-    fail("mask_differs", "the mask differs: query i must not read key j when j > i or key j is padding",
-         shown_expected, shown, "future = triu(ones(L, L), diagonal=1); return future[None] | padding[:, None, :]")
+    diagnose(
+        result,
+        MISTAKES,
+        (padding,),
+        lambda a, b: torch.equal(a, b.to(a.dtype)),
+        shown_expected,
+        shown,
+    )
+    fail(
+        "mask_differs",
+        "the mask differs: query i must not read key j when j > i or key j is padding",
+        shown_expected,
+        shown,
+        "future = triu(ones(L, L), diagonal=1); return future[None] | padding[:, None, :]",
+    )
 
 
 def _rows(mask: torch.Tensor) -> str:
@@ -110,7 +188,14 @@ def check_causal_padding_mask(function) -> CheckResult:
 
     def body():
         _check_once(student, PROBE_PADDING)
-        _check_once(student, torch.tensor([[False, False, True, True, True, True, True],
-                                           [False, False, False, False, False, False, True]]))
+        _check_once(
+            student,
+            torch.tensor(
+                [
+                    [False, False, True, True, True, True, True],
+                    [False, False, False, False, False, False, True],
+                ]
+            ),
+        )
 
     return run_check(NAME, EXERCISE, body)

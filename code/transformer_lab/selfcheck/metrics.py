@@ -8,7 +8,14 @@ import numbers
 import torch
 
 from transformer_lab import metrics as reference
-from transformer_lab.selfcheck.core import CheckResult, Mistake, article, fail, first_match, run_check
+from transformer_lab.selfcheck.core import (
+    CheckResult,
+    Mistake,
+    article,
+    fail,
+    first_match,
+    run_check,
+)
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 from transformer_lab.selfcheck.tensors import check_unchanged, shape_text
 
@@ -16,7 +23,9 @@ NAME, EXERCISE = "accuracy", "Exercise 1"
 
 # Chosen so that every typical mistake gives a different number (the tests assert this); the
 # logit 1.0 with label 1 tells "compared the logits with the labels" from "rounded down to 0".
-ACCURACY_LOGITS = torch.tensor([0.6, 0.3, -0.2, -1.5, 0.7, 0.1, -0.4, 1.0, -3.0, 0.4, 0.2, -0.7])
+ACCURACY_LOGITS = torch.tensor(
+    [0.6, 0.3, -0.2, -1.5, 0.7, 0.1, -0.4, 1.0, -3.0, 0.4, 0.2, -0.7]
+)
 ACCURACY_LABELS = torch.tensor([1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0])
 
 
@@ -29,30 +38,63 @@ def _correct(logits, labels) -> torch.Tensor:
 
 
 MISTAKES: list[Mistake] = [
-    Mistake("threshold_logits_at_half", "the logits were thresholded at 0.5; a logit of 0 is probability 0.5",
-            "predict positive when logit > 0 (or sigmoid(logit) > 0.5)",
-            lambda logits, labels: _share(logits > 0.5, labels)),
-    Mistake("all_positive", "every example was predicted positive: the sigmoid was compared with 0, or applied "
-            "twice (sigmoid(sigmoid(x)) > 0.5 always holds)",
-            "threshold the logits at 0, or the probabilities (one sigmoid) at 0.5",
-            lambda logits, labels: labels.double().mean().item()),
-    Mistake("all_negative", "every example was predicted negative", "predict positive when logit > 0",
-            lambda logits, labels: 1 - labels.double().mean().item()),
-    Mistake("error_rate", "the error rate (1 − accuracy) came back: the comparison or the predictions are inverted",
-            "count predictions that equal the labels", lambda logits, labels: 1 - _correct(logits, labels).mean().item()),
-    Mistake("percentage", "a percentage came back instead of a fraction between 0 and 1", "drop the * 100",
-            lambda logits, labels: 100 * _correct(logits, labels).mean().item()),
-    Mistake("count_correct", "the number of correct predictions came back, not the fraction",
-            "divide by len(labels), or use .mean()", lambda logits, labels: _correct(logits, labels).sum().item()),
-    Mistake("integer_division", "the accuracy was rounded down to a whole number: // (or int()) instead of /",
-            "divide with /, e.g. correct / len(labels)",
-            lambda logits, labels: float(math.floor(_correct(logits, labels).mean().item()))),
-    Mistake("compared_logits_with_labels", "the raw logits were compared with the labels: a logit is almost never "
-            "exactly 0 or 1", "turn logits into predictions first: logits > 0",
-            lambda logits, labels: _share(logits, labels)),
-    Mistake("rounded_logits", "the logits were rounded (round(logit) is 0 or 1 only between −0.5 and 1.5); "
-            "a logit is not a probability", "threshold the logits at 0, or round the sigmoid",
-            lambda logits, labels: _share(torch.round(logits), labels)),
+    Mistake(
+        "threshold_logits_at_half",
+        "the logits were thresholded at 0.5; a logit of 0 is probability 0.5",
+        "predict positive when logit > 0 (or sigmoid(logit) > 0.5)",
+        lambda logits, labels: _share(logits > 0.5, labels),
+    ),
+    Mistake(
+        "all_positive",
+        "every example was predicted positive: the sigmoid was compared with 0, or applied "
+        "twice (sigmoid(sigmoid(x)) > 0.5 always holds)",
+        "threshold the logits at 0, or the probabilities (one sigmoid) at 0.5",
+        lambda logits, labels: labels.double().mean().item(),
+    ),
+    Mistake(
+        "all_negative",
+        "every example was predicted negative",
+        "predict positive when logit > 0",
+        lambda logits, labels: 1 - labels.double().mean().item(),
+    ),
+    Mistake(
+        "error_rate",
+        "the error rate (1 − accuracy) came back: the comparison or the predictions are inverted",
+        "count predictions that equal the labels",
+        lambda logits, labels: 1 - _correct(logits, labels).mean().item(),
+    ),
+    Mistake(
+        "percentage",
+        "a percentage came back instead of a fraction between 0 and 1",
+        "drop the * 100",
+        lambda logits, labels: 100 * _correct(logits, labels).mean().item(),
+    ),
+    Mistake(
+        "count_correct",
+        "the number of correct predictions came back, not the fraction",
+        "divide by len(labels), or use .mean()",
+        lambda logits, labels: _correct(logits, labels).sum().item(),
+    ),
+    Mistake(
+        "integer_division",
+        "the accuracy was rounded down to a whole number: // (or int()) instead of /",
+        "divide with /, e.g. correct / len(labels)",
+        lambda logits, labels: float(math.floor(_correct(logits, labels).mean().item())),
+    ),
+    Mistake(
+        "compared_logits_with_labels",
+        "the raw logits were compared with the labels: a logit is almost never "
+        "exactly 0 or 1",
+        "turn logits into predictions first: logits > 0",
+        lambda logits, labels: _share(logits, labels),
+    ),
+    Mistake(
+        "rounded_logits",
+        "the logits were rounded (round(logit) is 0 or 1 only between −0.5 and 1.5); "
+        "a logit is not a probability",
+        "threshold the logits at 0, or round the sigmoid",
+        lambda logits, labels: _share(torch.round(logits), labels),
+    ),
 ]
 
 
@@ -65,7 +107,11 @@ def _wrong_value_note(value: float, logits, labels, expected: float) -> str:
     if abs(value - expected) < 1e-6:
         return " (the value itself is right)"
     match = first_match(value, MISTAKES, (logits, labels), _same_number)
-    return f", and the value is wrong too: {match.message}" if match else ", and the value is wrong too"
+    return (
+        f", and the value is wrong too: {match.message}"
+        if match
+        else ", and the value is wrong too"
+    )
 
 
 def _check_once(student: StudentFunction, logits, labels):
@@ -75,36 +121,74 @@ def _check_once(student: StudentFunction, logits, labels):
     result = returned.result
     want = f"{expected:.4f} (type float)"
     if result is None:
-        fail("returned_none", "the function returned None: it has no `return`", want, "None", "end with `return ...`")
+        fail(
+            "returned_none",
+            "the function returned None: it has no `return`",
+            want,
+            "None",
+            "end with `return ...`",
+        )
     if isinstance(result, torch.Tensor):
         if result.numel() == 1:
             value = float(result.detach().reshape(-1)[0])
-            fail("returned_tensor", "a tensor came back instead of a Python float"
-                 + _wrong_value_note(value, logits, labels, expected),
-                 want, f"{value:.4f} (type torch.Tensor)", "end with .item() or float(...)")
-        fail("returned_tensor", "a tensor of many numbers came back instead of one Python float", want,
-             f"a tensor of shape {shape_text(result)}", "average the correct predictions: .mean().item()")
+            fail(
+                "returned_tensor",
+                "a tensor came back instead of a Python float"
+                + _wrong_value_note(value, logits, labels, expected),
+                want,
+                f"{value:.4f} (type torch.Tensor)",
+                "end with .item() or float(...)",
+            )
+        fail(
+            "returned_tensor",
+            "a tensor of many numbers came back instead of one Python float",
+            want,
+            f"a tensor of shape {shape_text(result)}",
+            "average the correct predictions: .mean().item()",
+        )
     kind = type_name(result)
-    if kind.startswith("numpy.") and not isinstance(result, float):  # numpy.float64 is a float: fine
+    if kind.startswith("numpy.") and not isinstance(
+        result, float
+    ):  # numpy.float64 is a float: fine
         value = float(result)
-        fail("returned_numpy", f"{article(kind)} came back instead of a Python float"
-             + _wrong_value_note(value, logits, labels, expected),
-             want, f"{value:.4f} (type {kind})", "wrap it in float(...)")
+        fail(
+            "returned_numpy",
+            f"{article(kind)} came back instead of a Python float"
+            + _wrong_value_note(value, logits, labels, expected),
+            want,
+            f"{value:.4f} (type {kind})",
+            "wrap it in float(...)",
+        )
     if not isinstance(result, float):
         if isinstance(result, numbers.Real) and not isinstance(result, bool):
             match = first_match(result, MISTAKES, (logits, labels), _same_number)
             if match is not None:
-                fail(match.code, match.message + f" (and {article(kind)} came back, not a float)", want,
-                     f"{result} (type {kind})", match.advice)
-        fail("not_a_float", f"{article(kind)} came back instead of a Python float", want, repr(result)[:80],
-             "return a float between 0 and 1, e.g. with .item()")
+                fail(
+                    match.code,
+                    match.message + f" (and {article(kind)} came back, not a float)",
+                    want,
+                    f"{result} (type {kind})",
+                    match.advice,
+                )
+        fail(
+            "not_a_float",
+            f"{article(kind)} came back instead of a Python float",
+            want,
+            repr(result)[:80],
+            "return a float between 0 and 1, e.g. with .item()",
+        )
     if abs(result - expected) < 1e-6:
         return
     match = first_match(result, MISTAKES, (logits, labels), _same_number)
     if match is not None:
         fail(match.code, match.message, f"{expected:.4f}", f"{result:.4f}", match.advice)
-    fail("accuracy_differs", "the accuracy differs from the share of (logit > 0) == label",
-         f"{expected:.4f}", f"{result:.4f}", "predictions = logits > 0; compare with labels; take the mean")
+    fail(
+        "accuracy_differs",
+        "the accuracy differs from the share of (logit > 0) == label",
+        f"{expected:.4f}",
+        f"{result:.4f}",
+        "predictions = logits > 0; compare with labels; take the mean",
+    )
 
 
 def check_accuracy(function) -> CheckResult:

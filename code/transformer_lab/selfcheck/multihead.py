@@ -11,17 +11,38 @@ from torch import nn
 
 from transformer_lab.selfcheck import _reference as reference
 from transformer_lab.selfcheck.attention import fail_library
-from transformer_lab.selfcheck.core import CheckResult, Mistake, article, combine, diagnose, fail, run_check
+from transformer_lab.selfcheck.core import (
+    CheckResult,
+    Mistake,
+    article,
+    combine,
+    diagnose,
+    fail,
+    run_check,
+)
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
-from transformer_lab.selfcheck.tensors import check_gradient, check_unchanged, close, compare_rows, require_tensor, shape_text
+from transformer_lab.selfcheck.tensors import (
+    check_gradient,
+    check_unchanged,
+    close,
+    compare_rows,
+    require_tensor,
+    shape_text,
+)
 
 NAME, EXERCISE = "multi_head_attention", "Exercise 12"
 TOLERANCE = 1e-5
 WHAT = "the multi-head stretch exercise (your own attention from Exercise 3 is welcome)"
 
 
-def mha_probe(seed: int = 50, batch: int = 2, length: int = 5, width: int = 12, heads: int = 3,
-              padding: list[list[bool]] | None = None):
+def mha_probe(
+    seed: int = 50,
+    batch: int = 2,
+    length: int = 5,
+    width: int = 12,
+    heads: int = 3,
+    padding: list[list[bool]] | None = None,
+):
     """x (B, L, D), padding (B, L) and a seeded ``nn.MultiheadAttention(D, H, batch_first=True)`` in
     evaluation mode whose biases are random (PyTorch starts them at zero, which would hide a
     forgotten bias). B, L, D, H and D/H all differ, so a wrong axis or size gives other numbers."""
@@ -37,17 +58,33 @@ def mha_probe(seed: int = 50, batch: int = 2, length: int = 5, width: int = 12, 
     return x, torch.tensor(padding), mha
 
 
-def expected_output(x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention) -> torch.Tensor:
+def expected_output(
+    x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention
+) -> torch.Tensor:
     """What the exercise must reproduce, ``mha(x, x, x, key_padding_mask=padding)[0]``, from the
     private reference in float64 (the tests check the two agree; calling the layer itself would
     add a second of PyTorch's lazy imports to the self-check)."""
     with torch.no_grad():
-        return reference.multi_head_attention(x.double(), padding, copy.deepcopy(mha).double())
+        return reference.multi_head_attention(
+            x.double(), padding, copy.deepcopy(mha).double()
+        )
 
 
-def computed(x, padding, mha, *, heads: int | None = None, scale: str = "head", split: str = "transpose",
-             merge: str = "transpose", mask: str = "before", dim: int = -1, in_bias: bool = True,
-             out_bias: bool = True, out_proj: bool = True) -> torch.Tensor:
+def computed(
+    x,
+    padding,
+    mha,
+    *,
+    heads: int | None = None,
+    scale: str = "head",
+    split: str = "transpose",
+    merge: str = "transpose",
+    mask: str = "before",
+    dim: int = -1,
+    in_bias: bool = True,
+    out_bias: bool = True,
+    out_proj: bool = True,
+) -> torch.Tensor:
     """Multi-head attention by hand with each step switchable to a typical mistake (in float64).
 
     The defaults compute the right answer (the private reference, written another way)."""
@@ -72,7 +109,9 @@ def computed(x, padding, mha, *, heads: int | None = None, scale: str = "head", 
     elif mask == "inverted":
         scores = scores.masked_fill(~keys, float("-inf"))
     elif mask == "queries":
-        scores = scores.masked_fill(padding[:, None, :, None].expand_as(scores), float("-inf"))
+        scores = scores.masked_fill(
+            padding[:, None, :, None].expand_as(scores), float("-inf")
+        )
     weights = torch.softmax(scores, dim=dim)
     if mask == "after":
         weights = weights.masked_fill(keys, 0.0)
@@ -83,7 +122,9 @@ def computed(x, padding, mha, *, heads: int | None = None, scale: str = "head", 
         merged = mixed.reshape(batch, length, width)
     if not out_proj:
         return merged
-    return merged @ mha.out_proj.weight.double().T + (mha.out_proj.bias.double() if out_bias else 0)
+    return merged @ mha.out_proj.weight.double().T + (
+        mha.out_proj.bias.double() if out_bias else 0
+    )
 
 
 def _variant(**options):
@@ -91,48 +132,113 @@ def _variant(**options):
 
 
 MISTAKES: list[Mistake] = [
-    Mistake("no_output_projection", "the heads were concatenated but the output projection (mha.out_proj) was not "
-            "applied", "finish with concat @ mha.out_proj.weight.T + mha.out_proj.bias", _variant(out_proj=False)),
-    Mistake("heads_split_without_transpose", "the heads were split with a reshape to (B, H, L, D/H) and no "
-            "transpose, which mixes the positions and features of different tokens",
-            "reshape to (B, L, H, D/H), then transpose(1, 2) to (B, H, L, D/H)", _variant(split="reshape")),
-    Mistake("heads_merged_without_transpose", "the heads were merged with a reshape from (B, H, L, D/H) and no "
-            "transpose, which mixes the heads of different tokens",
-            "transpose(1, 2) back to (B, L, H, D/H), then reshape to (B, L, D)", _variant(merge="reshape")),
-    Mistake("scaled_by_model_width", "the scores were divided by √D (the model width) instead of √(D/H), the width "
-            "of one head", "head_width = D // mha.num_heads; divide by math.sqrt(head_width)",
-            _variant(scale="model")),
-    Mistake("no_scaling", "the scores were not divided by √(D/H)", "divide each head's scores by "
-            "math.sqrt(D // mha.num_heads)", _variant(scale="none")),
-    Mistake("single_head", "the attention ran as one head over the full width: the heads were never split",
-            "split q, k, v into mha.num_heads heads of width D/H, attend per head, then merge",
-            _variant(heads=1)),
-    Mistake("mask_ignored", "the key padding mask had no effect", "scores.masked_fill(padding[:, None, None, :], "
-            "float('-inf')) for scores of shape (B, H, L, L)", _variant(mask="none")),
-    Mistake("inverted_mask", "the mask was inverted: the real keys were hidden and the padded ones kept",
-            "True means ignore: fill where padding is True", _variant(mask="inverted")),
-    Mistake("mask_after_softmax", "padded keys were zeroed after the softmax instead of set to −∞ before it",
-            "masked_fill with float('-inf') on the scores, then softmax", _variant(mask="after")),
-    Mistake("mask_on_queries", "the padding was applied to the queries instead of the keys",
-            "padding[:, None, None, :] lines up with the key axis of (B, H, Lq, Lk)", _variant(mask="queries")),
-    Mistake("softmax_over_queries", "the softmax ran over the queries instead of the keys (dim=-1)",
-            "torch.softmax(scores, dim=-1)", _variant(dim=-2)),
+    Mistake(
+        "no_output_projection",
+        "the heads were concatenated but the output projection (mha.out_proj) was not "
+        "applied",
+        "finish with concat @ mha.out_proj.weight.T + mha.out_proj.bias",
+        _variant(out_proj=False),
+    ),
+    Mistake(
+        "heads_split_without_transpose",
+        "the heads were split with a reshape to (B, H, L, D/H) and no "
+        "transpose, which mixes the positions and features of different tokens",
+        "reshape to (B, L, H, D/H), then transpose(1, 2) to (B, H, L, D/H)",
+        _variant(split="reshape"),
+    ),
+    Mistake(
+        "heads_merged_without_transpose",
+        "the heads were merged with a reshape from (B, H, L, D/H) and no "
+        "transpose, which mixes the heads of different tokens",
+        "transpose(1, 2) back to (B, L, H, D/H), then reshape to (B, L, D)",
+        _variant(merge="reshape"),
+    ),
+    Mistake(
+        "scaled_by_model_width",
+        "the scores were divided by √D (the model width) instead of √(D/H), the width "
+        "of one head",
+        "head_width = D // mha.num_heads; divide by math.sqrt(head_width)",
+        _variant(scale="model"),
+    ),
+    Mistake(
+        "no_scaling",
+        "the scores were not divided by √(D/H)",
+        "divide each head's scores by math.sqrt(D // mha.num_heads)",
+        _variant(scale="none"),
+    ),
+    Mistake(
+        "single_head",
+        "the attention ran as one head over the full width: the heads were never split",
+        "split q, k, v into mha.num_heads heads of width D/H, attend per head, then merge",
+        _variant(heads=1),
+    ),
+    Mistake(
+        "mask_ignored",
+        "the key padding mask had no effect",
+        "scores.masked_fill(padding[:, None, None, :], "
+        "float('-inf')) for scores of shape (B, H, L, L)",
+        _variant(mask="none"),
+    ),
+    Mistake(
+        "inverted_mask",
+        "the mask was inverted: the real keys were hidden and the padded ones kept",
+        "True means ignore: fill where padding is True",
+        _variant(mask="inverted"),
+    ),
+    Mistake(
+        "mask_after_softmax",
+        "padded keys were zeroed after the softmax instead of set to −∞ before it",
+        "masked_fill with float('-inf') on the scores, then softmax",
+        _variant(mask="after"),
+    ),
+    Mistake(
+        "mask_on_queries",
+        "the padding was applied to the queries instead of the keys",
+        "padding[:, None, None, :] lines up with the key axis of (B, H, Lq, Lk)",
+        _variant(mask="queries"),
+    ),
+    Mistake(
+        "softmax_over_queries",
+        "the softmax ran over the queries instead of the keys (dim=-1)",
+        "torch.softmax(scores, dim=-1)",
+        _variant(dim=-2),
+    ),
     # the same with a finite fill: a column of -1e9 spreads evenly where one of −∞ gives NaN
-    Mistake("softmax_over_queries", "the softmax ran over the queries instead of the keys (dim=-1)",
-            "torch.softmax(scores, dim=-1)", _variant(dim=-2, mask="before_finite")),
-    Mistake("in_proj_bias_ignored", "the input projection's bias (mha.in_proj_bias) was left out",
-            "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)", _variant(in_bias=False)),
-    Mistake("out_proj_bias_ignored", "the output projection's bias (mha.out_proj.bias) was left out",
-            "concat @ mha.out_proj.weight.T + mha.out_proj.bias", _variant(out_bias=False)),
-    Mistake("biases_ignored", "both biases (mha.in_proj_bias and mha.out_proj.bias) were left out",
-            "add mha.in_proj_bias after the input projection and mha.out_proj.bias after the output projection",
-            _variant(in_bias=False, out_bias=False)),
+    Mistake(
+        "softmax_over_queries",
+        "the softmax ran over the queries instead of the keys (dim=-1)",
+        "torch.softmax(scores, dim=-1)",
+        _variant(dim=-2, mask="before_finite"),
+    ),
+    Mistake(
+        "in_proj_bias_ignored",
+        "the input projection's bias (mha.in_proj_bias) was left out",
+        "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)",
+        _variant(in_bias=False),
+    ),
+    Mistake(
+        "out_proj_bias_ignored",
+        "the output projection's bias (mha.out_proj.bias) was left out",
+        "concat @ mha.out_proj.weight.T + mha.out_proj.bias",
+        _variant(out_bias=False),
+    ),
+    Mistake(
+        "biases_ignored",
+        "both biases (mha.in_proj_bias and mha.out_proj.bias) were left out",
+        "add mha.in_proj_bias after the input projection and mha.out_proj.bias after the output projection",
+        _variant(in_bias=False, out_bias=False),
+    ),
 ]
 # Two slips at once that go together: a model-width scale when the heads were never split is
 # already named by single_head; a forgotten bias with a forgotten projection is worth naming.
 _BY_CODE = {mistake.code: mistake for mistake in MISTAKES}
-MISTAKES.append(combine(_BY_CODE["no_output_projection"], _BY_CODE["in_proj_bias_ignored"],
-                        variant=_variant(out_proj=False, in_bias=False)))
+MISTAKES.append(
+    combine(
+        _BY_CODE["no_output_projection"],
+        _BY_CODE["in_proj_bias_ignored"],
+        variant=_variant(out_proj=False, in_bias=False),
+    )
+)
 
 
 def _check_once(student: StudentFunction, x, padding, mha) -> None:
@@ -143,37 +249,77 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
     if returned.library:
         fail_library(returned.library, WHAT)
     check_unchanged([x, padding], returned.args[:2], ["x", "padding"])
-    after = returned.args[2].state_dict()  # the layer, or its state when it came back from a worker
-    changed = [key for key, value in after.items() if key not in state or not torch.equal(value, state[key])]
+    after = returned.args[
+        2
+    ].state_dict()  # the layer, or its state when it came back from a worker
+    changed = [
+        key
+        for key, value in after.items()
+        if key not in state or not torch.equal(value, state[key])
+    ]
     if changed:
-        fail("changed_input", f"the function changed the layer's weights ({', '.join(changed)})",
-             "mha unchanged after the call", f"{', '.join(changed)} modified",
-             "read the weights; do not assign to them or call in-place methods on them")
+        fail(
+            "changed_input",
+            f"the function changed the layer's weights ({', '.join(changed)})",
+            "mha unchanged after the call",
+            f"{', '.join(changed)} modified",
+            "read the weights; do not assign to them or call in-place methods on them",
+        )
     result = returned.result
     if isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.Tensor):
-        fail("returned_pair", f"{article(type_name(result))} of {len(result)} things came back; the exercise asks "
-             "for the output only", f"one tensor of shape ({b}, {length}, {width})",
-             f"{type_name(result)} of length {len(result)}", "return the output of the output projection alone")
+        fail(
+            "returned_pair",
+            f"{article(type_name(result))} of {len(result)} things came back; the exercise asks "
+            "for the output only",
+            f"one tensor of shape ({b}, {length}, {width})",
+            f"{type_name(result)} of length {len(result)}",
+            "return the output of the output projection alone",
+        )
     result = require_tensor(result, "the result", (b, length, width), "result")
     if tuple(result.shape) != (b, length, width):
         heads = mha.num_heads
         if tuple(result.shape) == (b, heads, length, width // heads):
-            fail("heads_not_merged", "the heads were not merged back: (B, H, L, D/H) instead of (B, L, D)",
-                 f"shape ({b}, {length}, {width}) = (B, L, D)", f"shape {shape_text(result)}",
-                 "transpose(1, 2) to (B, L, H, D/H), reshape to (B, L, D), then the output projection")
-        fail("result_shape", "the result has the wrong shape", f"shape ({b}, {length}, {width}) = (B, L, D)",
-             f"shape {shape_text(result)}", "the output has the shape of x: (B, L, D)")
+            fail(
+                "heads_not_merged",
+                "the heads were not merged back: (B, H, L, D/H) instead of (B, L, D)",
+                f"shape ({b}, {length}, {width}) = (B, L, D)",
+                f"shape {shape_text(result)}",
+                "transpose(1, 2) to (B, L, H, D/H), reshape to (B, L, D), then the output projection",
+            )
+        fail(
+            "result_shape",
+            "the result has the wrong shape",
+            f"shape ({b}, {length}, {width}) = (B, L, D)",
+            f"shape {shape_text(result)}",
+            "the output has the shape of x: (B, L, D)",
+        )
     if close(result, expected, atol=TOLERANCE, rtol=TOLERANCE):
         return
     expected_text, received_text = compare_rows("output", result, expected)
-    diagnose(result, MISTAKES, (x, padding, mha), lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-             expected_text, received_text)
+    diagnose(
+        result,
+        MISTAKES,
+        (x, padding, mha),
+        lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
+        expected_text,
+        received_text,
+    )
     if not torch.isfinite(result).all():
-        fail("result_not_finite", "the result contains NaN or inf", expected_text, received_text,
-             "mask only the keys, with −∞ before the softmax; every example has a real key")
-    fail("output_differs", f"the output differs from mha(x, x, x, key_padding_mask=padding) by more than "
-         f"{TOLERANCE:g}", expected_text, received_text,
-         "check each step's shape: project, split into heads, scale by √(D/H), mask, softmax, mix, merge, project")
+        fail(
+            "result_not_finite",
+            "the result contains NaN or inf",
+            expected_text,
+            received_text,
+            "mask only the keys, with −∞ before the softmax; every example has a real key",
+        )
+    fail(
+        "output_differs",
+        f"the output differs from mha(x, x, x, key_padding_mask=padding) by more than "
+        f"{TOLERANCE:g}",
+        expected_text,
+        received_text,
+        "check each step's shape: project, split into heads, scale by √(D/H), mask, softmax, mix, merge, project",
+    )
 
 
 def check_multi_head_attention(function) -> CheckResult:
@@ -184,8 +330,17 @@ def check_multi_head_attention(function) -> CheckResult:
         if student.library_names:
             fail_library(student.library_names, WHAT)
         _check_once(student, *mha_probe())
-        _check_once(student, *mha_probe(seed=51, batch=3, length=6, width=8, heads=4,
-                                        padding=[[False] * 6, [False] * 3 + [True] * 3, [False, True] * 3]))
+        _check_once(
+            student,
+            *mha_probe(
+                seed=51,
+                batch=3,
+                length=6,
+                width=8,
+                heads=4,
+                padding=[[False] * 6, [False] * 3 + [True] * 3, [False, True] * 3],
+            ),
+        )
         x, padding, mha = mha_probe(seed=52)
         check_gradient(student, [x, padding, mha], ["x"], "self")
 

@@ -7,14 +7,23 @@ import torch
 from transformer_lab import pooling as reference
 from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import StudentFunction, as_student
-from transformer_lab.selfcheck.tensors import check_gradient, check_unchanged, close, compare_rows, require_tensor, shape_text
+from transformer_lab.selfcheck.tensors import (
+    check_gradient,
+    check_unchanged,
+    close,
+    compare_rows,
+    require_tensor,
+    shape_text,
+)
 
 NAME, EXERCISE = "masked_mean", "Exercise 2"
 
 MASKED_MEAN_HINTS = [
-    (r"size of tensor a .* must match the size of tensor b",
-     "shapes do not line up: the mask needs a feature axis, padding[:, :, None] (B, L, 1), and the counts "
-     "need shape (B, 1)"),
+    (
+        r"size of tensor a .* must match the size of tensor b",
+        "shapes do not line up: the mask needs a feature axis, padding[:, :, None] (B, L, 1), and the counts "
+        "need shape (B, 1)",
+    ),
 ]
 
 
@@ -26,7 +35,9 @@ def masked_mean_probe(batch: int = 3, length: int = 5, width: int = 3, seed: int
     x = torch.randn(batch, length, width, generator=g)
     lengths = torch.tensor([2, 4, 3, 1, 3][:batch])
     padding = torch.arange(length)[None, :] >= lengths[:, None]
-    x = torch.where(padding[:, :, None], 50.0 + 10 * torch.rand(batch, length, width, generator=g), x)
+    x = torch.where(
+        padding[:, :, None], 50.0 + 10 * torch.rand(batch, length, width, generator=g), x
+    )
     return x, padding
 
 
@@ -45,55 +56,118 @@ def _counts_without_keepdim(x, padding):
 
 
 MISTAKES: list[Mistake] = [
-    Mistake("mean_over_padding", "the mean included the padded tokens",
-            "zero the padded tokens and divide by the number of real tokens",
-            lambda x, padding: x.double().mean(1)),
-    Mistake("padded_not_zeroed", "the padded tokens were left in the sum (only the count left them out)",
-            "multiply x by keep = (~padding)[:, :, None] before summing",
-            lambda x, padding: x.double().sum(1) / _parts(x, padding)[2]),
-    Mistake("divided_by_full_length", "the padded tokens were zeroed, but the sum was divided by the full length L",
-            "divide by the number of real tokens per example: (~padding).sum(1, keepdim=True)",
-            lambda x, padding: _parts(x, padding)[1] / x.shape[1]),
-    Mistake("divided_by_longest", "every sum was divided by the length of the longest example, not by each "
-            "example's own number of real tokens", "one count per example: (~padding).sum(1, keepdim=True)",
-            lambda x, padding: _parts(x, padding)[1] / _parts(x, padding)[2].max()),
-    Mistake("divided_by_batch_count", "every sum was divided by the number of real tokens in the whole batch",
-            "count per example: (~padding).sum(dim=1, keepdim=True), not (~padding).sum()",
-            lambda x, padding: _parts(x, padding)[1] / _parts(x, padding)[2].sum()),
-    Mistake("integer_division", "the mean was rounded down: // (floor division) instead of /",
-            "divide with /: total / counts",
-            lambda x, padding: torch.div(_parts(x, padding)[1], _parts(x, padding)[2], rounding_mode="floor")),
-    Mistake("integer_division", "the mean was cut to a whole number (integer division, rounding toward zero) "
-            "instead of divided with /", "divide with /: total / counts",
-            lambda x, padding: torch.div(_parts(x, padding)[1], _parts(x, padding)[2], rounding_mode="trunc")),
-    Mistake("inverted_mask", "the mask was inverted: the padded tokens were averaged and the real ones dropped",
-            "True in padding means 'ignore': keep = ~padding",
-            lambda x, padding: (_parts(x, padding)[0] * padding[:, :, None]).sum(1) / _parts(x, padding)[3]),
-    Mistake("sum_not_mean", "the real tokens were summed but not divided by their count",
-            "divide the masked sum by the number of real tokens", lambda x, padding: _parts(x, padding)[1]),
-    Mistake("divided_by_padding_count", "the sum was divided by the number of padded tokens",
-            "count the real tokens: (~padding).sum(1)",
-            lambda x, padding: _parts(x, padding)[1] / _parts(x, padding)[3]),
-    Mistake("max_not_mean", "a masked maximum was returned instead of the mean", "sum and divide, do not take amax",
-            lambda x, padding: x.double().masked_fill(padding[:, :, None], float("-inf")).amax(1)),
-    Mistake("counts_broadcast_wrong", "the counts had shape (B,), so example b's sum was divided by the counts of "
-            "other examples (broadcast along the feature axis)",
-            "keep the counts as (B, 1): .sum(1, keepdim=True) or counts[:, None]", _counts_without_keepdim),
+    Mistake(
+        "mean_over_padding",
+        "the mean included the padded tokens",
+        "zero the padded tokens and divide by the number of real tokens",
+        lambda x, padding: x.double().mean(1),
+    ),
+    Mistake(
+        "padded_not_zeroed",
+        "the padded tokens were left in the sum (only the count left them out)",
+        "multiply x by keep = (~padding)[:, :, None] before summing",
+        lambda x, padding: x.double().sum(1) / _parts(x, padding)[2],
+    ),
+    Mistake(
+        "divided_by_full_length",
+        "the padded tokens were zeroed, but the sum was divided by the full length L",
+        "divide by the number of real tokens per example: (~padding).sum(1, keepdim=True)",
+        lambda x, padding: _parts(x, padding)[1] / x.shape[1],
+    ),
+    Mistake(
+        "divided_by_longest",
+        "every sum was divided by the length of the longest example, not by each "
+        "example's own number of real tokens",
+        "one count per example: (~padding).sum(1, keepdim=True)",
+        lambda x, padding: _parts(x, padding)[1] / _parts(x, padding)[2].max(),
+    ),
+    Mistake(
+        "divided_by_batch_count",
+        "every sum was divided by the number of real tokens in the whole batch",
+        "count per example: (~padding).sum(dim=1, keepdim=True), not (~padding).sum()",
+        lambda x, padding: _parts(x, padding)[1] / _parts(x, padding)[2].sum(),
+    ),
+    Mistake(
+        "integer_division",
+        "the mean was rounded down: // (floor division) instead of /",
+        "divide with /: total / counts",
+        lambda x, padding: torch.div(
+            _parts(x, padding)[1], _parts(x, padding)[2], rounding_mode="floor"
+        ),
+    ),
+    Mistake(
+        "integer_division",
+        "the mean was cut to a whole number (integer division, rounding toward zero) "
+        "instead of divided with /",
+        "divide with /: total / counts",
+        lambda x, padding: torch.div(
+            _parts(x, padding)[1], _parts(x, padding)[2], rounding_mode="trunc"
+        ),
+    ),
+    Mistake(
+        "inverted_mask",
+        "the mask was inverted: the padded tokens were averaged and the real ones dropped",
+        "True in padding means 'ignore': keep = ~padding",
+        lambda x, padding: (
+            (_parts(x, padding)[0] * padding[:, :, None]).sum(1) / _parts(x, padding)[3]
+        ),
+    ),
+    Mistake(
+        "sum_not_mean",
+        "the real tokens were summed but not divided by their count",
+        "divide the masked sum by the number of real tokens",
+        lambda x, padding: _parts(x, padding)[1],
+    ),
+    Mistake(
+        "divided_by_padding_count",
+        "the sum was divided by the number of padded tokens",
+        "count the real tokens: (~padding).sum(1)",
+        lambda x, padding: _parts(x, padding)[1] / _parts(x, padding)[3],
+    ),
+    Mistake(
+        "max_not_mean",
+        "a masked maximum was returned instead of the mean",
+        "sum and divide, do not take amax",
+        lambda x, padding: (
+            x.double().masked_fill(padding[:, :, None], float("-inf")).amax(1)
+        ),
+    ),
+    Mistake(
+        "counts_broadcast_wrong",
+        "the counts had shape (B,), so example b's sum was divided by the counts of "
+        "other examples (broadcast along the feature axis)",
+        "keep the counts as (B, 1): .sum(1, keepdim=True) or counts[:, None]",
+        _counts_without_keepdim,
+    ),
 ]
 
 
 def _wrong_shapes(b: int, length: int, d: int) -> dict[tuple, Mistake]:
     every = "one mean per example: sum over dim=1, divide by each example's own count"
     return {
-        (b, 1, d): Mistake("kept_dimension", "the result kept the token axis: (B, 1, D) instead of (B, D)",
-                           "use keepdim only for the counts, or squeeze the token axis"),
-        (b, length): Mistake("averaged_over_features", "the average ran over the feature axis instead of the tokens",
-                             "average over dim=1 (tokens), keep dim=2 (features)"),
-        (length, d): Mistake("averaged_over_batch", "the average ran over the batch axis instead of the tokens",
-                             "average over dim=1 (tokens), one vector per example"),
-        (d,): Mistake("pooled_whole_batch", "all examples were pooled into one vector (x[~padding] flattens the "
-                      "batch)", every),
-        (): Mistake("pooled_whole_batch", "all examples were pooled into one number", every),
+        (b, 1, d): Mistake(
+            "kept_dimension",
+            "the result kept the token axis: (B, 1, D) instead of (B, D)",
+            "use keepdim only for the counts, or squeeze the token axis",
+        ),
+        (b, length): Mistake(
+            "averaged_over_features",
+            "the average ran over the feature axis instead of the tokens",
+            "average over dim=1 (tokens), keep dim=2 (features)",
+        ),
+        (length, d): Mistake(
+            "averaged_over_batch",
+            "the average ran over the batch axis instead of the tokens",
+            "average over dim=1 (tokens), one vector per example",
+        ),
+        (d,): Mistake(
+            "pooled_whole_batch",
+            "all examples were pooled into one vector (x[~padding] flattens the batch)",
+            every,
+        ),
+        (): Mistake(
+            "pooled_whole_batch", "all examples were pooled into one number", every
+        ),
     }
 
 
@@ -104,18 +178,36 @@ def _check_once(student: StudentFunction, x, padding):
     check_unchanged([x, padding], returned.args, ["x", "padding"])
     result = require_tensor(returned.result, "the result", (b, d), "result")
     if tuple(result.shape) != (b, d):
-        other = Mistake("result_shape", "the result has the wrong shape", "x (B, L, D) -> (B, D)")
+        other = Mistake(
+            "result_shape", "the result has the wrong shape", "x (B, L, D) -> (B, D)"
+        )
         wrong = _wrong_shapes(b, length, d).get(tuple(result.shape), other)
-        fail(wrong.code, wrong.message, f"shape ({b}, {d}) = (B, D)", f"shape {shape_text(result)}", wrong.advice)
+        fail(
+            wrong.code,
+            wrong.message,
+            f"shape ({b}, {d}) = (B, D)",
+            f"shape {shape_text(result)}",
+            wrong.advice,
+        )
     if close(result, expected):
         return
     expected_text, received_text = compare_rows("result", result, expected)
     diagnose(result, MISTAKES, (x, padding), close, expected_text, received_text)
     if not torch.isfinite(result).all():
-        fail("result_not_finite", "the result contains NaN or inf (0/0 somewhere?)", expected_text, received_text,
-             "divide by the number of real tokens, which is at least 1 in every example")
-    fail("result_differs", "the result is not the mean of the real (unpadded) tokens", expected_text, received_text,
-         "sum x * keep over dim=1 and divide by keep.sum(1), with keep = (~padding)[:, :, None]")
+        fail(
+            "result_not_finite",
+            "the result contains NaN or inf (0/0 somewhere?)",
+            expected_text,
+            received_text,
+            "divide by the number of real tokens, which is at least 1 in every example",
+        )
+    fail(
+        "result_differs",
+        "the result is not the mean of the real (unpadded) tokens",
+        expected_text,
+        received_text,
+        "sum x * keep over dim=1 and divide by keep.sum(1), with keep = (~padding)[:, :, None]",
+    )
 
 
 def check_masked_mean(function) -> CheckResult:

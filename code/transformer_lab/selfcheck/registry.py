@@ -9,7 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from transformer_lab.selfcheck import attention, embedding, masks, metrics, multihead, pooling, tokenizer
+from transformer_lab.selfcheck import (
+    attention,
+    embedding,
+    masks,
+    metrics,
+    multihead,
+    pooling,
+    tokenizer,
+)
 from transformer_lab.selfcheck.core import CheckResult
 
 
@@ -19,25 +27,59 @@ class Check:
     exercise: str
     signature: str
     run: Callable[[object], CheckResult]
-    optional: bool = False  # a stretch exercise: leaving it alone is "not attempted", not a failure
+    optional: bool = (
+        False  # a stretch exercise: leaving it alone is "not attempted", not a failure
+    )
 
 
 CHECKS: list[Check] = [
-    Check(attention.NAME, attention.EXERCISE, "attention(q, k, v, padding)", attention.check_attention),
-    Check(pooling.NAME, pooling.EXERCISE, "masked_mean(x, padding)", pooling.check_masked_mean),
-    Check(metrics.NAME, metrics.EXERCISE, "accuracy(logits, labels)", metrics.check_accuracy),
-    Check(tokenizer.TRAIN_NAME, tokenizer.TRAIN_EXERCISE, "train_bpe_tokenizer(corpus, vocab_size)",
-          tokenizer.check_train_bpe_tokenizer),
-    Check(tokenizer.COUNT_NAME, tokenizer.COUNT_EXERCISE, "tokens_per_word(tokenizer, words)",
-          tokenizer.check_tokens_per_word),
-    Check(embedding.NAME, embedding.EXERCISE, "embedding_parameters(vocab_size, d)",
-          embedding.check_embedding_parameters),
+    Check(
+        attention.NAME,
+        attention.EXERCISE,
+        "attention(q, k, v, padding)",
+        attention.check_attention,
+    ),
+    Check(
+        pooling.NAME, pooling.EXERCISE, "masked_mean(x, padding)", pooling.check_masked_mean
+    ),
+    Check(
+        metrics.NAME, metrics.EXERCISE, "accuracy(logits, labels)", metrics.check_accuracy
+    ),
+    Check(
+        tokenizer.TRAIN_NAME,
+        tokenizer.TRAIN_EXERCISE,
+        "train_bpe_tokenizer(corpus, vocab_size)",
+        tokenizer.check_train_bpe_tokenizer,
+    ),
+    Check(
+        tokenizer.COUNT_NAME,
+        tokenizer.COUNT_EXERCISE,
+        "tokens_per_word(tokenizer, words)",
+        tokenizer.check_tokens_per_word,
+    ),
+    Check(
+        embedding.NAME,
+        embedding.EXERCISE,
+        "embedding_parameters(vocab_size, d)",
+        embedding.check_embedding_parameters,
+    ),
 ]
 
 STRETCH_CHECKS: list[Check] = [
-    Check(masks.NAME, masks.EXERCISE, "causal_padding_mask(padding)", masks.check_causal_padding_mask, optional=True),
-    Check(multihead.NAME, multihead.EXERCISE, "multi_head_attention(x, padding, mha)",
-          multihead.check_multi_head_attention, optional=True),
+    Check(
+        masks.NAME,
+        masks.EXERCISE,
+        "causal_padding_mask(padding)",
+        masks.check_causal_padding_mask,
+        optional=True,
+    ),
+    Check(
+        multihead.NAME,
+        multihead.EXERCISE,
+        "multi_head_attention(x, padding, mha)",
+        multihead.check_multi_head_attention,
+        optional=True,
+    ),
 ]
 
 ALL_CHECKS: list[Check] = CHECKS + STRETCH_CHECKS

@@ -5,7 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from transformer_lab.selfcheck.core import NOT_ATTEMPTED, PASSED, STATUSES, CheckResult, Finding
+from transformer_lab.selfcheck.core import (
+    NOT_ATTEMPTED,
+    PASSED,
+    STATUSES,
+    CheckResult,
+    Finding,
+)
 from transformer_lab.timing import format_wall_time
 
 OUTPUT_LINES = 5  # lines of a check's printed output shown in the text report
@@ -23,8 +29,11 @@ class Report:
     @property
     def all_passed(self) -> bool:
         """Every check passed (a stretch exercise left alone does not count against it)."""
-        return (self.load_error is None and not self.interrupted
-                and all(r.status in (PASSED, NOT_ATTEMPTED) for r in self.results))
+        return (
+            self.load_error is None
+            and not self.interrupted
+            and all(r.status in (PASSED, NOT_ATTEMPTED) for r in self.results)
+        )
 
 
 def _signatures() -> dict[str, str]:
@@ -38,7 +47,11 @@ def _printed(text: str, label: str) -> list[str]:
     if not lines:
         return []
     shown = [f"      {line[:150]}" for line in lines[:OUTPUT_LINES]]
-    more = f" (first {OUTPUT_LINES} of {len(lines)} lines)" if len(lines) > OUTPUT_LINES else ""
+    more = (
+        f" (first {OUTPUT_LINES} of {len(lines)} lines)"
+        if len(lines) > OUTPUT_LINES
+        else ""
+    )
     return [f"    {label}{more}:"] + shown
 
 
@@ -46,13 +59,18 @@ def format_report(report: Report) -> str:
     """The text the command prints."""
     lines = [f"Self-check of {report.path}", ""]
     if report.load_error is not None:
-        lines += [f"Could not load the file: {report.load_error}", "Fix this first; no check ran."]
+        lines += [
+            f"Could not load the file: {report.load_error}",
+            "Fix this first; no check ran.",
+        ]
         lines += _printed(report.load_output, "Your file printed while loading")
         return "\n".join(lines)
     lines += _printed(report.load_output, "Your file printed while loading")
     signature = _signatures()
     for result in report.results:
-        lines.append(f"[{result.status}] {result.exercise}: {signature.get(result.name, result.name)}")
+        lines.append(
+            f"[{result.status}] {result.exercise}: {signature.get(result.name, result.name)}"
+        )
         if result.status != PASSED:
             if result.finding is None:
                 lines.append(f"    {result.summary}")
@@ -69,7 +87,11 @@ def format_report(report: Report) -> str:
     parts = [f"{n} {status.lower()}" for status, n in counts.items() if n]
     checks = f"{len(counted)} check{'s' if len(counted) != 1 else ''}"
     skipped = len(report.results) - len(counted)
-    stretch = f", {skipped} stretch exercise{'s' if skipped != 1 else ''} not attempted" if skipped else ""
+    stretch = (
+        f", {skipped} stretch exercise{'s' if skipped != 1 else ''} not attempted"
+        if skipped
+        else ""
+    )
     summary = f"{', '.join(parts) or 'nothing checked'} (of {checks}){stretch}"
     if report.interrupted:
         summary = "Interrupted: " + summary
@@ -117,12 +139,32 @@ def report_from_dict(data: dict) -> Report:
     for item in data["checks"]:
         finding = None
         if item.get("code") is not None:
-            finding = Finding(item["code"], item["message"], item["expected"] or "", item["received"] or "",
-                              item["advice"] or "")
-        results.append(CheckResult(item["check"], item["exercise"], item["status"],
-                                   "" if finding else item["message"], finding, item["seconds"], item.get("output", "")))
-    return Report(data["file"], results, data.get("load_error"), data.get("seconds", 0.0), data.get("load_output", ""),
-                  data.get("interrupted", False))
+            finding = Finding(
+                item["code"],
+                item["message"],
+                item["expected"] or "",
+                item["received"] or "",
+                item["advice"] or "",
+            )
+        results.append(
+            CheckResult(
+                item["check"],
+                item["exercise"],
+                item["status"],
+                "" if finding else item["message"],
+                finding,
+                item["seconds"],
+                item.get("output", ""),
+            )
+        )
+    return Report(
+        data["file"],
+        results,
+        data.get("load_error"),
+        data.get("seconds", 0.0),
+        data.get("load_output", ""),
+        data.get("interrupted", False),
+    )
 
 
 def _result_text(result: CheckResult) -> str:
@@ -144,17 +186,29 @@ def gradescope_results(report: Report) -> dict:
     for result in report.results:
         check = BY_NAME.get(result.name)
         optional = bool(check and check.optional)
-        tests.append({
-            "name": f"{result.exercise}: {_signatures().get(result.name, result.name)}",
-            "score": 1 if result.status == PASSED else 0,
-            "max_score": 0 if optional else 1,
-            "status": "passed" if result.status == PASSED else "failed",
-            "output": f"[{result.status}] {_result_text(result)}".strip(),
-        })
-    output = format_report(report).splitlines()[-1] if report.load_error is None else \
-        f"Could not load the file: {report.load_error}"
+        tests.append(
+            {
+                "name": f"{result.exercise}: {_signatures().get(result.name, result.name)}",
+                "score": 1 if result.status == PASSED else 0,
+                "max_score": 0 if optional else 1,
+                "status": "passed" if result.status == PASSED else "failed",
+                "output": f"[{result.status}] {_result_text(result)}".strip(),
+            }
+        )
+    output = (
+        format_report(report).splitlines()[-1]
+        if report.load_error is None
+        else f"Could not load the file: {report.load_error}"
+    )
     return {"score": sum(t["score"] for t in tests), "output": output, "tests": tests}
 
 
-__all__ = ["Report", "format_report", "report_to_json", "report_to_dict", "report_from_dict", "gradescope_results",
-           "result_record"]
+__all__ = [
+    "Report",
+    "format_report",
+    "report_to_json",
+    "report_to_dict",
+    "report_from_dict",
+    "gradescope_results",
+    "result_record",
+]

@@ -11,18 +11,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from transformer_lab.selfcheck.core import (
+    ENDED,
     FAILED,
     MISSING,
     NOT_ATTEMPTED,
     NOT_DONE,
     NOT_RUN,
-    ENDED,
     CheckResult,
     Finding,
 )
 from transformer_lab.selfcheck.registry import ALL_CHECKS, Check
 from transformer_lab.selfcheck.report import Report, report_from_dict
-from transformer_lab.selfcheck.worker import Limits, LoadFailed, RemoteFunction, Worker, load_module
+from transformer_lab.selfcheck.worker import (
+    Limits,
+    LoadFailed,
+    RemoteFunction,
+    Worker,
+    load_module,
+)
 
 DEFAULT_PATH = Path("exercises") / "homework" / "starter.py"
 
@@ -35,7 +41,9 @@ def find_homework_starter(start: Path | str | None = None) -> Path:
         for folder in (origin, *origin.parents):
             if (folder / DEFAULT_PATH).is_file():
                 return folder / DEFAULT_PATH
-    raise FileNotFoundError(f"no {DEFAULT_PATH} above {origins[0]} or above the package at {origins[1]}")
+    raise FileNotFoundError(
+        f"no {DEFAULT_PATH} above {origins[0]} or above the package at {origins[1]}"
+    )
 
 
 def selected_checks(only: Sequence[str] = ()) -> list[Check]:
@@ -48,15 +56,27 @@ def _absent(check: Check, info: dict | None) -> CheckResult | None:
     if info is None or not info["callable"]:
         what = "no function" if info is None else "a name that is not a function"
         if check.optional:
-            return CheckResult(check.name, check.exercise, NOT_ATTEMPTED,
-                               f"optional stretch exercise: {what} `{check.name}` in the file")
-        return CheckResult(check.name, check.exercise, MISSING,
-                           f"{what} `{check.name}` in the file: define {check.signature}")
+            return CheckResult(
+                check.name,
+                check.exercise,
+                NOT_ATTEMPTED,
+                f"optional stretch exercise: {what} `{check.name}` in the file",
+            )
+        return CheckResult(
+            check.name,
+            check.exercise,
+            MISSING,
+            f"{what} `{check.name}` in the file: define {check.signature}",
+        )
     origin = info["module"]
     if origin.split(".")[0] == "transformer_lab":
-        finding = Finding("imported_answer", f"`{check.name}` is the book's own function, imported from {origin}",
-                          f"your own {check.signature}", f"{origin}.{check.name}",
-                          "write the function yourself; the self-check compares it with the book's")
+        finding = Finding(
+            "imported_answer",
+            f"`{check.name}` is the book's own function, imported from {origin}",
+            f"your own {check.signature}",
+            f"{origin}.{check.name}",
+            "write the function yourself; the self-check compares it with the book's",
+        )
         return CheckResult(check.name, check.exercise, FAILED, finding.mistake, finding)
     return None
 
@@ -79,9 +99,15 @@ def check_module(module: types.ModuleType, only: Sequence[str] = ()) -> list[Che
     results = []
     for check in selected_checks(only):
         function = getattr(module, check.name, None)
-        info = None if function is None else {
-            "callable": callable(function), "module": getattr(function, "__module__", "") or "",
-            "library": static_library_use(function) if callable(function) else []}
+        info = (
+            None
+            if function is None
+            else {
+                "callable": callable(function),
+                "module": getattr(function, "__module__", "") or "",
+                "library": static_library_use(function) if callable(function) else [],
+            }
+        )
         start = time.perf_counter()
         result = _absent(check, info) or _settle(check, check.run(function))
         result.seconds = time.perf_counter() - start
@@ -100,17 +126,25 @@ def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Repo
         except KeyboardInterrupt:
             report.interrupted = True
             done = {result.name for result in report.results}
-            report.results += [CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
-                               for c in checks if c.name not in done]
+            report.results += [
+                CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
+                for c in checks
+                if c.name not in done
+            ]
 
 
-def _load_and_check(worker: Worker, checks: list[Check], limits: Limits, report: Report) -> None:
+def _load_and_check(
+    worker: Worker, checks: list[Check], limits: Limits, report: Report
+) -> None:
     try:
         functions = worker.start()
     except LoadFailed as error:
         report.load_error = str(error)
         report.load_output = worker.new_output()
-        report.results = [CheckResult(c.name, c.exercise, NOT_RUN, f"the file did not load: {error}") for c in checks]
+        report.results = [
+            CheckResult(c.name, c.exercise, NOT_RUN, f"the file did not load: {error}")
+            for c in checks
+        ]
         return
     report.load_output = worker.new_output()
     for check in checks:
@@ -120,7 +154,9 @@ def _load_and_check(worker: Worker, checks: list[Check], limits: Limits, report:
             try:
                 worker.begin_check(limits.seconds)
             except LoadFailed as error:
-                result = CheckResult(check.name, check.exercise, ENDED, f"the file no longer loads: {error}")
+                result = CheckResult(
+                    check.name, check.exercise, ENDED, f"the file no longer loads: {error}"
+                )
             else:
                 result = _settle(check, check.run(RemoteFunction(worker, check.name)))
         result.seconds = time.perf_counter() - start
@@ -143,21 +179,39 @@ def _loaded_here(path: Path) -> bool:
     return False
 
 
-def _check_in_fresh_process(path: Path, only: Sequence[str], display: str, limits: Limits) -> Report:
-    command = [sys.executable, "-m", "transformer_lab.selfcheck", str(path), "--json", "--display", display,
-               "--time-limit", str(limits.seconds)]
+def _check_in_fresh_process(
+    path: Path, only: Sequence[str], display: str, limits: Limits
+) -> Report:
+    command = [
+        sys.executable,
+        "-m",
+        "transformer_lab.selfcheck",
+        str(path),
+        "--json",
+        "--display",
+        display,
+        "--time-limit",
+        str(limits.seconds),
+    ]
     if only:
         command += ["--only", *only]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
     try:
         return report_from_dict(json.loads(completed.stdout))
     except (json.JSONDecodeError, KeyError, TypeError):
-        last = (completed.stderr or completed.stdout).strip().splitlines()[-1:] or ["no output"]
+        last = (completed.stderr or completed.stdout).strip().splitlines()[-1:] or [
+            "no output"
+        ]
         return Report(display, load_error=f"the self-check could not run ({last[0][:200]})")
 
 
-def check_file(path: str | Path, only: Sequence[str] = (), display: str | None = None,
-               limits: Limits | None = None, isolated: bool = True) -> Report:
+def check_file(
+    path: str | Path,
+    only: Sequence[str] = (),
+    display: str | None = None,
+    limits: Limits | None = None,
+    isolated: bool = True,
+) -> Report:
     """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
     one-line error. ``display`` is the name the report prints for the file (default: ``path``).
 

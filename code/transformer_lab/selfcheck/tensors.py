@@ -19,10 +19,16 @@ def shape_text(value) -> str:
 
 def row_text(tensor: torch.Tensor, digits: int = 3) -> str:
     values = [round(float(x), digits) for x in tensor.detach().reshape(-1).tolist()]
-    return "[" + ", ".join(f"{x:.{digits}f}" if math.isfinite(x) else str(x) for x in values) + "]"
+    return (
+        "["
+        + ", ".join(f"{x:.{digits}f}" if math.isfinite(x) else str(x) for x in values)
+        + "]"
+    )
 
 
-def close(received: object, expected: object, atol: float = 1e-4, rtol: float = 1e-4) -> bool:
+def close(
+    received: object, expected: object, atol: float = 1e-4, rtol: float = 1e-4
+) -> bool:
     """Same shape and the same numbers (NaN equals NaN), whatever the dtypes."""
     if not isinstance(received, torch.Tensor) or not isinstance(expected, torch.Tensor):
         return False
@@ -38,7 +44,11 @@ def worst_index(received: torch.Tensor, expected: torch.Tensor) -> tuple[int, ..
     """Index (all but the last axis) of the row where ``received`` differs most from ``expected``.
 
     Computed by hand: ``torch.unravel_index`` would add a second of lazy imports to the first failure."""
-    gap = (received.detach().double() - expected.detach().double()).abs().nan_to_num(nan=1e9, posinf=1e9)
+    gap = (
+        (received.detach().double() - expected.detach().double())
+        .abs()
+        .nan_to_num(nan=1e9, posinf=1e9)
+    )
     gap = gap.reshape(-1, received.shape[-1]).amax(dim=1)
     flat = int(gap.argmax())
     index = []
@@ -48,59 +58,95 @@ def worst_index(received: torch.Tensor, expected: torch.Tensor) -> tuple[int, ..
     return tuple(reversed(index))
 
 
-def compare_rows(name: str, received: torch.Tensor, expected: torch.Tensor) -> tuple[str, str]:
+def compare_rows(
+    name: str, received: torch.Tensor, expected: torch.Tensor
+) -> tuple[str, str]:
     """'name[0, 1] = [...]' for the most different row, expected and received."""
     if received.dim() == 0:
         return f"{name} = {row_text(expected)}", f"{name} = {row_text(received)}"
     index = worst_index(received, expected)
     label = f"{name}[{', '.join(str(i) for i in index)}]" if index else name
-    return f"{label} = {row_text(expected[index])}", f"{label} = {row_text(received[index])}"
+    return (
+        f"{label} = {row_text(expected[index])}",
+        f"{label} = {row_text(received[index])}",
+    )
 
 
-def require_tensor(result, what: str, expected_shape: tuple[int, ...], code_prefix: str) -> torch.Tensor:
+def require_tensor(
+    result, what: str, expected_shape: tuple[int, ...], code_prefix: str
+) -> torch.Tensor:
     """Fail unless ``result`` is a tensor; name what came back instead."""
     if result is None:
-        fail("returned_none", f"{what} is None: the function has no `return` (or returns nothing)",
-             f"a torch.Tensor of shape {tuple(expected_shape)}", "None", "end the function with `return ...`")
+        fail(
+            "returned_none",
+            f"{what} is None: the function has no `return` (or returns nothing)",
+            f"a torch.Tensor of shape {tuple(expected_shape)}",
+            "None",
+            "end the function with `return ...`",
+        )
     if not isinstance(result, torch.Tensor):
         kind = type_name(result)
-        fail(f"{code_prefix}_not_a_tensor", f"{what} is {article(kind)}, not a torch.Tensor",
-             f"a torch.Tensor of shape {tuple(expected_shape)}", kind,
-             "keep the computation in torch (torch.softmax, @, .sum) so gradients can flow")
+        fail(
+            f"{code_prefix}_not_a_tensor",
+            f"{what} is {article(kind)}, not a torch.Tensor",
+            f"a torch.Tensor of shape {tuple(expected_shape)}",
+            kind,
+            "keep the computation in torch (torch.softmax, @, .sum) so gradients can flow",
+        )
     return result
 
 
 def same_values(a: object, b: object) -> bool:
     """Equal tensors (NaN equal), equal lists/dicts/strings, or equal ``nn.Module`` states."""
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape \
-            and a.dtype == b.dtype and bool(torch.equal(a, b) or torch.isclose(a, b, equal_nan=True).all())
+        return (
+            isinstance(a, torch.Tensor)
+            and isinstance(b, torch.Tensor)
+            and a.shape == b.shape
+            and a.dtype == b.dtype
+            and bool(torch.equal(a, b) or torch.isclose(a, b, equal_nan=True).all())
+        )
     if isinstance(a, torch.nn.Module) and isinstance(b, torch.nn.Module):
         sa, sb = a.state_dict(), b.state_dict()
         return sa.keys() == sb.keys() and all(same_values(sa[k], sb[k]) for k in sa)
     return a == b
 
 
-def check_unchanged(originals: Sequence[object], passed: Sequence[object], names: Sequence[str]) -> None:
+def check_unchanged(
+    originals: Sequence[object], passed: Sequence[object], names: Sequence[str]
+) -> None:
     """Fail if the function changed one of its inputs in place."""
     for original, given, name in zip(originals, passed, names):
         if not same_values(original, given):
-            fail("changed_input", f"the function changed its input `{name}` in place",
-                 f"{name} unchanged after the call",
-                 f"{name} modified (e.g. by masked_fill_ or {name}[...] = 0)",
-                 "use the out-of-place versions (masked_fill without the underscore, or multiply by a mask)")
+            fail(
+                "changed_input",
+                f"the function changed its input `{name}` in place",
+                f"{name} unchanged after the call",
+                f"{name} modified (e.g. by masked_fill_ or {name}[...] = 0)",
+                "use the out-of-place versions (masked_fill without the underscore, or multiply by a mask)",
+            )
 
 
-def check_gradient(student: StudentFunction, inputs: Sequence[object], names: Sequence[str], pick: str) -> None:
+def check_gradient(
+    student: StudentFunction, inputs: Sequence[object], names: Sequence[str], pick: str
+) -> None:
     """The result must be differentiable with respect to the named inputs (training needs it)."""
     report = student.gradient(list(inputs), list(names), pick)
     if not report.requires_grad:
-        fail("no_gradient", "no gradient flows back through the function (the result is detached)",
-             "a result with requires_grad=True when the inputs require gradients",
-             "requires_grad=False", "avoid .detach(), .numpy(), torch.tensor(...) re-wrapping and torch.no_grad()")
+        fail(
+            "no_gradient",
+            "no gradient flows back through the function (the result is detached)",
+            "a result with requires_grad=True when the inputs require gradients",
+            "requires_grad=False",
+            "avoid .detach(), .numpy(), torch.tensor(...) re-wrapping and torch.no_grad()",
+        )
     for name in names:
         reached = report.reached.get(name, "none")
         if reached != "finite":
-            fail("no_gradient", f"the gradient does not reach `{name}` (or is not finite)",
-                 f"a finite gradient for {name}", "None" if reached == "none" else "NaN/inf in the gradient",
-                 "build the result from the inputs with torch operations only")
+            fail(
+                "no_gradient",
+                f"the gradient does not reach `{name}` (or is not finite)",
+                f"a finite gradient for {name}",
+                "None" if reached == "none" else "NaN/inf in the gradient",
+                "build the result from the inputs with torch operations only",
+            )

@@ -8,19 +8,33 @@ from __future__ import annotations
 
 import numbers
 
-from transformer_lab.selfcheck.core import CheckResult, Mistake, article, diagnose, fail, run_check
+from transformer_lab.selfcheck.core import (
+    CheckResult,
+    Mistake,
+    article,
+    diagnose,
+    fail,
+    run_check,
+)
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 
 TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 8"
 COUNT_NAME, COUNT_EXERCISE = "tokens_per_word", "Exercise 9"
 
-TOKENIZER_SIZES = (80, 40)  # both reachable on the tiny corpus, so the size must follow the argument
-OTHER_CORPUS = ("zebras quietly jump over lazy foxes", "quiet zebras jump", "lazy foxes never jump")
+TOKENIZER_SIZES = (
+    80,
+    40,
+)  # both reachable on the tiny corpus, so the size must follow the argument
+OTHER_CORPUS = (
+    "zebras quietly jump over lazy foxes",
+    "quiet zebras jump",
+    "lazy foxes never jump",
+)
 OTHER_SIZE = 80  # more than OTHER_CORPUS can reach (48 tokens): every pair seen, even once, is merged
 UNSEEN_SENTENCE = "the transformer decoder generates text"
 # 'é' and the emoji never occur in TINY_CORPUS: the reference encodes each of them as [UNK].
 UNSEEN_CHARACTERS = "the cat café serves tea 🙂"
-ADVICE = "build tokenizer = Tokenizer(models.BPE(unk_token=\"[UNK]\")), train it, and `return tokenizer`"
+ADVICE = 'build tokenizer = Tokenizer(models.BPE(unk_token="[UNK]")), train it, and `return tokenizer`'
 
 
 def _ref():
@@ -41,14 +55,37 @@ def _require_tokenizer(result, what: str) -> None:
         return
     expected = "a trained tokenizers.Tokenizer"
     if result is None:
-        fail("returned_none", f"{what} is None: the function has no `return`", expected, "None", ADVICE)
+        fail(
+            "returned_none",
+            f"{what} is None: the function has no `return`",
+            expected,
+            "None",
+            ADVICE,
+        )
     category = getattr(result, "category", "")  # an Opaque stand-in from a worker
     if isinstance(result, trainers.Trainer) or category == "trainer":
-        fail("returned_trainer", f"{what} is the trainer, not the tokenizer", expected, type_name(result), ADVICE)
+        fail(
+            "returned_trainer",
+            f"{what} is the trainer, not the tokenizer",
+            expected,
+            type_name(result),
+            ADVICE,
+        )
     if isinstance(result, models.Model) or category == "model":
-        fail("returned_model", f"{what} is the bare BPE model, not a Tokenizer wrapping it", expected,
-             type_name(result), ADVICE)
-    fail("not_a_tokenizer", f"{what} is not a tokenizers.Tokenizer", expected, type_name(result), ADVICE)
+        fail(
+            "returned_model",
+            f"{what} is the bare BPE model, not a Tokenizer wrapping it",
+            expected,
+            type_name(result),
+            ADVICE,
+        )
+    fail(
+        "not_a_tokenizer",
+        f"{what} is not a tokenizers.Tokenizer",
+        expected,
+        type_name(result),
+        ADVICE,
+    )
 
 
 def _train(student: StudentFunction, corpus, vocab_size: int):
@@ -58,14 +95,24 @@ def _train(student: StudentFunction, corpus, vocab_size: int):
 
 
 def _pieces(pre_tokenizer, text: str) -> list[str]:
-    return [piece for piece, _ in pre_tokenizer.pre_tokenize_str(text)] if pre_tokenizer is not None else [text]
+    return (
+        [piece for piece, _ in pre_tokenizer.pre_tokenize_str(text)]
+        if pre_tokenizer is not None
+        else [text]
+    )
 
 
 def _vocab_difference(student, reference) -> tuple[str, str]:
     expected, received = set(reference.get_vocab()), set(student.get_vocab())
     missing, extra = sorted(expected - received)[:6], sorted(received - expected)[:6]
-    return (f"{len(expected)} tokens, including {missing}" if missing else f"{len(expected)} tokens",
-            f"{len(received)} tokens" + (f", including {extra}" if extra else "") + (f", without {missing}" if missing else ""))
+    return (
+        f"{len(expected)} tokens, including {missing}"
+        if missing
+        else f"{len(expected)} tokens",
+        f"{len(received)} tokens"
+        + (f", including {extra}" if extra else "")
+        + (f", without {missing}" if missing else ""),
+    )
 
 
 def _check_structure(student, reference) -> None:
@@ -73,33 +120,52 @@ def _check_structure(student, reference) -> None:
     ref = _ref()
     missing = [token for token in ref.SPECIAL_TOKENS if student.token_to_id(token) is None]
     if missing:
-        fail("missing_special_tokens", f"the special token(s) {', '.join(missing)} are not in the vocabulary",
-             ", ".join(f"{t} (id {reference.token_to_id(t)})" for t in ref.SPECIAL_TOKENS), f"{', '.join(missing)} missing",
-             f"BpeTrainer(vocab_size=vocab_size, special_tokens={list(ref.SPECIAL_TOKENS)})")
+        fail(
+            "missing_special_tokens",
+            f"the special token(s) {', '.join(missing)} are not in the vocabulary",
+            ", ".join(f"{t} (id {reference.token_to_id(t)})" for t in ref.SPECIAL_TOKENS),
+            f"{', '.join(missing)} missing",
+            f"BpeTrainer(vocab_size=vocab_size, special_tokens={list(ref.SPECIAL_TOKENS)})",
+        )
     ids = {token: student.token_to_id(token) for token in ref.SPECIAL_TOKENS}
     expected_ids = {token: reference.token_to_id(token) for token in ref.SPECIAL_TOKENS}
     if ids != expected_ids:
-        fail("special_token_ids", "the special tokens have other ids (list them in this order so they come first)",
-             ", ".join(f"{t}={i}" for t, i in expected_ids.items()), ", ".join(f"{t}={i}" for t, i in ids.items()),
-             f"special_tokens={list(ref.SPECIAL_TOKENS)}")
+        fail(
+            "special_token_ids",
+            "the special tokens have other ids (list them in this order so they come first)",
+            ", ".join(f"{t}={i}" for t, i in expected_ids.items()),
+            ", ".join(f"{t}={i}" for t, i in ids.items()),
+            f"special_tokens={list(ref.SPECIAL_TOKENS)}",
+        )
     example = "self-attention, again"
     expected_pieces = _pieces(reference.pre_tokenizer, example)
     if student.pre_tokenizer is None:
         spanning = sorted(token for token in student.get_vocab() if " " in token)[:4]
-        fail("missing_pre_tokenizer", "there is no pre-tokenizer, so BPE merges across spaces",
-             f"Whitespace pre-tokenizer: {example!r} -> {expected_pieces}",
-             f"no pre-tokenizer: tokens with spaces in them, such as {spanning}",
-             "tokenizer.pre_tokenizer = pre_tokenizers.Whitespace() before training")
+        fail(
+            "missing_pre_tokenizer",
+            "there is no pre-tokenizer, so BPE merges across spaces",
+            f"Whitespace pre-tokenizer: {example!r} -> {expected_pieces}",
+            f"no pre-tokenizer: tokens with spaces in them, such as {spanning}",
+            "tokenizer.pre_tokenizer = pre_tokenizers.Whitespace() before training",
+        )
     received_pieces = _pieces(student.pre_tokenizer, example)
     if received_pieces != expected_pieces:
-        fail("wrong_pre_tokenizer", f"the pre-tokenizer is {type(student.pre_tokenizer).__name__}, not Whitespace",
-             f"Whitespace: {example!r} -> {expected_pieces}",
-             f"{type(student.pre_tokenizer).__name__}: {example!r} -> {received_pieces}",
-             "tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()")
+        fail(
+            "wrong_pre_tokenizer",
+            f"the pre-tokenizer is {type(student.pre_tokenizer).__name__}, not Whitespace",
+            f"Whitespace: {example!r} -> {expected_pieces}",
+            f"{type(student.pre_tokenizer).__name__}: {example!r} -> {received_pieces}",
+            "tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()",
+        )
     if student.normalizer is not None:
-        fail("extra_normalizer", f"the tokenizer has a normalizer ({type(student.normalizer).__name__}); the exercise "
-             "asks for none, so text is split exactly as written", "tokenizer.normalizer is None",
-             f"tokenizer.normalizer = {type(student.normalizer).__name__}(...)", "remove the normalizer line")
+        fail(
+            "extra_normalizer",
+            f"the tokenizer has a normalizer ({type(student.normalizer).__name__}); the exercise "
+            "asks for none, so text is split exactly as written",
+            "tokenizer.normalizer is None",
+            f"tokenizer.normalizer = {type(student.normalizer).__name__}(...)",
+            "remove the normalizer line",
+        )
 
 
 def _check_unknown_characters(student, reference) -> None:
@@ -112,12 +178,22 @@ def _check_unknown_characters(student, reference) -> None:
     advice = f'Tokenizer(models.BPE(unk_token="{ref.UNKNOWN_TOKEN}")): the model needs to know its unknown token'
     unk_token = getattr(student.model, "unk_token", None)
     if received == [token for token in expected if token != ref.UNKNOWN_TOKEN]:
-        fail("missing_unk_token", f"the BPE model has no unk_token: characters the corpus never contained "
-             f"(é, 🙂) vanish from the encoding instead of becoming {ref.UNKNOWN_TOKEN}",
-             f"{UNSEEN_CHARACTERS!r} -> {expected}", f"-> {received}", advice)
+        fail(
+            "missing_unk_token",
+            f"the BPE model has no unk_token: characters the corpus never contained "
+            f"(é, 🙂) vanish from the encoding instead of becoming {ref.UNKNOWN_TOKEN}",
+            f"{UNSEEN_CHARACTERS!r} -> {expected}",
+            f"-> {received}",
+            advice,
+        )
     if unk_token is not None and unk_token != ref.UNKNOWN_TOKEN:
-        fail("wrong_unk_token", f"the BPE model's unk_token is {unk_token!r}, not {ref.UNKNOWN_TOKEN!r}",
-             f"{UNSEEN_CHARACTERS!r} -> {expected}", f"-> {received}", advice)
+        fail(
+            "wrong_unk_token",
+            f"the BPE model's unk_token is {unk_token!r}, not {ref.UNKNOWN_TOKEN!r}",
+            f"{UNSEEN_CHARACTERS!r} -> {expected}",
+            f"-> {received}",
+            advice,
+        )
 
 
 def _trained_with(**options):
@@ -131,8 +207,12 @@ def _trained_with(**options):
         extra = {key: value for key, value in options.items() if key != "vocab_size"}
         tokenizer = Tokenizer(models.BPE(unk_token=ref.UNKNOWN_TOKEN))
         tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-        trainer = trainers.BpeTrainer(vocab_size=size, special_tokens=list(ref.SPECIAL_TOKENS), show_progress=False,
-                                      **extra)
+        trainer = trainers.BpeTrainer(
+            vocab_size=size,
+            special_tokens=list(ref.SPECIAL_TOKENS),
+            show_progress=False,
+            **extra,
+        )
         tokenizer.train_from_iterator(list(corpus), trainer)
         return tokenizer
 
@@ -140,12 +220,19 @@ def _trained_with(**options):
 
 
 TRAINING_MISTAKES: list[Mistake] = [
-    Mistake("min_frequency", "the trainer skipped pairs seen only once (min_frequency), so fewer merges were learned",
-            "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) with no min_frequency",
-            _trained_with(min_frequency=2)),
-    Mistake("subtracted_special_tokens", "the trainer was given vocab_size - 2: its vocab_size already "
-            "includes the special tokens", "BpeTrainer(vocab_size=vocab_size, ...)",
-            _trained_with(vocab_size=lambda size: size - 2)),
+    Mistake(
+        "min_frequency",
+        "the trainer skipped pairs seen only once (min_frequency), so fewer merges were learned",
+        "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) with no min_frequency",
+        _trained_with(min_frequency=2),
+    ),
+    Mistake(
+        "subtracted_special_tokens",
+        "the trainer was given vocab_size - 2: its vocab_size already "
+        "includes the special tokens",
+        "BpeTrainer(vocab_size=vocab_size, ...)",
+        _trained_with(vocab_size=lambda size: size - 2),
+    ),
 ]
 
 
@@ -153,9 +240,15 @@ def _same_vocabulary(student, variant) -> bool:
     return student.get_vocab() == variant.get_vocab()
 
 
-def _differs_by(trained, reference, corpus, size: int, expected: str, received: str) -> None:
+def _differs_by(
+    trained, reference, corpus, size: int, expected: str, received: str
+) -> None:
     """``trained`` differs from ``reference``: fail with the option that explains it, if one does."""
-    mistakes = [m for m in TRAINING_MISTAKES if not _same_vocabulary(reference, m.variant(corpus, size))]
+    mistakes = [
+        m
+        for m in TRAINING_MISTAKES
+        if not _same_vocabulary(reference, m.variant(corpus, size))
+    ]
     diagnose(trained, mistakes, (corpus, size), _same_vocabulary, expected, received)
 
 
@@ -166,34 +259,58 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
     def body():
         ref = _ref()
         corpus = list(ref.TINY_CORPUS)
-        sizes = {size: (_train(student_function, corpus, size), ref.train_bpe_tokenizer(corpus, size))
-                 for size in TOKENIZER_SIZES}
+        sizes = {
+            size: (
+                _train(student_function, corpus, size),
+                ref.train_bpe_tokenizer(corpus, size),
+            )
+            for size in TOKENIZER_SIZES
+        }
         student, reference = sizes[TOKENIZER_SIZES[0]]
         model = type(student.model).__name__
         if model != "BPE":
-            fail("wrong_model", f"the model is {model}, not BPE", "Tokenizer(models.BPE(unk_token=\"[UNK]\"))",
-                 f"Tokenizer(models.{model}(...))", "byte-pair encoding is models.BPE, trained with trainers.BpeTrainer")
+            fail(
+                "wrong_model",
+                f"the model is {model}, not BPE",
+                'Tokenizer(models.BPE(unk_token="[UNK]"))',
+                f"Tokenizer(models.{model}(...))",
+                "byte-pair encoding is models.BPE, trained with trainers.BpeTrainer",
+            )
         if student.get_vocab_size() <= len(ref.SPECIAL_TOKENS):
-            fail("untrained", "the tokenizer was never trained (its vocabulary is empty)",
-                 f"{reference.get_vocab_size()} tokens after training", f"{student.get_vocab_size()} tokens",
-                 "tokenizer.train_from_iterator(corpus, trainer)")
+            fail(
+                "untrained",
+                "the tokenizer was never trained (its vocabulary is empty)",
+                f"{reference.get_vocab_size()} tokens after training",
+                f"{student.get_vocab_size()} tokens",
+                "tokenizer.train_from_iterator(corpus, trainer)",
+            )
         got = {size: pair[0].get_vocab_size() for size, pair in sizes.items()}
         want = {size: pair[1].get_vocab_size() for size, pair in sizes.items()}
         wanted = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in want.items())
         received = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in got.items())
         if set(got.values()) == {ref.minimum_vocab_size(corpus)}:
-            fail("no_merges", "no merge was learned: the vocabulary is only the single characters (was the trainer "
-                 "given one string, so that it saw one character at a time?)", wanted, received,
-                 "tokenizer.train_from_iterator(corpus, trainer) with the list of texts itself")
+            fail(
+                "no_merges",
+                "no merge was learned: the vocabulary is only the single characters (was the trainer "
+                "given one string, so that it saw one character at a time?)",
+                wanted,
+                received,
+                "tokenizer.train_from_iterator(corpus, trainer) with the list of texts itself",
+            )
         if got != want:
             for size, (trained, reference_at_size) in sizes.items():
                 if got[size] != want[size]:
                     _differs_by(trained, reference_at_size, corpus, size, wanted, received)
             same = len(set(got.values())) == 1
-            fail("ignores_vocab_size" if same else "vocab_size_differs",
-                 "the vocabulary size does not follow the vocab_size argument" if same
-                 else "the vocabulary size differs from what vocab_size asks for", wanted, received,
-                 "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)")
+            fail(
+                "ignores_vocab_size" if same else "vocab_size_differs",
+                "the vocabulary size does not follow the vocab_size argument"
+                if same
+                else "the vocabulary size differs from what vocab_size asks for",
+                wanted,
+                received,
+                "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)",
+            )
         _check_structure(student, reference)
         # A small corpus runs out of pairs before OTHER_SIZE: the vocabulary stops short of it.
         other = _train(student_function, OTHER_CORPUS, OTHER_SIZE)
@@ -201,31 +318,54 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
         if other.get_vocab() != other_reference.get_vocab():
             expected, received = _vocab_difference(other, other_reference)
             if other.get_vocab() == sizes[OTHER_SIZE][0].get_vocab():
-                fail("ignores_corpus", "the tokenizer learned the same vocabulary from a different corpus: it does "
-                     "not train on the corpus argument (a global corpus?)", expected, received,
-                     "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument")
-            _differs_by(other, other_reference, list(OTHER_CORPUS), OTHER_SIZE, expected, received)
-        for size, (trained, reference_at_size) in [*sizes.items(), (OTHER_SIZE, (other, other_reference))]:
+                fail(
+                    "ignores_corpus",
+                    "the tokenizer learned the same vocabulary from a different corpus: it does "
+                    "not train on the corpus argument (a global corpus?)",
+                    expected,
+                    received,
+                    "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument",
+                )
+            _differs_by(
+                other, other_reference, list(OTHER_CORPUS), OTHER_SIZE, expected, received
+            )
+        for size, (trained, reference_at_size) in [
+            *sizes.items(),
+            (OTHER_SIZE, (other, other_reference)),
+        ]:
             if trained.get_vocab() != reference_at_size.get_vocab():
                 expected, received = _vocab_difference(trained, reference_at_size)
                 alphabet = {t for t in reference_at_size.get_vocab() if len(t) == 1}
                 missing = sorted(alphabet - set(trained.get_vocab()))
                 if missing:
-                    fail("missing_characters", f"characters of the corpus are missing from the vocabulary "
-                         f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
-                         expected, received, "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
-                         "character it sees; no limit_alphabet")
-                fail("vocabulary_differs", f"with vocab_size={size} the learned vocabulary differs from the reference",
-                     expected, received,
-                     "BPE(unk_token=\"[UNK]\") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and "
-                     "the two special tokens; no other options")
+                    fail(
+                        "missing_characters",
+                        f"characters of the corpus are missing from the vocabulary "
+                        f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
+                        expected,
+                        received,
+                        "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
+                        "character it sees; no limit_alphabet",
+                    )
+                fail(
+                    "vocabulary_differs",
+                    f"with vocab_size={size} the learned vocabulary differs from the reference",
+                    expected,
+                    received,
+                    'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
+                    "the two special tokens; no other options",
+                )
         _check_unknown_characters(student, reference)
         tokens = student.encode(UNSEEN_SENTENCE).tokens
         expected_tokens = reference.encode(UNSEEN_SENTENCE).tokens
         if tokens != expected_tokens:
-            fail("encoding_differs", "the vocabulary matches but encoding gives other tokens",
-                 f"{UNSEEN_SENTENCE!r} -> {expected_tokens}", f"-> {tokens}",
-                 "do not add a normalizer, post-processor or dropout")
+            fail(
+                "encoding_differs",
+                "the vocabulary matches but encoding gives other tokens",
+                f"{UNSEEN_SENTENCE!r} -> {expected_tokens}",
+                f"-> {tokens}",
+                "do not add a normalizer, post-processor or dropout",
+            )
 
     return run_check(TRAIN_NAME, TRAIN_EXERCISE, body)
 
@@ -244,48 +384,105 @@ def _counts(function):
 
 
 COUNT_MISTAKES: list[Mistake] = [
-    Mistake("counted_characters", "characters were counted instead of tokens (len(word))",
-            "encode the word and count its tokens: len(tokenizer.encode(word).tokens)",
-            _counts(lambda t, w: len(w))),
-    Mistake("counted_words", "every word got 1: words were counted, not the tokens BPE splits them into",
-            "len(tokenizer.encode(word).tokens) for each word on its own", _counts(lambda t, w: 1)),
-    Mistake("counted_pieces", "the pre-tokenizer's pieces were counted, not the BPE tokens",
-            "len(tokenizer.encode(word).tokens)", _counts(lambda t, w: len(_ref().pre_tokenize(w)))),
-    Mistake("counted_distinct_tokens", "distinct tokens were counted (a set), so a token that occurs twice in a "
-            "word counted once", "count every token: len(tokenizer.encode(word).tokens), without set(...)",
-            _counts(lambda t, w: len(set(t.encode(w).tokens)))),
-    Mistake("counted_whole_list", "every word got the token count of the whole list encoded at once",
-            "encode each word on its own inside the loop",
-            lambda t, words: {w: len(t.encode(" ".join(words)).ids) for w in words}),
-    Mistake("stored_token_id", "a token id was stored instead of the number of tokens",
-            "len(tokenizer.encode(word).ids): the length, not an id", _counts(lambda t, w: t.encode(w).ids[0])),
-    Mistake("guessed_from_vocabulary", "the counts were guessed from the vocabulary (1 for a word in it, else one "
-            "token per character) instead of encoding the word", "encode each word: BPE merges inside words that "
-            "are not in the vocabulary too", _counts(lambda t, w: 1 if w in t.get_vocab() else len(w))),
-    Mistake("guessed_from_vocabulary", "the counts were guessed from the vocabulary (1 for a word in it, else 2) "
-            "instead of encoding the word", "encode each word and count its tokens",
-            _counts(lambda t, w: 1 if w in t.get_vocab() else 2)),
+    Mistake(
+        "counted_characters",
+        "characters were counted instead of tokens (len(word))",
+        "encode the word and count its tokens: len(tokenizer.encode(word).tokens)",
+        _counts(lambda t, w: len(w)),
+    ),
+    Mistake(
+        "counted_words",
+        "every word got 1: words were counted, not the tokens BPE splits them into",
+        "len(tokenizer.encode(word).tokens) for each word on its own",
+        _counts(lambda t, w: 1),
+    ),
+    Mistake(
+        "counted_pieces",
+        "the pre-tokenizer's pieces were counted, not the BPE tokens",
+        "len(tokenizer.encode(word).tokens)",
+        _counts(lambda t, w: len(_ref().pre_tokenize(w))),
+    ),
+    Mistake(
+        "counted_distinct_tokens",
+        "distinct tokens were counted (a set), so a token that occurs twice in a "
+        "word counted once",
+        "count every token: len(tokenizer.encode(word).tokens), without set(...)",
+        _counts(lambda t, w: len(set(t.encode(w).tokens))),
+    ),
+    Mistake(
+        "counted_whole_list",
+        "every word got the token count of the whole list encoded at once",
+        "encode each word on its own inside the loop",
+        lambda t, words: {w: len(t.encode(" ".join(words)).ids) for w in words},
+    ),
+    Mistake(
+        "stored_token_id",
+        "a token id was stored instead of the number of tokens",
+        "len(tokenizer.encode(word).ids): the length, not an id",
+        _counts(lambda t, w: t.encode(w).ids[0]),
+    ),
+    Mistake(
+        "guessed_from_vocabulary",
+        "the counts were guessed from the vocabulary (1 for a word in it, else one "
+        "token per character) instead of encoding the word",
+        "encode each word: BPE merges inside words that are not in the vocabulary too",
+        _counts(lambda t, w: 1 if w in t.get_vocab() else len(w)),
+    ),
+    Mistake(
+        "guessed_from_vocabulary",
+        "the counts were guessed from the vocabulary (1 for a word in it, else 2) "
+        "instead of encoding the word",
+        "encode each word and count its tokens",
+        _counts(lambda t, w: 1 if w in t.get_vocab() else 2),
+    ),
 ]
 
 
 def _check_values(result: dict, expected: dict, tokenizer) -> None:
     """The values must be whole numbers; name what they are instead."""
-    bad = {w: v for w, v in result.items() if isinstance(v, bool) or not isinstance(v, numbers.Integral)}
+    bad = {
+        w: v
+        for w, v in result.items()
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral)
+    }
     if not bad:
         return
     word, value = next(iter(bad.items()))
     shown_expected, shown = f"{word!r}: {expected[word]}", f"{word!r}: {value!r}"[:120]
     if isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
-        fail("stored_tokens", "the tokens themselves (a list) were stored instead of their number",
-             shown_expected, shown, "store len(tokenizer.encode(word).tokens)")
-    if isinstance(value, (list, tuple)) and all(isinstance(t, numbers.Integral) for t in value):
-        fail("stored_token_ids", "the token ids (a list) were stored instead of their number",
-             shown_expected, shown, "store len(tokenizer.encode(word).ids)")
+        fail(
+            "stored_tokens",
+            "the tokens themselves (a list) were stored instead of their number",
+            shown_expected,
+            shown,
+            "store len(tokenizer.encode(word).tokens)",
+        )
+    if isinstance(value, (list, tuple)) and all(
+        isinstance(t, numbers.Integral) for t in value
+    ):
+        fail(
+            "stored_token_ids",
+            "the token ids (a list) were stored instead of their number",
+            shown_expected,
+            shown,
+            "store len(tokenizer.encode(word).ids)",
+        )
     if value is None and all(v == tokenizer.token_to_id(w) for w, v in result.items()):
-        fail("used_token_to_id", "the value stored is tokenizer.token_to_id(word): an id (None for a word that is "
-             "not one token), not a count", shown_expected, shown, "len(tokenizer.encode(word).tokens)")
-    fail("values_not_counts", f"the values are not whole numbers (e.g. {word!r}: {type_name(value)})",
-         shown_expected, shown, "store an int: the number of tokens")
+        fail(
+            "used_token_to_id",
+            "the value stored is tokenizer.token_to_id(word): an id (None for a word that is "
+            "not one token), not a count",
+            shown_expected,
+            shown,
+            "len(tokenizer.encode(word).tokens)",
+        )
+    fail(
+        "values_not_counts",
+        f"the values are not whole numbers (e.g. {word!r}: {type_name(value)})",
+        shown_expected,
+        shown,
+        "store an int: the number of tokens",
+    )
 
 
 def _check_once(student: StudentFunction, tokenizer, words) -> None:
@@ -293,29 +490,67 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
     returned = student.call(tokenizer, list(words))
     given, result = returned.args[1], returned.result
     if given != list(words):
-        fail("changed_input", "the function changed the list of words it was given", list(words), given,
-             "build a new dict; do not modify `words`")
+        fail(
+            "changed_input",
+            "the function changed the list of words it was given",
+            list(words),
+            given,
+            "build a new dict; do not modify `words`",
+        )
     if result is None:
-        fail("returned_none", "the function returned None: it has no `return`", expected, "None", "return the dict")
+        fail(
+            "returned_none",
+            "the function returned None: it has no `return`",
+            expected,
+            "None",
+            "return the dict",
+        )
     if isinstance(result, (list, tuple)):
         same = list(result) == list(expected.values())
-        fail("returned_list", "a list came back instead of a dict {word: number of tokens}" +
-             (" (the numbers are right)" if same else ""), expected, list(result),
-             "return {word: count for ...}, a dict keyed by the words")
+        fail(
+            "returned_list",
+            "a list came back instead of a dict {word: number of tokens}"
+            + (" (the numbers are right)" if same else ""),
+            expected,
+            list(result),
+            "return {word: count for ...}, a dict keyed by the words",
+        )
     if not isinstance(result, dict):
         kind = type_name(result)
-        fail("not_a_dict", f"{article(kind)} came back instead of a dict", expected, repr(result)[:120],
-             "return {word: count for ...}")
+        fail(
+            "not_a_dict",
+            f"{article(kind)} came back instead of a dict",
+            expected,
+            repr(result)[:120],
+            "return {word: count for ...}",
+        )
     if set(result) != set(words):
-        fail("wrong_keys", "the dict's keys are not the words that were passed in", sorted(expected),
-             sorted(map(str, result))[:10], "use each word itself as the key")
+        fail(
+            "wrong_keys",
+            "the dict's keys are not the words that were passed in",
+            sorted(expected),
+            sorted(map(str, result))[:10],
+            "use each word itself as the key",
+        )
     _check_values(result, expected, tokenizer)
     result = {w: int(v) for w, v in result.items()}
     if result == expected:
         return
-    diagnose(result, COUNT_MISTAKES, (tokenizer, list(words)), lambda a, b: a == b, expected, result)
-    fail("counts_differ", "some counts differ from encoding each word on its own", expected, result,
-         "len(tokenizer.encode(word).tokens) for each word, with the tokenizer passed in")
+    diagnose(
+        result,
+        COUNT_MISTAKES,
+        (tokenizer, list(words)),
+        lambda a, b: a == b,
+        expected,
+        result,
+    )
+    fail(
+        "counts_differ",
+        "some counts differ from encoding each word on its own",
+        expected,
+        result,
+        "len(tokenizer.encode(word).tokens) for each word, with the tokenizer passed in",
+    )
 
 
 def check_tokens_per_word(function) -> CheckResult:
@@ -329,9 +564,17 @@ def check_tokens_per_word(function) -> CheckResult:
         _check_once(student, large, WORDS)
         expected_small = ref.tokens_per_word(small, list(WORDS))
         result = student.call(small, list(WORDS)).result
-        if isinstance(result, dict) and result == ref.tokens_per_word(large, list(WORDS)) != expected_small:
-            fail("ignores_tokenizer", "the counts do not change with the tokenizer passed in (a global tokenizer?)",
-                 f"with a vocabulary of 40: {expected_small}", result, "use the function's `tokenizer` argument")
+        if (
+            isinstance(result, dict)
+            and result == ref.tokens_per_word(large, list(WORDS)) != expected_small
+        ):
+            fail(
+                "ignores_tokenizer",
+                "the counts do not change with the tokenizer passed in (a global tokenizer?)",
+                f"with a vocabulary of 40: {expected_small}",
+                result,
+                "use the function's `tokenizer` argument",
+            )
         _check_once(student, small, WORDS)
 
     return run_check(COUNT_NAME, COUNT_EXERCISE, body)

@@ -18,8 +18,20 @@ import torch
 from transformer_lab.selfcheck.execution import GradientReport, Opaque, type_name
 
 DEPTH = 4
-TENSOR_DTYPES = {str(d): d for d in (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
-                                     torch.float16, torch.float32, torch.float64)}
+TENSOR_DTYPES = {
+    str(d): d
+    for d in (
+        torch.bool,
+        torch.uint8,
+        torch.int8,
+        torch.int16,
+        torch.int32,
+        torch.int64,
+        torch.float16,
+        torch.float32,
+        torch.float64,
+    )
+}
 NUMPY_KINDS = "biuf"  # bool, signed and unsigned integers, floats
 
 
@@ -35,22 +47,48 @@ class ModuleState:
 
 def encode(value: object, depth: int = 0) -> object:
     """``value`` as plain data (see the module docstring)."""
-    if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
+    if (
+        value is None
+        or isinstance(value, (bool, int, float, str))
+        and type(value) in (bool, int, float, str)
+    ):
         return ("plain", value)
-    if isinstance(value, torch.Tensor) and str(value.dtype) in TENSOR_DTYPES and value.layout == torch.strided:
+    if (
+        isinstance(value, torch.Tensor)
+        and str(value.dtype) in TENSOR_DTYPES
+        and value.layout == torch.strided
+    ):
         data = value.detach().cpu().contiguous()
-        return ("tensor", str(data.dtype), list(data.shape), data.view(-1).view(torch.uint8).numpy().tobytes()
-                if data.dtype != torch.bool else data.numpy().tobytes())
+        return (
+            "tensor",
+            str(data.dtype),
+            list(data.shape),
+            data.view(-1).view(torch.uint8).numpy().tobytes()
+            if data.dtype != torch.bool
+            else data.numpy().tobytes(),
+        )
     if isinstance(value, np.ndarray) and value.dtype.kind in NUMPY_KINDS:
-        return ("ndarray", value.dtype.str, list(value.shape), np.ascontiguousarray(value).tobytes())
+        return (
+            "ndarray",
+            value.dtype.str,
+            list(value.shape),
+            np.ascontiguousarray(value).tobytes(),
+        )
     if isinstance(value, np.generic) and value.dtype.kind in NUMPY_KINDS:
         return ("npscalar", value.dtype.str, value.tobytes())
     if depth < DEPTH and type(value) in (list, tuple):
         return (type(value).__name__, [encode(item, depth + 1) for item in value])
     if depth < DEPTH and type(value) is dict:
-        return ("dict", [(encode(k, depth + 1), encode(v, depth + 1)) for k, v in value.items()])
+        return (
+            "dict",
+            [(encode(k, depth + 1), encode(v, depth + 1)) for k, v in value.items()],
+        )
     if isinstance(value, torch.nn.Module):
-        return ("module", type_name(value), [(name, encode(t, depth + 1)) for name, t in value.state_dict().items()])
+        return (
+            "module",
+            type_name(value),
+            [(name, encode(t, depth + 1)) for name, t in value.state_dict().items()],
+        )
     if isinstance(value, GradientReport):
         return ("gradient", value.requires_grad, dict(value.reached))
     try:
@@ -78,7 +116,11 @@ def decode(node: object) -> object:
         return node[1]
     if tag == "tensor":
         dtype = TENSOR_DTYPES[node[1]]
-        flat = torch.frombuffer(bytearray(node[3]), dtype=torch.uint8) if node[3] else torch.empty(0, dtype=torch.uint8)
+        flat = (
+            torch.frombuffer(bytearray(node[3]), dtype=torch.uint8)
+            if node[3]
+            else torch.empty(0, dtype=torch.uint8)
+        )
         if dtype == torch.bool:
             return flat.to(torch.bool).reshape(node[2])
         return flat.view(dtype).reshape(node[2]).clone()

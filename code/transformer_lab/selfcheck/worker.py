@@ -81,7 +81,9 @@ def _reply(conn, message: tuple) -> None:
     try:
         data = pickle.dumps(message)
     except Exception as error:  # noqa: BLE001
-        data = pickle.dumps(("raised", "the result could not be sent back: " + summarise_exception(error)))
+        data = pickle.dumps(
+            ("raised", "the result could not be sent back: " + summarise_exception(error))
+        )
     conn.send_bytes(data)
 
 
@@ -90,12 +92,29 @@ def _serve(module: types.ModuleType, message: tuple) -> tuple:
     function = getattr(module, name)
     try:
         if op == "gradient":
-            report = execute_gradient(function, args, options["names"], options["pick"], options.get("hints", ()),
-                                      catch_interrupt=True)
+            report = execute_gradient(
+                function,
+                args,
+                options["names"],
+                options["pick"],
+                options.get("hints", ()),
+                catch_interrupt=True,
+            )
             return ("gradient", encode(report))
-        returned = execute(function, args, options.get("hints", ()), options.get("watch_library", False),
-                           catch_interrupt=True, quiet=options.get("quiet", False))
-        return ("returned", encode(returned.result), encode(returned.args), list(returned.library))
+        returned = execute(
+            function,
+            args,
+            options.get("hints", ()),
+            options.get("watch_library", False),
+            catch_interrupt=True,
+            quiet=options.get("quiet", False),
+        )
+        return (
+            "returned",
+            encode(returned.result),
+            encode(returned.args),
+            list(returned.library),
+        )
     except NotImplementedError as error:
         return ("not_done", str(error).strip())
     except StudentRaised as raised:
@@ -131,10 +150,18 @@ def _isolate(limits: Limits, output_path: str) -> None:
     os.dup2(null, 0)
     os.close(null)
     sys.stdin = open(os.devnull)  # noqa: SIM115
-    sys.stdout = io.TextIOWrapper(os.fdopen(1, "wb", buffering=0, closefd=False), line_buffering=True,
-                                  errors="replace", write_through=True)
-    sys.stderr = io.TextIOWrapper(os.fdopen(2, "wb", buffering=0, closefd=False), line_buffering=True,
-                                  errors="replace", write_through=True)
+    sys.stdout = io.TextIOWrapper(
+        os.fdopen(1, "wb", buffering=0, closefd=False),
+        line_buffering=True,
+        errors="replace",
+        write_through=True,
+    )
+    sys.stderr = io.TextIOWrapper(
+        os.fdopen(2, "wb", buffering=0, closefd=False),
+        line_buffering=True,
+        errors="replace",
+        write_through=True,
+    )
     if faulthandler.is_enabled():  # e.g. pytest's, still writing to the parent's terminal
         faulthandler.enable(file=sys.stderr)
     try:
@@ -142,9 +169,13 @@ def _isolate(limits: Limits, output_path: str) -> None:
     except ImportError:  # Windows
         return
     if hasattr(signal, "SIGXFSZ"):
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # too much output: a write fails, no kill
+        signal.signal(
+            signal.SIGXFSZ, signal.SIG_IGN
+        )  # too much output: a write fails, no kill
     try:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.output_bytes, limits.output_bytes))
+        resource.setrlimit(
+            resource.RLIMIT_FSIZE, (limits.output_bytes, limits.output_bytes)
+        )
     except (ValueError, OSError):
         pass
     if limits.memory_mb is not None and sys.platform.startswith("linux"):
@@ -156,7 +187,9 @@ def _isolate(limits: Limits, output_path: str) -> None:
             pass
 
 
-def _child_main(conn, path: str, names: list[str], limits: Limits, output_path: str) -> None:
+def _child_main(
+    conn, path: str, names: list[str], limits: Limits, output_path: str
+) -> None:
     """The worker: load the file, say which functions it has, then serve calls until told to stop."""
     _isolate(limits, output_path)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
@@ -196,14 +229,20 @@ def describe_exit(exitcode: int | None) -> str:
     if exitcode is None:
         return "the process running your code stopped answering"
     if exitcode >= 0:
-        return (f"your code ended the process that ran it (exit status {exitcode}): os._exit() or a crash; "
-                "return the result instead")
+        return (
+            f"your code ended the process that ran it (exit status {exitcode}): os._exit() or a crash; "
+            "return the result instead"
+        )
     try:
         name = signal.Signals(-exitcode).name
     except ValueError:
         name = f"signal {-exitcode}"
-    why = {"SIGKILL": " (out of memory?)", "SIGSEGV": " (a crash in native code)", "SIGXFSZ": " (too much output)",
-           "SIGABRT": " (an abort in native code)"}.get(name, "")
+    why = {
+        "SIGKILL": " (out of memory?)",
+        "SIGSEGV": " (a crash in native code)",
+        "SIGXFSZ": " (too much output)",
+        "SIGABRT": " (an abort in native code)",
+    }.get(name, "")
     return f"the process running your code was killed by {name}{why}"
 
 
@@ -228,18 +267,26 @@ class Worker:
         self.kill()
         context = _context()
         self.conn, child = context.Pipe()
-        self.process = context.Process(target=_child_main, daemon=True,
-                                       args=(child, self.path, self.names, self.limits, self.output_path))
+        self.process = context.Process(
+            target=_child_main,
+            daemon=True,
+            args=(child, self.path, self.names, self.limits, self.output_path),
+        )
         self.process.start()
         child.close()
         # A spawned worker imports torch again before it loads the file: allow for that.
-        self.limit = self.limits.seconds + (0 if context.get_start_method() == "fork" else SPAWN_SECONDS)
+        self.limit = self.limits.seconds + (
+            0 if context.get_start_method() == "fork" else SPAWN_SECONDS
+        )
         self.deadline = time.monotonic() + self.limit
         try:
             reply = self._receive()
         except StudentStopped as stopped:
-            raise LoadFailed(f"loading the file {stopped.line}" if stopped.status == TIMED_OUT
-                             else f"while loading the file, {stopped.line}") from None
+            raise LoadFailed(
+                f"loading the file {stopped.line}"
+                if stopped.status == TIMED_OUT
+                else f"while loading the file, {stopped.line}"
+            ) from None
         if reply[0] == "load_error":
             self.kill()
             raise LoadFailed(reply[1])
@@ -262,7 +309,9 @@ class Worker:
             return
         if self.process.is_alive():
             try:
-                os.killpg(self.process.pid, signal.SIGKILL)  # the worker and anything it started
+                os.killpg(
+                    self.process.pid, signal.SIGKILL
+                )  # the worker and anything it started
             except (AttributeError, OSError):
                 self.process.kill()
         self.process.join(5)
@@ -296,8 +345,11 @@ class Worker:
         ready = remaining > 0 and self.conn.poll(remaining)
         if not ready:
             self.kill()
-            raise StudentStopped(TIMED_OUT, f"took longer than {self.limit:g} s and was stopped "
-                                 "(an endless loop? a sleep? input()?)")
+            raise StudentStopped(
+                TIMED_OUT,
+                f"took longer than {self.limit:g} s and was stopped "
+                "(an endless loop? a sleep? input()?)",
+            )
         try:
             data = self.conn.recv_bytes()
         except (EOFError, OSError):
@@ -308,7 +360,9 @@ class Worker:
         try:
             return loads_plain(data)
         except Exception as error:  # noqa: BLE001
-            raise StudentRaised("the result could not be read back: " + summarise_exception(error)) from None
+            raise StudentRaised(
+                "the result could not be read back: " + summarise_exception(error)
+            ) from None
 
     def request(self, op: str, name: str, args: list, **options) -> tuple:
         if not self.alive:
@@ -345,16 +399,36 @@ class RemoteFunction(StudentFunction):
             raise StudentRaised(reply[1])
         return reply
 
-    def call(self, *args, hints=(), watch_library: bool = False, quiet: bool = False) -> Returned:
-        reply = self._unpack(self.worker.request("call", self.name, list(args), hints=list(hints),
-                                                 watch_library=watch_library, quiet=quiet))
+    def call(
+        self, *args, hints=(), watch_library: bool = False, quiet: bool = False
+    ) -> Returned:
+        reply = self._unpack(
+            self.worker.request(
+                "call",
+                self.name,
+                list(args),
+                hints=list(hints),
+                watch_library=watch_library,
+                quiet=quiet,
+            )
+        )
         try:
             result, arguments = decode(reply[1]), decode(reply[2])
         except Exception as error:  # noqa: BLE001 - e.g. a tokenizer whose JSON does not load
-            raise StudentRaised("the result could not be read back: " + summarise_exception(error)) from None
+            raise StudentRaised(
+                "the result could not be read back: " + summarise_exception(error)
+            ) from None
         return Returned(result, list(arguments), [str(name) for name in reply[3]])
 
     def gradient(self, args, names, pick: str, hints=()) -> GradientReport:
-        reply = self._unpack(self.worker.request("gradient", self.name, list(args), names=list(names), pick=pick,
-                                                 hints=list(hints)))
+        reply = self._unpack(
+            self.worker.request(
+                "gradient",
+                self.name,
+                list(args),
+                names=list(names),
+                pick=pick,
+                hints=list(hints),
+            )
+        )
         return decode(reply[1])
