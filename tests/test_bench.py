@@ -2,7 +2,7 @@
 
 from datetime import UTC, datetime
 
-from bench import PAGE_BUDGET_S, STARTER_BUDGET_S, TOTAL_BUDGET_S, report
+from bench import PAGE_BUDGET_S, STARTER_BUDGET_S, TEST_BUDGET_S, TOTAL_BUDGET_S, report
 from book_pages import ROOT, has_code, toc_pages
 from machine import cpu_info
 
@@ -11,14 +11,19 @@ STARTED = datetime(2026, 1, 5, 9, 30, tzinfo=UTC)
 LOAD = (0.1, 0.2, 0.3)
 
 
-def fake_report(page_seconds: float, build_seconds: float, starter_seconds: float) -> str:
+def fake_report(
+    page_seconds: float,
+    build_seconds: float,
+    starter_seconds: float,
+    tests: tuple[int, float, str] | None = None,
+) -> str:
     executed = dict.fromkeys(PAGES, page_seconds)
     starters = {
         "exercises/week-20/starter.py": (0, starter_seconds, starter_seconds),
         "exercises/homework/starter.py": (0, 1.0, 0.9),
     }
     return report(
-        STARTED, LOAD, 0, build_seconds, executed, {}, 2**30, 2**19, starters, "AVX2"
+        STARTED, LOAD, 0, build_seconds, executed, {}, 2**30, 2**19, starters, "AVX2", tests
     )
 
 
@@ -26,7 +31,7 @@ def test_a_run_within_every_budget_says_so():
     text = fake_report(PAGE_BUDGET_S - 1, TOTAL_BUDGET_S - 1, STARTER_BUDGET_S - 1)
     assert "**Every budget is met.**" in text and "**over" not in text
     assert (
-        f"| `{PAGES[0]}` | {PAGE_BUDGET_S - 1:.1f} | — | ok (≤ {PAGE_BUDGET_S:.0f} s) |"
+        f"| `{PAGES[0]}` | {PAGE_BUDGET_S - 1:.1f} | (parallel) | ok (≤ {PAGE_BUDGET_S:.0f} s) |"
         in text
     )
     assert "PyTorch CPU kernels AVX2" in text and cpu_info()["cores"] in text
@@ -43,3 +48,16 @@ def test_every_overrun_is_marked_and_named_at_the_end():
     assert "python exercises/week-20/starter.py: 16.0 s > 15 s" in verdict
     assert "exercises/homework/starter.py" not in verdict
     assert text.count("**over") == len(PAGES) + 2
+
+
+def test_the_make_test_budget_is_the_build_plus_the_test_suite():
+    within = fake_report(1.0, 30.0, 1.0, (0, TEST_BUDGET_S - 31.0, "900 passed in 300.0s"))
+    assert "**Every budget is met.**" in within
+    assert f"| {TEST_BUDGET_S - 1.0:.1f} | ok" in within
+    over = fake_report(1.0, 30.0, 1.0, (0, TEST_BUDGET_S, "900 passed"))
+    assert (
+        f"make test (build + tests): {TEST_BUDGET_S + 30.0:.1f} s > {TEST_BUDGET_S:.0f} s"
+        in over
+    )
+    failed = fake_report(1.0, 30.0, 1.0, (1, 100.0, "2 failed, 898 passed"))
+    assert "The test suite failed: 2 failed, 898 passed." in failed

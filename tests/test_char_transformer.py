@@ -170,7 +170,7 @@ def test_model_rejects_bad_ids(ids, error, message):
 
 
 def test_heads_must_divide_the_width():
-    with pytest.raises(ValueError, match="d_model=24 is not divisible by nhead=5"):
+    with pytest.raises(ValueError, match="d_model=16 is not divisible by nhead=5"):
         PraiseClassifier(nhead=5)
 
 

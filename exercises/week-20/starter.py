@@ -122,11 +122,11 @@ def check_toy_weights(function=None, seed=0):
             "Likely mistake: a library attention call; this task asks for your own lines",
             "Try: project with w_q and w_k, score, scale, softmax, all with plain torch",
         )
-    embeddings, w_q, w_k, w_v = toy_inputs(len(TOKENS), width=4, seed=seed)
+    embeddings, w_q, w_k, w_v = toy_inputs(len(TOKENS), d_model=4, seed=seed)
     status, table = attempt(function, embeddings.clone(), w_q.clone(), w_k.clone())
     if status != "ok":
         return status, table
-    expected = toy_self_attention(TOKENS, width=4, seed=seed)[1]
+    expected = toy_self_attention(TOKENS, d_model=4, seed=seed)[1]
     if not isinstance(table, torch.Tensor) or tuple(table.shape) != (3, 3):
         shape = (
             tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
@@ -378,7 +378,7 @@ def print_toy_table(seed=0):
     """Task 2: the student's table with its labels."""
     from transformer_lab.attention import toy_inputs
 
-    embeddings, w_q, w_k, _ = toy_inputs(len(TOKENS), width=4, seed=seed)
+    embeddings, w_q, w_k, _ = toy_inputs(len(TOKENS), d_model=4, seed=seed)
     table = toy_weights(embeddings, w_q, w_k).detach()
     print(
         f"your toy self-attention weights (seed {seed}); rows read, columns are read from:"

@@ -80,7 +80,7 @@ def test_an_untouched_stretch_stub_is_not_attempted_either(tmp_path):
         write(tmp_path, "solution.py", SOLUTION + stub), only=["causal_padding_mask"]
     )
     assert report.results[0].status == NOT_ATTEMPTED and report.all_passed
-    assert "Exercise 10 (causal_padding_mask): to do" in report.results[0].summary
+    assert "Exercise 11 (causal_padding_mask): to do" in report.results[0].summary
 
 
 def test_a_wrong_stretch_function_fails(tmp_path):
@@ -106,7 +106,7 @@ def test_a_raising_function_is_summarised_in_one_line(tmp_path):
     text = format_report(report)
     assert "Traceback" not in text
     assert (
-        f"[raised an error] Exercise 8: tokens_per_word(tokenizer, words)\n    KeyError at student.py:{line}"
+        f"[raised an error] Exercise 9: tokens_per_word(tokenizer, words)\n    KeyError at student.py:{line}"
         in text
     )
 
@@ -121,8 +121,8 @@ def test_only_selects_checks_before_or_after_the_file_and_a_missing_function_is_
     args = [path, "--only", "attention", "masked_mean"]
     assert main(args if order == "file-first" else args[1:] + [path]) == 1
     out = capsys.readouterr().out
-    assert "[passed] Exercise 1: attention(q, k, v, padding)" in out
-    assert "[missing] Exercise 3: masked_mean(x, padding)" in out
+    assert "[passed] Exercise 3: attention(q, k, v, padding)" in out
+    assert "[missing] Exercise 2: masked_mean(x, padding)" in out
     assert "no function `masked_mean` in the file" in out
     assert "accuracy" not in out
 
@@ -191,10 +191,10 @@ def test_a_gradescope_results_file_is_written_next_to_the_report(tmp_path, capsy
     assert data["score"] == len(CHECKS) - 1
     failed = [t for t in data["tests"] if t["status"] == "failed" and t["max_score"]]
     assert [t["name"] for t in failed] == [
-        "Exercise 9: embedding_parameters(vocab_size, d)"
+        "Exercise 7: embedding_parameters(vocab_size, d)"
     ]
     assert "The sizes were added" in failed[0]["output"]
-    assert "[FAILED] Exercise 9" in capsys.readouterr().out
+    assert "[FAILED] Exercise 7" in capsys.readouterr().out
 
 
 def test_the_exit_status_is_not_zero_when_student_code_calls_sys_exit_0(tmp_path):
@@ -204,8 +204,8 @@ def test_the_exit_status_is_not_zero_when_student_code_calls_sys_exit_0(tmp_path
     completed, _ = run_command(path, "--only", "attention", "masked_mean")
     assert completed.returncode == 1
     assert (
-        "[raised an error] Exercise 1" in completed.stdout
-        and "[passed] Exercise 3" in completed.stdout
+        "[raised an error] Exercise 3" in completed.stdout
+        and "[passed] Exercise 2" in completed.stdout
     )
     assert "1 passed, 1 raised an error (of 2 checks)" in completed.stdout
 
