@@ -11,7 +11,7 @@ APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 # -W: warnings are errors; -n: nitpicky cross-references; --all: rebuild (and so re-execute) every page.
 BOOK_FLAGS := -W -n --keep-going --all
 
-.PHONY: help setup browser book test refresh bench data clean
+.PHONY: help setup browser book test refresh bench data clean binder-check
 
 help:
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
@@ -19,6 +19,8 @@ help:
 	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean forced-execution build page by page, with peak memory (_build/bench.md)"
+	@echo "make binder-check  rehearse the Binder launch locally: binder/ built as repo2docker does, every page"
+	@echo "              opened and run in JupyterLab in chromium (_build/binder-check.md; not part of make test)"
 	@echo "make data     regenerate the synthetic CloudWave data in data/"
 	@echo "make clean    remove _build (keeps .venv)"
 
@@ -54,6 +56,10 @@ data: setup
 
 bench: setup
 	$(PY) tests/bench.py
+
+# Not part of `make test` (its separate venv takes minutes to build): run on its own, and by CI as its own step.
+binder-check: setup browser
+	$(PY) tools/binder_check.py
 
 clean:
 	rm -rf _build

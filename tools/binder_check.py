@@ -342,45 +342,66 @@ CELLS_JSON = """() => {
     return cells;
 }"""
 
-# Render every cell (JupyterLab may only attach the cells in view), then count what MyST drew.
-RENDER_ALL = """async () => {
+# Walk every cell (scrolling it into view: JupyterLab may attach only the cells on screen) and
+# report what was drawn: MyST constructs in markdown cells, error outputs in code cells.
+SURVEY = r"""async () => {
     const notebook = window.jupyterapp.shell.currentWidget.content;
+    const sleep = ms => new Promise(resolve => setTimeout(resolve, ms));
+    const found = {markdown_cells: 0, unrendered: 0, admonitions: 0, dropdowns: 0, math: 0,
+                   xref_not_found: 0, raw_directives: [], text: [], errors: []};
     for (let i = 0; i < notebook.widgets.length; i++) {
-        await notebook.scrollToItem(i, 'start');
+        const cell = notebook.widgets[i];
+        await notebook.scrollToItem(i, 'center');
+        if (cell.model.type === 'markdown') {
+            found.markdown_cells += 1;
+            let drawn = null;
+            for (let k = 0; k < 100 && !(drawn && drawn.childElementCount); k++) {
+                drawn = cell.node.querySelector('.myst, .jp-RenderedMarkdown');
+                if (!(drawn && drawn.childElementCount)) await sleep(50);
+            }
+            if (!(drawn && drawn.childElementCount)) { found.unrendered += 1; continue; }
+            found.admonitions += drawn.querySelectorAll('aside.myst-admonition').length;
+            found.dropdowns += drawn.querySelectorAll('details.myst-dropdown').length;
+            found.math += drawn.querySelectorAll('.katex').length;
+            found.xref_not_found += drawn.querySelectorAll('[title="Cross Reference Not Found"]').length;
+            const text = drawn.innerText;
+            found.text.push(text);
+            found.raw_directives.push(...(text.match(/(```|:::)\{[a-z:-]+\}/g) || []));
+        } else if (cell.model.type === 'code') {
+            for (const output of cell.node.querySelectorAll('.jp-OutputArea-output[data-mime-type]')) {
+                const mime = output.dataset.mimeType;
+                if (mime === 'application/vnd.jupyter.error' ||
+                    (mime === 'application/vnd.jupyter.stderr' && output.innerText.includes('Traceback'))) {
+                    found.errors.push(`cell ${i + 1}: ${output.innerText.slice(0, 300)}`);
+                }
+            }
+        }
     }
     await notebook.scrollToItem(0, 'start');
+    return found;
 }"""
 
-MYST_PROBE = r"""() => {
-    const panel = window.jupyterapp.shell.currentWidget.node;
-    const rendered = Array.from(panel.querySelectorAll('.jp-MarkdownCell .jp-RenderedMarkdown, .jp-MarkdownCell .myst'));
-    const text = rendered.map(r => r.innerText).join('\n');
-    return {
-        markdown_cells: panel.querySelectorAll('.jp-MarkdownCell').length,
-        admonitions: panel.querySelectorAll('.jp-MarkdownCell aside.admonition, .jp-MarkdownCell aside.callout, .jp-MarkdownCell .admonition').length,
-        dropdowns: panel.querySelectorAll('.jp-MarkdownCell details').length,
-        math: panel.querySelectorAll('.jp-MarkdownCell .katex, .jp-MarkdownCell mjx-container, .jp-MarkdownCell .MathJax').length,
-        raw_directives: (text.match(/(```|:::)\{[a-z:-]+\}/g) || []).slice(0, 5),
-    };
+
+SHOW_LAST_OUTPUT = """() => {
+    const notebook = window.jupyterapp.shell.currentWidget.content;
+    const code = notebook.widgets.map((cell, i) => [cell, i]).filter(([cell]) => cell.model.type === 'code');
+    return notebook.scrollToItem(code.length ? code[code.length - 1][1] : 0, 'start');
 }"""
-
-DOM_ERRORS = """() => Array.from(document.querySelectorAll(
-        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"], ' +
-        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.error"]'))
-    .filter(o => o.dataset.mimeType.endsWith('error') || o.innerText.includes('Traceback'))
-    .map(o => o.innerText.slice(0, 300))"""
+ADMONITIONS = "admonition|note|tip|warning|important|hint|caution|attention|danger|error|seealso"
 
 
-def source_counts(page: Path) -> dict[str, int]:
-    """What the page's markdown asks MyST to draw: admonitions, dropdowns, maths; and its code cells."""
+def page_markup(page: Path) -> dict:
+    """What the page's markdown asks MyST to draw (counted in the source), and its code cells."""
     notebook = read_page(page)
     markdown = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+    directive = r"^(?:```+|:::+)\{%s\}"
     return {
         "code_cells": sum(cell.cell_type == "code" for cell in notebook.cells),
-        "admonitions": len(re.findall(r"^(```+|:::+)\{(admonition|note|tip|warning|important|hint|caution|attention|danger|error|seealso)\}",
-                                      markdown, flags=re.MULTILINE)),
-        "dropdowns": len(re.findall(r"^(```+|:::+)\{dropdown\}", markdown, flags=re.MULTILINE)),
-        "math": len(re.findall(r"\$[^$\n]+\$|\{math\}", markdown)),
+        "admonitions": len(re.findall(directive % f"(?:{ADMONITIONS})", markdown, flags=re.MULTILINE)),
+        "dropdowns": len(re.findall(directive % "dropdown", markdown, flags=re.MULTILINE)),
+        "math": len(re.findall(r"\$[^$\n]+\$|^\$\$|\{math\}", markdown, flags=re.MULTILINE)),
+        "literalincludes": len(re.findall(directive % "literalinclude", markdown, flags=re.MULTILINE)),
+        "glue_keys": re.findall(r"\{glue(?::text)?\}`([^`<]+?)(?::[^`]*)?`", markdown),
     }
 
 
@@ -395,8 +416,9 @@ class PageRun:
     run_s: float = 0.0
     slowest_cell: tuple[int, float] = (0, 0.0)
     code_cells: int = 0
-    myst: dict = field(default_factory=dict)
-    expected: dict = field(default_factory=dict)
+    markup: dict = field(default_factory=dict)  # counted in the page's source
+    drawn: dict = field(default_factory=dict)  # counted in JupyterLab
+    glue_as_names: int = 0
     problems: list[str] = field(default_factory=list)
     blocked: list[str] = field(default_factory=list)
     console_errors: list[str] = field(default_factory=list)
@@ -427,7 +449,11 @@ def click_run_all(page) -> None:
 
 
 def run_all(page, result: PageRun) -> list[float]:
-    """Run every cell; return each code cell's wall time (s). Problems go to ``result.problems``."""
+    """Run every cell; return each code cell's wall time (s). Problems go to ``result.problems``.
+
+    A cell's time is from the previous cell's end to its own (the kernel runs them one by one),
+    read by polling JupyterLab's notebook model every 0.25 s.
+    """
     click_run_all(page)
     start = last = time.perf_counter()
     durations: list[float] = []
@@ -437,22 +463,21 @@ def run_all(page, result: PageRun) -> list[float]:
         time.sleep(0.25)
         state = page.evaluate(STATE_PROBE)
         now = time.perf_counter()
-        counts = [cell["count"] for cell in state["cells"] if cell["type"] == "code"]
+        code = [cell for cell in state["cells"] if cell["type"] == "code"]
         finished = 0
-        while finished < len(counts) and counts[finished] is not None:
+        while finished < len(code) and code[finished]["count"] is not None:
             finished += 1
-        while len(durations) < finished:  # cells finish in order: credit each its share
+        while len(durations) < finished:
             durations.append(now - last)
             last = now
-        running = any(cell["state"] == "running" for cell in state["cells"])
+        running = any(cell["state"] == "running" for cell in code)
         seen_busy = seen_busy or state["kernel"] == "busy" or running
-        if finished == len(counts) and state["kernel"] == "idle":
+        if finished == len(code) and state["kernel"] == "idle":
             return durations
         if state["kernel"] == "idle" and not running and (seen_busy or now - start > 10):
             idle_since = idle_since or now
-            if now - idle_since > 3:
-                result.problems.append(f"run stopped at code cell {finished + 1} of {len(counts)} "
-                                       f"(an error, or the kernel died: kernel {state['kernel']})")
+            if now - idle_since > 3:  # idle with cells left: an error stopped the run, or the kernel died
+                result.problems.append(f"the run stopped before code cell {finished + 1} of {len(code)}")
                 return durations
         else:
             idle_since = None
@@ -476,17 +501,46 @@ def model_errors(cells: list[dict]) -> list[str]:
     return found
 
 
+def check_markup(result: PageRun) -> None:
+    """Compare what MyST drew with what the page's source asks for."""
+    markup, drawn = result.markup, result.drawn
+    if drawn["unrendered"]:
+        result.problems.append(f"MyST: {drawn['unrendered']} of {drawn['markdown_cells']} markdown cells not drawn")
+    for kind in ("admonitions", "dropdowns", "math"):
+        if markup[kind] and not drawn[kind]:
+            result.problems.append(f"MyST: the page has {markup[kind]} {kind}, none is drawn")
+    if drawn["raw_directives"]:
+        result.problems.append(f"MyST: directives shown as raw text: {sorted(set(drawn['raw_directives']))}")
+    text = "\n".join(drawn["text"])
+    result.glue_as_names = sum(key in text for key in markup["glue_keys"])
+
+
+def dismiss_news_prompt(tab) -> None:
+    """Answer JupyterLab's "get notified about official Jupyter news?" toast (No), if it is there."""
+    button = tab.locator(".jp-toast-button", has_text=re.compile(r"^No$"))
+    if button.count():
+        button.first.click()
+        button.first.wait_for(state="detached", timeout=10_000)
+
+
+def screenshot(tab, name: str, result: PageRun) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(SHOTS / name))
+    result.screenshots.append(name)
+
+
 def check_page(browser, lab: JupyterLab, page: Path) -> PageRun:
     """Open ``page`` at its launch path, check it, run it, screenshot it, compare its outputs."""
     urlpath, source = launch_urlpath(page)
-    result = PageRun(page=page_id(page), urlpath=urlpath, urlpath_source=source)
-    result.expected = source_counts(page)
+    result = PageRun(page=page_id(page), urlpath=urlpath, urlpath_source=source, markup=page_markup(page))
     lab.forget()
     context = browser.new_context(viewport=VIEWPORT, reduced_motion="reduce")
     context.set_default_timeout(60_000)
     block_third_party(context, result.blocked)
     tab = context.new_page()
     tab.on("pageerror", lambda error: result.console_errors.append(f"uncaught exception: {error}"))
+    tab.on("console", lambda message: message.type == "error" and "Cross reference target was not found"
+           not in message.text and result.console_errors.append(f"console.error: {message.text[:300]}"))
     stem = page_id(page).replace("/", "__").removesuffix(".md")
     try:
         start = time.perf_counter()
@@ -494,26 +548,21 @@ def check_page(browser, lab: JupyterLab, page: Path) -> PageRun:
         state = wait_for(tab, STATE_PROBE, lambda s: s.get("ready") and s.get("path") == page_id(page),
                          OPEN_TIMEOUT_S, f"{page_id(page)} did not open")
         if not state["notebook"]:
-            result.problems.append(f"opened as {state['widget']!r}, not as a notebook (jupytext's default viewer?)")
+            screenshot(tab, f"{stem}-opened.png", result)
+            result.problems.append(f"opened as {state['widget']!r}, not as a notebook (jupytext's extension "
+                                   "not loaded, or not the default viewer for markdown)")
             return result
-        wait_for(tab, STATE_PROBE, lambda s: s.get("kernel") == "idle", OPEN_TIMEOUT_S,
-                 f"{page_id(page)}: the kernel was not idle")
-        tab.evaluate(RENDER_ALL)
+        state = wait_for(tab, STATE_PROBE, lambda s: s.get("kernel") == "idle", OPEN_TIMEOUT_S,
+                         f"{page_id(page)}: the kernel was not idle")
+        result.drawn = tab.evaluate(SURVEY)
         result.open_s = time.perf_counter() - start
         result.code_cells = sum(cell["type"] == "code" for cell in state["cells"])
-        if result.code_cells != result.expected["code_cells"]:
+        if result.code_cells != result.markup["code_cells"]:
             result.problems.append(f"{result.code_cells} code cells in JupyterLab, the page has "
-                                   f"{result.expected['code_cells']}")
-        result.myst = tab.evaluate(MYST_PROBE)
-        for kind in ("admonitions", "dropdowns", "math"):
-            if result.expected[kind] and not result.myst[kind]:
-                result.problems.append(f"MyST: the page has {kind} but none is rendered")
-        if result.myst["raw_directives"]:
-            result.problems.append(f"MyST: directives shown as raw text: {result.myst['raw_directives']}")
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        shot = SHOTS / f"{stem}-opened.png"
-        tab.screenshot(path=str(shot))
-        result.screenshots.append(shot.name)
+                                   f"{result.markup['code_cells']}")
+        check_markup(result)
+        dismiss_news_prompt(tab)
+        screenshot(tab, f"{stem}-opened.png", result)
 
         start = time.perf_counter()
         durations = run_all(tab, result)
@@ -523,13 +572,9 @@ def check_page(browser, lab: JupyterLab, page: Path) -> PageRun:
             result.slowest_cell = (slowest + 1, durations[slowest])
         cells = tab.evaluate(CELLS_JSON)
         result.problems.extend(model_errors(cells))
-        tab.evaluate(RENDER_ALL)
-        result.problems.extend(f"error output on screen: {text}" for text in tab.evaluate(DOM_ERRORS))
-        tab.evaluate("() => window.jupyterapp.shell.currentWidget.content.scrollToItem("
-                     "window.jupyterapp.shell.currentWidget.content.widgets.length - 1, 'end')")
-        shot = SHOTS / f"{stem}-ran.png"
-        tab.screenshot(path=str(shot))
-        result.screenshots.append(shot.name)
+        result.problems.extend(f"error output on screen, {text}" for text in tab.evaluate(SURVEY)["errors"])
+        tab.evaluate(SHOW_LAST_OUTPUT)
+        screenshot(tab, f"{stem}-ran.png", result)
         result.comparison = compare_with_reference(page, cells)
     except RehearsalError as error:
         result.problems.append(str(error))
@@ -676,14 +721,21 @@ def report_markdown(environment: Environment, home_s: float, lab: JupyterLab | N
             f"{name} {old} → {new}" for name, (old, new) in environment.changed.items()) + ".")
         lines.append("")
     lines += [
-        "## Pages (opened at their launch link's path, Run All Cells, outputs compared with tests/references/)",
+        "## Pages",
         "",
-        "| page | opens as notebook | MyST (admonitions / dropdowns / maths drawn) | open (s) | run all (s) | slowest cell (s) | outputs as in the reference | result |",
-        "|---|---|---|---:|---:|---:|---|---|",
+        "Each page opened at its launch link's path, run with Run > Run All Cells, its outputs compared "
+        "with its reference notebook (tests/references/) under nbval's rules. MyST: what JupyterLab drew "
+        "/ what the page's source has. Open: from loading the URL to a drawn notebook with an idle kernel.",
+        "",
+        "| page | opens as notebook | admonitions | dropdowns | maths | open (s) | run all (s) | slowest cell (s) | outputs as in the reference | result |",
+        "|---|---|---|---|---|---:|---:|---:|---|---|",
     ]
     for run_ in runs:
-        myst = run_.myst
-        drawn = f"{myst.get('admonitions', '—')} / {myst.get('dropdowns', '—')} / {myst.get('math', '—')}" if myst else "—"
+        drawn, markup = run_.drawn, run_.markup
+
+        def of(kind: str) -> str:
+            return f"{drawn[kind]} / {markup[kind]}" if drawn else f"— / {markup[kind]}"
+
         comparison = run_.comparison
         if comparison is None:
             same = "—"
@@ -692,9 +744,23 @@ def report_markdown(environment: Environment, home_s: float, lab: JupyterLab | N
         else:
             same = f"{comparison.equal} of {comparison.compared} cells"
         slowest = f"{run_.slowest_cell[1]:.1f} (cell {run_.slowest_cell[0]})" if run_.slowest_cell[0] else "—"
-        lines.append(f"| `{run_.page}` | {'yes' if run_.code_cells else 'no'} ({run_.code_cells} code cells) | {drawn} | "
+        opened = f"yes, {run_.code_cells} code cells" if run_.code_cells else "**no**"
+        lines.append(f"| `{run_.page}` | {opened} | {of('admonitions')} | {of('dropdowns')} | {of('math')} | "
                      f"{run_.open_s:.1f} | {run_.run_s:.1f} | {slowest} | {same} | {'ok' if run_.ok else '**FAIL**'} |")
-    lines += ["", f"**Whole rehearsal: {total_s:.0f} s wall.**", ""]
+    lines += [
+        "",
+        f"**Whole rehearsal: {total_s:.0f} s wall** (environment, home, server, every page above).",
+        "",
+        "## What JupyterLab shows differently from the book (jupyterlab-myst's limits, not failures)",
+        "",
+        "| page | glued values shown as their key names | `literalinclude` listings (not drawn) | cross-page references not resolved |",
+        "|---|---:|---:|---:|",
+    ]
+    for run_ in runs:
+        keys = len(run_.markup["glue_keys"])
+        lines.append(f"| `{run_.page}` | {run_.glue_as_names} of {keys} | {run_.markup['literalincludes']} | "
+                     f"{run_.drawn.get('xref_not_found', '—')} |")
+    lines.append("")
     for run_ in runs:
         notes = list(run_.problems)
         if run_.comparison:
