@@ -364,7 +364,7 @@ SURVEY = r"""async () => {
             found.dropdowns += drawn.querySelectorAll('details.myst-dropdown').length;
             found.math += drawn.querySelectorAll('.katex').length;
             found.xref_not_found += drawn.querySelectorAll('[title="Cross Reference Not Found"]').length;
-            const text = drawn.innerText;
+            const text = drawn.textContent;  // innerText is empty for cells scrolled out of view
             found.text.push(text);
             found.raw_directives.push(...(text.match(/(```|:::)\{[a-z:-]+\}/g) || []));
         } else if (cell.model.type === 'code') {
@@ -395,11 +395,13 @@ def page_markup(page: Path) -> dict:
     notebook = read_page(page)
     markdown = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
     directive = r"^(?:```+|:::+)\{%s\}"
+    display = re.compile(r"^\$\$.*?^\$\$|^(?:```+|:::+)\{math\}.*?^(?:```+|:::+)$", flags=re.MULTILINE | re.DOTALL)
+    inline = re.compile(r"\$[^$\n]+\$|\{math\}`")
     return {
         "code_cells": sum(cell.cell_type == "code" for cell in notebook.cells),
         "admonitions": len(re.findall(directive % f"(?:{ADMONITIONS})", markdown, flags=re.MULTILINE)),
         "dropdowns": len(re.findall(directive % "dropdown", markdown, flags=re.MULTILINE)),
-        "math": len(re.findall(r"\$[^$\n]+\$|^\$\$|\{math\}", markdown, flags=re.MULTILINE)),
+        "math": len(display.findall(markdown)) + len(inline.findall(display.sub("", markdown))),
         "literalincludes": len(re.findall(directive % "literalinclude", markdown, flags=re.MULTILINE)),
         "glue_keys": re.findall(r"\{glue(?::text)?\}`([^`<]+?)(?::[^`]*)?`", markdown),
     }
@@ -717,6 +719,12 @@ def report_markdown(environment: Environment, home_s: float, lab: JupyterLab | N
         "",
     ]
     if environment.changed:
+        from packaging.version import Version
+
+        down = [name for name, (old, new) in environment.changed.items()
+                if Version(new.split("+")[0]) < Version(old.split("+")[0])]
+        lines.append(f"Moved to an older version than the image's: {', '.join(down) or 'none'}.")
+        lines.append("")
         lines.append("Changed (image → after binder/requirements.txt): " + ", ".join(
             f"{name} {old} → {new}" for name, (old, new) in environment.changed.items()) + ".")
         lines.append("")
