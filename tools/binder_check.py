@@ -45,7 +45,6 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -73,11 +72,12 @@ OPEN_TIMEOUT_S = 120  # page load to a notebook with an idle kernel
 SERVER_TIMEOUT_S = 120
 VIEWPORT = {"width": 1280, "height": 1000}
 # pip keeps an unreachable index cheap only without retries: each project is looked up on every
-# index, and with pip's default 5 retries every lookup on a host that does not resolve waits ~7 s.
+# index, and with pip's default 5 retries every lookup on a host that does not resolve waits
+# ~7.5 s (binder/requirements.txt names PyTorch's CPU index; torch itself comes from find-links).
 PIP = ["-m", "pip", "install", "--retries", "0", "--progress-bar", "off", "--disable-pip-version-check"]
 # Settings that keep JupyterLab itself off the network (no news feed, no update check, no PyPI
-# queries from the extension manager) and let the
-# rehearsal read the notebook model (window.jupyterapp), as JupyterLab's own UI tests (Galata) do.
+# queries from the extension manager), and let the rehearsal read the notebook model
+# (window.jupyterapp), as JupyterLab's own UI tests (Galata) do.
 LAB_FLAGS = [
     "--no-browser",
     "--LabApp.expose_app_in_browser=True",
@@ -149,8 +149,7 @@ class Environment:
 
 def pip_env() -> dict[str, str]:
     """The caller's environment for pip (its config: find-links, indexes, cache), minus any venv."""
-    env = {key: value for key, value in os.environ.items() if key not in {"VIRTUAL_ENV", "PYTHONPATH"}}
-    return env
+    return {key: value for key, value in os.environ.items() if key not in {"VIRTUAL_ENV", "PYTHONPATH"}}
 
 
 def build_environment(rebuild: bool) -> Environment:
