@@ -2,7 +2,8 @@
 
 Binder builds binder/ with repo2docker, which cannot be run here (no network beyond the package
 registries), so these tests check the files it reads: runtime.txt, requirements.txt, postBuild.
-The launch links themselves are checked on the built pages (tests/browser/test_browser_links.py).
+The launch links themselves are checked on the built pages (tests/browser/test_browser_links.py),
+and the launch is rehearsed end to end, outside `make test`, by `make binder-check`.
 """
 
 from __future__ import annotations
