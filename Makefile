@@ -19,7 +19,7 @@ JUPYTER_BOOK := $(PY) tools/build_book.py
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
-.PHONY: help setup browser book test refresh bench data lock clean
+.PHONY: help setup browser book test refresh bench data lock clean binder-check
 
 help:
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
@@ -27,6 +27,8 @@ help:
 	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
+	@echo "make binder-check  rehearse the Binder launch locally: binder/ built as repo2docker does, every page"
+	@echo "              opened and run in JupyterLab in chromium (_build/binder-check.md; not part of make test)"
 	@echo "make data     regenerate the synthetic CloudWave data in data/"
 	@echo "make lock     regenerate requirements.txt from requirements.in, and binder/requirements.txt from it"
 	@echo "              (UPGRADE=1: indirect dependencies move to their newest releases too)"
@@ -72,6 +74,10 @@ bench: setup
 # Indirect dependencies keep their locked versions unless UPGRADE=1.
 lock:
 	$(PYTHON) tools/lock.py $(if $(UPGRADE),--upgrade)
+
+# Not part of `make test` (its separate venv takes minutes to build): run on its own, and by CI as its own step.
+binder-check: setup browser
+	$(PY) tools/binder_check.py
 
 clean:
 	rm -rf _build

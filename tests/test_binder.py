@@ -2,7 +2,8 @@
 
 Binder builds binder/ with repo2docker, which cannot be run here (no network beyond the package
 registries), so these tests check the files it reads: runtime.txt, requirements.txt, postBuild.
-The launch links themselves are checked on the built pages (tests/browser/test_browser_links.py).
+The launch links themselves are checked on the built pages (tests/browser/test_browser_links.py),
+and the launch is rehearsed end to end, outside `make test`, by `make binder-check`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,19 @@ from book_pages import ROOT
 
 BINDER = ROOT / "binder"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
-# Packages only Binder needs: MyST rendering in JupyterLab's notebook cells.
-BINDER_ONLY = {"jupyterlab-myst"}
+# Packages only Binder needs, each with why.
+BINDER_ONLY = {
+    # MyST markdown (admonitions, dropdowns, maths) drawn in JupyterLab's notebook cells.
+    "jupyterlab-myst": "MyST in notebook cells",
+    # The Jupyter front end. repo2docker's image already has one (JupyterLab 4.4.9, notebook 7.4.7),
+    # but jupytext's JupyterLab extension at the main lock's jupytext fails to load on it, and the
+    # pages would open as plain text; these pin the front end it loads on (`make binder-check`).
+    "jupyterlab": "front end for jupytext's extension",
+    "notebook": "must match jupyterlab (notebook 7.4 requires jupyterlab < 4.5)",
+    "jupyter-server": "required by that jupyterlab (the image has 2.17.0)",
+    "jupyterlab-server": "required by that jupyterlab (the image has 2.27.3)",
+    "jupyter-builder": "required by that jupyterlab (not in the image)",
+}
 
 
 def normalise(name: str) -> str:
@@ -70,7 +82,7 @@ def test_binder_pins_equal_the_main_lock():
         for name in set(main) & set(binder)
         if binder_public[name] != main[name]
     )
-    extra = sorted(set(binder) - set(main) - BINDER_ONLY)
+    extra = sorted(set(binder) - set(main) - set(BINDER_ONLY))
     assert not missing, f"in requirements.txt but not in binder/requirements.txt: {missing}"
     assert not differ, (
         f"binder/requirements.txt pins differ from requirements.txt: {differ}"
@@ -85,6 +97,15 @@ def test_binder_pins_equal_the_main_lock():
 def test_binder_has_jupytext_and_jupyterlab_myst():
     binder, _ = pins(BINDER / "requirements.txt")
     assert "jupytext" in binder and "jupyterlab-myst" in binder
+
+
+def test_binder_pins_the_front_end_jupytext_loads_on():
+    """Without a pinned JupyterLab, Binder's image decides it, and jupytext's extension may not load."""
+    binder, _ = pins(BINDER / "requirements.txt")
+    missing = sorted(set(BINDER_ONLY) - set(binder))
+    assert not missing, (
+        f"binder/requirements.txt should pin {missing} (see BINDER_ONLY for why)"
+    )
 
 
 def test_postbuild_installs_the_package_and_opens_md_as_notebooks():

@@ -13,7 +13,7 @@
 2. ``binder/requirements.txt``, Binder's copy of that lock, with the differences its header
    documents: torch carries the ``+cpu`` label (its CPU-only wheel from PyTorch's CPU index,
    named by the file's ``--extra-index-url`` line), and the pins only Binder needs
-   (jupyterlab-myst) are kept from the file as they are.
+   (jupyterlab-myst and the Jupyter front end) are kept from the file as they are.
 
 Each file keeps its header: the comment and option lines before its first pin. Run it after
 changing requirements.in, review ``git diff``, run the tests, commit all three files.
