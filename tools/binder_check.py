@@ -46,15 +46,16 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "browser")]
+# book_pages sits beside this file; book_site is the browser tests' helper module.
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 from book_pages import has_code, read_page, reference_path, toc_pages  # noqa: E402
-from book_site import (
+from book_site import (  # noqa: E402
     CHROMIUM_ARGS,
     HOST,
     block_third_party,
@@ -970,13 +971,13 @@ def report_markdown(
         "with its reference notebook (tests/references/) under nbval's rules. MyST: what JupyterLab drew "
         "/ what the page's source has. Open: from loading the URL to a drawn notebook with an idle kernel.",
         "",
-        "| page | opens as notebook | admonitions | dropdowns | maths | open (s) | run all (s) | slowest cell (s) | outputs as in the reference | result |",
+        "| page | opens as notebook | admonitions | dropdowns | maths | open (s) | run all (s) "
+        "| slowest cell (s) | outputs as in the reference | result |",
         "|---|---|---|---|---|---:|---:|---:|---|---|",
     ]
     for run_ in runs:
-        drawn, markup = run_.drawn, run_.markup
 
-        def of(kind: str) -> str:
+        def of(kind: str, drawn=run_.drawn, markup=run_.markup) -> str:
             return f"{drawn[kind]} / {markup[kind]}" if drawn else f"— / {markup[kind]}"
 
         comparison = run_.comparison
@@ -994,7 +995,8 @@ def report_markdown(
         opened = f"yes, {run_.code_cells} code cells" if run_.code_cells else "**no**"
         lines.append(
             f"| `{run_.page}` | {opened} | {of('admonitions')} | {of('dropdowns')} | {of('math')} | "
-            f"{run_.open_s:.1f} | {run_.run_s:.1f} | {slowest} | {same} | {'ok' if run_.ok else '**FAIL**'} |"
+            f"{run_.open_s:.1f} | {run_.run_s:.1f} | {slowest} | {same} | "
+            f"{'ok' if run_.ok else '**FAIL**'} |"
         )
     lines += [
         "",
@@ -1002,7 +1004,8 @@ def report_markdown(
         "",
         "## What JupyterLab shows differently from the book (jupyterlab-myst's limits, not failures)",
         "",
-        "| page | glued values shown as their key names | `literalinclude` listings (not drawn) | cross-page references not resolved |",
+        "| page | glued values shown as their key names | `literalinclude` listings (not drawn) "
+        "| cross-page references not resolved |",
         "|---|---:|---:|---:|",
     ]
     for run_ in runs:
@@ -1041,7 +1044,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     started, load_before, clock = (
-        datetime.now(timezone.utc),
+        datetime.now(UTC),
         load_average(),
         time.perf_counter(),
     )
