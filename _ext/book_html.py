@@ -11,10 +11,10 @@ every reader's console. This extension drops the repeated copies before each pag
 
 Parallel reading. ``make book`` reads (and so executes) pages in parallel (tools/build_book.py).
 Sphinx falls back to a serial read, with a warning that ``-W`` turns into an error, when any
-extension leaves its parallel safety undeclared. sphinx-multitoc-numbering (loaded by Jupyter
-Book) is the one that does: it only replaces how section numbers are assigned from the merged
-table of contents, in the main process after every page is read, and keeps no per-page state, so
-it is declared read-safe here.
+extension leaves its parallel safety undeclared. Two extensions that Jupyter Book loads do:
+sphinx-multitoc-numbering only replaces how section numbers are assigned from the merged table
+of contents, in the main process after every page is read, and keeps no per-page state;
+sphinx-jupyterbook-latex acts only for the LaTeX builders. Both are declared read-safe here.
 
 Long lines of code outside executed cells. Code shown from the package (``literalinclude``) and
 in exercise hints may be wider than the page's code column; ``static/book_code.css`` wraps it
@@ -59,7 +59,7 @@ def add_static_folder(app: Sphinx, config: Any) -> None:
     config.html_static_path.append(str(STATIC))
 
 
-PARALLEL_SAFE_EXTENSIONS = ("sphinx_multitoc_numbering",)
+PARALLEL_SAFE_EXTENSIONS = ("sphinx_multitoc_numbering", "sphinx_jupyterbook_latex")
 
 
 def declare_parallel_safe(app: Sphinx, config: Any) -> None:
