@@ -18,7 +18,7 @@ import torch
 from transformer_lab.attention import toy_self_attention
 from transformer_lab.char_transformer import PAD_ID, PraiseClassifier
 from transformer_lab.pooling import masked_mean as book_masked_mean
-from transformer_lab.selfcheck import CHECKS, load_module
+from transformer_lab.selfcheck import ALL_CHECKS, CHECKS, load_module
 
 ROOT = Path(__file__).resolve().parents[1]
 WEEK20 = Path("exercises") / "week-20" / "starter.py"
@@ -79,7 +79,8 @@ WEEK20_SOLUTIONS = {
         "return self.head(masked_mean(x, padding)).squeeze(-1)",
     ],
 }
-WEEK20_STUB = r'( +)raise NotImplementedError\("Task \d \({name}\):[^\n]*\)'
+# A stub may be wrapped over several lines by `ruff format`: match the whole raise statement.
+WEEK20_STUB = r'( +)raise NotImplementedError\(\s*"Task \d \({name}\):[^"]*"\s*\)'
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +120,7 @@ def test_finished_week20_starter_passes_and_prints_the_table(week20_solved):
     assert "[passed] Task 2: toy_weights(embeddings, w_q, w_k)" in out
     tokens = ["login", "failed", "again"]
     table = pd.DataFrame(
-        toy_self_attention(tokens, width=4, seed=1)[1].numpy(), index=tokens, columns=tokens
+        toy_self_attention(tokens, d_model=4, seed=1)[1].numpy(), index=tokens, columns=tokens
     )
     assert (
         "your toy self-attention weights (seed 1); rows read, columns are read from:\n"
@@ -387,7 +388,7 @@ SOLUTIONS = {
         "return mha.out_proj(out.reshape(B, H, L, D // H).transpose(1, 2).reshape(B, L, D))",
     ],
 }
-HOMEWORK_STUB = r'( +)raise NotImplementedError\("Exercise \d+ \({name}\):[^\n]*\)'
+HOMEWORK_STUB = r'( +)raise NotImplementedError\(\s*"Exercise \d+ \({name}\):[^"]*"\s*\)'
 EXAMPLES = [
     "Exercise 1: the prediction box's example",
     "Exercise 2: the prediction box's example",
@@ -444,7 +445,8 @@ def test_untouched_homework_starter_runs_and_says_not_done():
 
 def test_finished_homework_starter_runs_every_demo(homework_solved):
     out = run(homework_solved)
-    assert f"{len(CHECKS)} passed (of {len(CHECKS)} checks)" in out
+    # the solved copy answers the two stretch exercises too, so every check runs and passes
+    assert f"{len(ALL_CHECKS)} passed (of {len(ALL_CHECKS)} checks)" in out
     found = sections(out)
     assert (
         found[EXAMPLES[0]]

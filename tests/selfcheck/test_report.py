@@ -100,3 +100,27 @@ def test_gradescope_results_give_a_point_per_passed_check_and_stretch_as_extra_c
     )
     assert tests["Exercise 10: causal_padding_mask(padding)"]["max_score"] == 0
     assert sum(t["max_score"] for t in results["tests"]) == 3
+
+
+def test_a_width_wraps_long_lines_under_their_own_indent():
+    long_advice = Finding(
+        "percentage", "A percentage came back " * 3, "0.75", "75.0", "drop it " * 9
+    )
+    report = Report(
+        "student.py",
+        [
+            CheckResult(
+                "accuracy", "Exercise 1", FAILED, long_advice.mistake, long_advice, 0.01
+            )
+        ],
+    )
+    wide = format_report(report)
+    narrow = format_report(report, width=40)
+    assert max(len(line) for line in wide.splitlines()) > 40
+    assert all(len(line) <= 40 or " " not in line.strip() for line in narrow.splitlines())
+    assert " ".join(narrow.split()) == " ".join(
+        wide.split()
+    )  # the same words, only wrapped
+    assert (
+        "\n        " in narrow
+    )  # a wrapped finding continues 4 columns deeper than it began

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass, field
 
 from transformer_lab.selfcheck.core import (
@@ -55,8 +56,29 @@ def _printed(text: str, label: str) -> list[str]:
     return [f"    {label}{more}:"] + shown
 
 
-def format_report(report: Report) -> str:
-    """The text the command prints."""
+def format_report(report: Report, width: int | None = None) -> str:
+    """The text the command prints; with ``width``, long lines wrap under their own indent."""
+    text = _report_text(report)
+    if width is None:
+        return text
+    return "\n".join(_wrap(line, width) for line in text.splitlines())
+
+
+def _wrap(line: str, width: int) -> str:
+    """``line`` wrapped to ``width`` columns, continuation lines indented 4 more than the first."""
+    indent = line[: len(line) - len(line.lstrip())]
+    wrapped = textwrap.wrap(
+        line,
+        width,
+        subsequent_indent=indent + "    ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    return "\n".join(wrapped) or line
+
+
+def _report_text(report: Report) -> str:
+    """The report, one line per fact (see ``format_report``)."""
     lines = [f"Self-check of {report.path}", ""]
     if report.load_error is not None:
         lines += [
