@@ -120,7 +120,9 @@ def test_finished_week20_starter_passes_and_prints_the_table(week20_solved):
     assert "[passed] Task 2: toy_weights(embeddings, w_q, w_k)" in out
     tokens = ["login", "failed", "again"]
     table = pd.DataFrame(
-        toy_self_attention(tokens, d_model=4, seed=1)[1].numpy(), index=tokens, columns=tokens
+        toy_self_attention(tokens, d_model=4, seed=1)[1].numpy(),
+        index=tokens,
+        columns=tokens,
     )
     assert (
         "your toy self-attention weights (seed 1); rows read, columns are read from:\n"
