@@ -264,7 +264,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """Logits (N,): positive means 'churn' is more likely than not."""
-        with torch.no_grad():
+        with torch.inference_mode():
             return self.module_(_as_matrix(X)).reshape(-1).numpy().astype(np.float64)
 
     def predict_proba(self, X) -> np.ndarray:

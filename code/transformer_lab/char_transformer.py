@@ -242,7 +242,7 @@ def train_praise_model(
     return model.eval()
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def predict_logits(model: PraiseClassifier, ids: torch.Tensor) -> torch.Tensor:
     """Logits (N,) for ids (N, L), in eval mode (no dropout)."""
     model.eval()

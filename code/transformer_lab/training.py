@@ -148,11 +148,13 @@ def evaluate(
     loss_fn = loss_fn or nn.BCEWithLogitsLoss()
     accuracy_fn = accuracy if accuracy_fn is None else accuracy_fn
     model.eval()
-    with torch.no_grad():
+    # Inference mode: no autograd bookkeeping. The scoring stays inside it, where a student's
+    # accuracy_fn may even change the logits in place.
+    with torch.inference_mode():
         logits = model(x, padding)
-    if torch.isnan(logits).any():
-        return float("nan"), float("nan")
-    return loss_fn(logits, y).item(), accuracy_fn(logits, y)
+        if torch.isnan(logits).any():
+            return float("nan"), float("nan")
+        return loss_fn(logits, y).item(), accuracy_fn(logits, y)
 
 
 def train_classifier(

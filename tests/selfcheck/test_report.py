@@ -10,6 +10,7 @@ from transformer_lab.selfcheck import (
     Report,
 )
 from transformer_lab.selfcheck.report import (
+    _wrap,
     format_report,
     gradescope_results,
     report_from_dict,
@@ -124,3 +125,11 @@ def test_a_width_wraps_long_lines_under_their_own_indent():
     assert (
         "\n        " in narrow
     )  # a wrapped finding continues 4 columns deeper than it began
+
+
+def test_a_wrapped_timing_stays_on_one_line_for_the_page_sanitizer():
+    line = (
+        "6 not done yet (of 6 checks), 2 stretch exercises not attempted, in 0.12 s (wall)."
+    )
+    for width in range(20, 90, 7):
+        assert "0.12 s (wall)" in _wrap(line, width)
