@@ -344,3 +344,9 @@ def test_results_report_the_top_of_the_ranking(results):
     assert results["precision_at_top"].between(0, 1).all()
     # the models rank churners first: the top tenth holds more of them than the test set does
     assert (results["precision_at_top"] > results["base_rate"]).all(), results
+
+
+@pytest.mark.parametrize("d_model", [0, -3, 2.5, True])
+def test_column_embedding_refuses_a_width_that_is_not_a_positive_int(d_model):
+    with pytest.raises((TypeError, ValueError), match="d_model must be an int"):
+        ColumnEmbedding(token_of_column(), d_model=d_model)

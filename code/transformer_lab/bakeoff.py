@@ -36,6 +36,7 @@ from transformer_lab.validation import (
     describe,
     require_binary_labels,
     require_finite,
+    require_int,
     require_number,
     require_rank,
     require_tensor,
@@ -142,6 +143,7 @@ class ColumnEmbedding(nn.Module):
 
     def __init__(self, token_of_column: Sequence[int], d_model: int):
         super().__init__()
+        d_model = require_int("d_model", d_model, minimum=1)
         n_tokens = max(token_of_column) + 1
         if sorted(set(token_of_column)) != list(range(n_tokens)):
             raise ValueError(
