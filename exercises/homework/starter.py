@@ -408,7 +408,7 @@ def count_tokens_per_word():
 
     tokenizer = trained_tokenizer()
     print("vocabulary size:", tokenizer.get_vocab_size())
-    words = ["cat", "dog", "attention", "tokenizer", "self-attention", "encodings"]
+    words = ["the", "token", "every", "sentence", "queries", "self-attention"]
     for word, count in tokens_per_word(tokenizer, words).items():
         seen = word_occurrences(TINY_CORPUS, word)
         print(
