@@ -3,14 +3,9 @@
 
 def _numeric_mode_line() -> str:
     import transformer_lab  # noqa: F401  (pins the canonical numeric mode)
-    from transformer_lab.reproducibility import numeric_mode_problem
+    from transformer_lab.reproducibility import numeric_mode_summary
 
-    problem = numeric_mode_problem()
-    if problem is None:
-        return "numeric mode: canonical (the page references' numbers are reproducible on this machine)"
-    return (
-        f"numeric mode: NOT canonical, page outputs after training will differ: {problem}"
-    )
+    return numeric_mode_summary()
 
 
 def pytest_report_header(config):
@@ -23,7 +18,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     if not any("tests/references/" in report.nodeid for report in failed):
         return
     line = _numeric_mode_line()
-    if "NOT canonical" in line:
+    if "NOT canonical" in line:  # see reproducibility.numeric_mode_summary
         terminalreporter.write_line(f"Why page outputs differ: {line}", red=True, bold=True)
     else:
         terminalreporter.write_line(

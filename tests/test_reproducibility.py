@@ -112,6 +112,7 @@ def test_importing_the_package_pins_threads_and_the_environment():
 def test_pytorch_runs_the_canonical_kernels():
     assert torch.backends.cpu.get_cpu_capability() == CANONICAL_CAPABILITY
     assert reproducibility.numeric_mode_problem() is None
+    assert reproducibility.numeric_mode_summary().startswith("numeric mode: canonical")
 
 
 @needs_x86_avx2
@@ -146,14 +147,17 @@ def test_importing_after_a_tensor_operation_warns_with_the_fix():
 def test_opting_out_is_reported_as_the_reason():
     script = (
         "import transformer_lab\n"
-        "from transformer_lab.reproducibility import numeric_mode_problem\n"
-        "print(numeric_mode_problem())"
+        "from transformer_lab.reproducibility import numeric_mode_summary\n"
+        "print(numeric_mode_summary())"
     )
     environment = {**os.environ, OPT_OUT_VARIABLE: "native"}
     completed = subprocess.run(
         [sys.executable, "-c", script], env=environment, capture_output=True, text=True
     )
     assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith(
+        "numeric mode: NOT canonical, page outputs after training"
+    )
     assert "switched off" in completed.stdout
 
 

@@ -112,6 +112,16 @@ def numeric_mode_problem() -> str | None:
     )
 
 
+def numeric_mode_summary() -> str:
+    """One line for a test run's header: canonical, or NOT canonical and why page outputs differ."""
+    problem = numeric_mode_problem()
+    if problem is None:
+        return "numeric mode: canonical (the page references' numbers are reproducible on this machine)"
+    return (
+        f"numeric mode: NOT canonical, page outputs after training will differ: {problem}"
+    )
+
+
 def pin_numerics(threads: int = TORCH_THREADS) -> None:
     """Put this process in the canonical numeric mode; warn when it is too late to do so."""
     apply_canonical_environment()
