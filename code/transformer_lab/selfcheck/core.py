@@ -109,6 +109,10 @@ class Failed(Exception):
         self.finding = finding
 
 
+class StudentNotDone(Exception):
+    """The student's function still raises ``NotImplementedError`` (as a worker reports it)."""
+
+
 class StudentRaised(Exception):
     """The student's function raised something other than ``NotImplementedError``."""
 
@@ -170,7 +174,7 @@ def run_check(name: str, exercise: str, body: Callable[[], None]) -> CheckResult
     """Run one check body and turn its outcome into a :class:`CheckResult`."""
     try:
         body()
-    except NotImplementedError as error:
+    except (NotImplementedError, StudentNotDone) as error:
         message = str(error).strip() or "raises NotImplementedError"
         return CheckResult(name, exercise, NOT_DONE, f"NotImplementedError: {message}")
     except Failed as failure:

@@ -11,6 +11,7 @@ an ended process, only in a worker). :class:`LocalFunction` runs in this process
 
 from __future__ import annotations
 
+import abc
 import contextlib
 import inspect
 import os
@@ -280,21 +281,21 @@ def execute_gradient(
     return GradientReport(True, reached)
 
 
-class StudentFunction:
+class StudentFunction(abc.ABC):
     """The student's function as the checks see it (see the module docstring)."""
 
     name: str = ""
     library_names: list[str] = []
 
+    @abc.abstractmethod
     def call(
         self, *args, hints=(), watch_library: bool = False, quiet: bool = False
-    ) -> Returned:  # pragma: no cover
-        raise NotImplementedError
+    ) -> Returned:
+        """Call the function on ``args``; see :class:`LocalFunction` and ``RemoteFunction``."""
 
-    def gradient(
-        self, args, names, pick: str, hints=()
-    ) -> GradientReport:  # pragma: no cover
-        raise NotImplementedError
+    @abc.abstractmethod
+    def gradient(self, args, names, pick: str, hints=()) -> GradientReport:
+        """Check that gradients reach the inputs ``names`` through output ``pick``."""
 
 
 class LocalFunction(StudentFunction):

@@ -27,7 +27,13 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer_lab.selfcheck.core import ENDED, TIMED_OUT, StudentRaised, StudentStopped
+from transformer_lab.selfcheck.core import (
+    ENDED,
+    TIMED_OUT,
+    StudentNotDone,
+    StudentRaised,
+    StudentStopped,
+)
 from transformer_lab.selfcheck.errors import summarise_exception
 from transformer_lab.selfcheck.execution import (
     GradientReport,
@@ -394,7 +400,7 @@ class RemoteFunction(StudentFunction):
     def _unpack(self, reply: tuple):
         kind = reply[0]
         if kind == "not_done":
-            raise NotImplementedError(reply[1])
+            raise StudentNotDone(reply[1])
         if kind == "raised":
             raise StudentRaised(reply[1])
         return reply
