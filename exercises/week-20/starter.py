@@ -110,6 +110,11 @@ def attempt(function, *args):
         return "raised an error", summarise_exception(error, __file__)
 
 
+def shape_of(value):
+    """A tensor's shape, or the type name of anything else (for a 'received:' line)."""
+    return tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+
+
 def check_toy_weights(function=None, seed=0):
     """Task 2: compare the student's table with the package's toy; name the likely mistake."""
     from transformer_lab.attention import attention, toy_inputs, toy_self_attention
@@ -128,9 +133,7 @@ def check_toy_weights(function=None, seed=0):
         return status, table
     expected = toy_self_attention(TOKENS, d_model=4, seed=seed)[1]
     if not isinstance(table, torch.Tensor) or tuple(table.shape) != (3, 3):
-        shape = (
-            tuple(table.shape) if isinstance(table, torch.Tensor) else type(table).__name__
-        )
+        shape = shape_of(table)
         return (
             "FAILED",
             "Likely mistake: not a (3, 3) tensor",
@@ -211,11 +214,7 @@ def check_no_positions(model_class=None, n_comments=64):
         if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != tuple(
             expected.shape
         ):
-            shape = (
-                tuple(logits.shape)
-                if isinstance(logits, torch.Tensor)
-                else type(logits).__name__
-            )
+            shape = shape_of(logits)
             return (
                 "FAILED",
                 "Likely mistake: the output is not one logit per comment",
@@ -272,11 +271,7 @@ def check_sinusoidal_table(function=None):
             return status, table
         expected = book_table(length, width)
         if not isinstance(table, torch.Tensor) or tuple(table.shape) != (length, width):
-            shape = (
-                tuple(table.shape)
-                if isinstance(table, torch.Tensor)
-                else type(table).__name__
-            )
+            shape = shape_of(table)
             return (
                 "FAILED",
                 "Likely mistake: the table has the wrong shape",
