@@ -9,7 +9,7 @@ from torch import nn
 from transformer_lab.encoder import count_parameters
 from transformer_lab.set_classifier import SetClassifier
 from transformer_lab.set_task import make_sets
-from transformer_lab.training import TrainingResult, evaluate, train_classifier
+from transformer_lab.training import TrainingResult, adam, evaluate, train_classifier
 
 TRAIN = make_sets(384, seed=21)
 VAL = make_sets(128, seed=22)
@@ -187,3 +187,34 @@ def test_accuracy_fn_scores_the_best_model_and_nothing_else():
 def test_accuracy_fn_must_be_a_function():
     with pytest.raises(TypeError, match="accuracy_fn must be a function"):
         train_classifier(fresh_model(), TRAIN, VAL, epochs=1, accuracy_fn=0.5)
+
+
+def test_fused_adam_matches_torch_optim_adam_bit_for_bit():
+    """The book's Adam is torch.optim.Adam(fused=True) without its start-up cost: same updates,
+    including weight decay and a parameter that gets no gradient (it must stay untouched)."""
+    torch.manual_seed(0)
+    reference = nn.Sequential(nn.Linear(5, 7), nn.Tanh(), nn.Linear(7, 1))
+    unused = nn.Parameter(torch.randn(3))
+    ours = copy.deepcopy(reference)
+    ours_unused = nn.Parameter(unused.detach().clone())
+    torch_adam = torch.optim.Adam(
+        [*reference.parameters(), unused], lr=3e-2, weight_decay=1e-3, fused=True
+    )
+    book_adam = adam([*ours.parameters(), ours_unused], 3e-2, weight_decay=1e-3)
+    x = torch.randn(16, 5)
+    for _ in range(25):
+        for model, optimizer in ((reference, torch_adam), (ours, book_adam)):
+            optimizer.zero_grad()
+            model(x).square().mean().backward()
+            optimizer.step()
+    for theirs, mine in zip(reference.parameters(), ours.parameters()):
+        assert torch.equal(theirs, mine)
+    assert torch.equal(ours_unused, unused)
+
+
+def test_fused_adam_refuses_what_its_kernel_cannot_train():
+    with pytest.raises(ValueError, match="no parameters"):
+        adam([], 1e-3)
+    frozen = nn.Parameter(torch.zeros(2), requires_grad=False)
+    with pytest.raises(ValueError, match="no parameters"):
+        adam([frozen], 1e-3)

@@ -5,7 +5,7 @@ y (N,) float labels in {0, 1}. Models map ``(x, padding)`` to logits (N,).
 """
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import torch
@@ -91,22 +91,98 @@ def check_settings(epochs: int, learning_rate: float, batch_size: int) -> None:
     require_int("batch_size", batch_size, minimum=1)
 
 
-def adam(parameters, learning_rate: float, weight_decay: float = 0.0) -> torch.optim.Adam:
+class FusedAdam:
+    """Adam on CPU through PyTorch's fused kernel, the update ``torch.optim.Adam(fused=True)`` makes.
+
+    Why not ``torch.optim.Adam`` itself: every ``torch.optim`` optimizer imports PyTorch's
+    compiler (``torch._dynamo``) the first time it is built, about a second and a quarter of start-up
+    on a fast CPU for a page that trains one small model. This class keeps the same state (first and
+    second moments, a float32 step count per parameter, created at the parameter's first gradient)
+    and calls the same kernel with the same arguments, so its updates are bit-identical
+    (``tests/test_training.py`` checks it against ``torch.optim.Adam``). Parameters without a
+    gradient in a step are skipped, as ``torch.optim`` does.
+    """
+
+    def __init__(
+        self,
+        parameters: Iterable[nn.Parameter],
+        lr: float,
+        weight_decay: float = 0.0,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ):
+        self.parameters = [p for p in parameters if p.requires_grad]
+        if not self.parameters:
+            raise ValueError("FusedAdam got no parameters that require gradients")
+        for parameter in self.parameters:
+            if parameter.device.type != "cpu" or not parameter.is_floating_point():
+                raise ValueError(
+                    f"FusedAdam trains float tensors on the CPU, got a {parameter.dtype} "
+                    f"parameter on {parameter.device}"
+                )
+        self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
+        # parameter index -> (step (), exp_avg, exp_avg_sq), each moment shaped like its parameter
+        self.state: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    def zero_grad(self) -> None:
+        """Drop every gradient (``set_to_none``, ``torch.optim``'s default)."""
+        for parameter in self.parameters:
+            parameter.grad = None
+
+    @torch.no_grad()
+    def step(self) -> None:
+        """One Adam update of every parameter that has a gradient."""
+        trained = [i for i, p in enumerate(self.parameters) if p.grad is not None]
+        for i in trained:
+            if i not in self.state:
+                parameter = self.parameters[i]
+                self.state[i] = (
+                    torch.zeros((), dtype=torch.float32),
+                    torch.zeros_like(parameter, memory_format=torch.preserve_format),
+                    torch.zeros_like(parameter, memory_format=torch.preserve_format),
+                )
+        if not trained:
+            return
+        steps, exp_avgs, exp_avg_sqs = (
+            list(column) for column in zip(*(self.state[i] for i in trained))
+        )
+        torch._foreach_add_(steps, 1)
+        torch._fused_adam_(
+            [self.parameters[i] for i in trained],
+            [self.parameters[i].grad for i in trained],
+            exp_avgs,
+            exp_avg_sqs,
+            [],
+            steps,
+            amsgrad=False,
+            lr=self.lr,
+            beta1=self.betas[0],
+            beta2=self.betas[1],
+            weight_decay=self.weight_decay,
+            eps=self.eps,
+            maximize=False,
+            grad_scale=None,
+            found_inf=None,
+        )
+
+
+def adam(
+    parameters: Iterable[nn.Parameter], learning_rate: float, weight_decay: float = 0.0
+) -> FusedAdam:
     """Adam as every model of the book trains with it: PyTorch's fused CPU kernel.
 
     The fused kernel updates each parameter tensor in one pass and takes its square roots with
     an exact instruction. The default (per-tensor) Adam calls ``torch.sqrt``, whose CPU kernel
     rounds differently on different processors, and training amplifies those last bits into
-    different accuracies; the fused kernel is also a little faster.
+    different accuracies; the fused kernel is also a little faster. ``FusedAdam`` says why it is
+    not built through ``torch.optim``.
     """
-    return torch.optim.Adam(
-        parameters, lr=learning_rate, weight_decay=weight_decay, fused=True
-    )
+    return FusedAdam(parameters, lr=learning_rate, weight_decay=weight_decay)
 
 
 def train_epoch(
     model: nn.Module,
-    optimizer: torch.optim.Optimizer,
+    optimizer: "FusedAdam | torch.optim.Optimizer",
     loss_fn: nn.Module,
     data: tuple[torch.Tensor, ...],
     batch_size: int,
