@@ -113,7 +113,9 @@ def test_split_sample_rejects_bad_input():
 def test_without_positions_the_model_is_a_bag_of_characters():
     seed_everything(0)
     model = PraiseClassifier(use_positions=False).eval()
-    ids = encode_texts(["used to be slow, now it's fast", "used to be fast, now it's slow"])
+    ids = encode_texts(
+        ["fast, not slow at all", "slow, not fast at all"]
+    )  # both fit the window
     shuffled = ids[:, torch.randperm(LENGTH, generator=torch.Generator().manual_seed(1))]
     with torch.no_grad():
         logits = model(torch.cat([ids, shuffled]))
@@ -124,11 +126,7 @@ def test_with_positions_order_changes_the_output():
     seed_everything(0)
     model = PraiseClassifier(use_positions=True).eval()
     with torch.no_grad():
-        logits = model(
-            encode_texts(
-                ["used to be slow, now it's fast", "used to be fast, now it's slow"]
-            )
-        )
+        logits = model(encode_texts(["fast, not slow at all", "slow, not fast at all"]))
     assert abs(logits[0] - logits[1]) > 1e-4
 
 
@@ -138,7 +136,7 @@ def test_padding_does_not_change_the_prediction():
     with torch.no_grad():
         short, padded = (
             model(encode_texts(["great app"], length=9)),
-            model(encode_texts(["great app"], length=32)),
+            model(encode_texts(["great app"], length=LENGTH)),
         )
     assert torch.allclose(short, padded, atol=1e-6)
 
@@ -161,7 +159,7 @@ def test_both_variants_start_from_the_same_weights():
             r"ids should have shape \(N, L\)",
         ),
         (torch.ones(2, 3), ValueError, "long integers"),
-        (torch.ones(2, LENGTH + 1, dtype=torch.long), ValueError, "L<=32"),
+        (torch.ones(2, LENGTH + 1, dtype=torch.long), ValueError, f"L<={LENGTH}"),
     ],
 )
 def test_model_rejects_bad_ids(ids, error, message):

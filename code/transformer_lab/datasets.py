@@ -370,11 +370,10 @@ def event_sequences(events: pd.DataFrame) -> tuple[list[str], np.ndarray, np.nda
             f"events hold unknown event type(s) {unknown}; expected {list(EVENT_TYPES)}"
         )
     codes = events["event"].map({name: k + 1 for k, name in enumerate(EVENT_TYPES)})
-    groups = list(codes.groupby(events["session_id"], sort=False))
-    sessions = [str(session) for session, _ in groups]
-    sequences = [group.to_numpy() for _, group in groups]
-    lengths = np.array([len(sequence) for sequence in sequences], dtype=np.int64)
-    padded = np.zeros((len(sequences), int(lengths.max(initial=0))), dtype=np.int64)
-    for row, sequence in enumerate(sequences):
-        padded[row, : len(sequence)] = sequence
-    return sessions, padded, lengths
+    # One row per session, in first-seen order; each event's column is its place in its session.
+    rows, sessions = pd.factorize(events["session_id"], sort=False)
+    columns = pd.Series(rows).groupby(rows).cumcount().to_numpy()
+    lengths = np.bincount(rows, minlength=len(sessions)).astype(np.int64)
+    padded = np.zeros((len(sessions), int(lengths.max(initial=0))), dtype=np.int64)
+    padded[rows, columns] = codes.to_numpy(dtype=np.int64)
+    return [str(session) for session in sessions], padded, lengths

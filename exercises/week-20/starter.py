@@ -21,7 +21,7 @@ import sys
 import pandas as pd
 import torch
 
-from transformer_lab.char_transformer import PAD_ID, PraiseClassifier
+from transformer_lab.char_transformer import LENGTH, PAD_ID, PraiseClassifier
 
 TOKENS = ["login", "failed", "again"]
 
@@ -45,7 +45,7 @@ class NoPositions(PraiseClassifier):
 
 # Task 1, one extra of your choice (or use --split-seed / --length): two comments with the same
 # characters in another order, one praise and one not, e.g. swap two words around a "not".
-# Keep each under 32 characters: the model reads only the first 32.
+# Keep each within the window: the model reads only the first LENGTH characters (see --length).
 MY_PAIR = ("", "")  # TODO Task 1 (optional extra): ("...", "...")
 
 # --- Task 2 --------------------------------------------------------------------------------------
@@ -198,6 +198,8 @@ def check_no_positions(model_class=None, n_comments=64):
     model_class = model_class or NoPositions
     texts = list(load_praise_sample(n=n_comments, seed=1)["feedback_text"])
     ids = encode_texts(texts)
+    # Most comments fill the window; cut every other one short so that there is padding to mask.
+    ids[::2, ids.shape[1] // 2 :] = PAD_ID
     seed_everything(0)
     mine = model_class().eval()
     reference, with_positions = (
@@ -240,14 +242,14 @@ def check_no_positions(model_class=None, n_comments=64):
                 f"received: logits that moved by up to {(moved - logits).abs().max().item():.3f}",
             )
         short = ids.clone()
-        short[:, 16:] = PAD_ID  # the first 16 characters, padded to 32 ...
+        short[:, 16:] = PAD_ID  # the first 16 characters, padded to the whole window ...
         status, padded = attempt(mine, short)
         status_cut, cut = attempt(mine, short[:, :20])  # ... and to 20
         if status == status_cut == "ok" and not torch.allclose(cut, padded, atol=1e-5):
             return (
                 "FAILED",
                 "Likely mistake: padding leaks into the result",
-                "expected: the same logits for the same characters with 12 fewer padding positions",
+                f"expected: the same logits for the same characters with {ids.shape[1] - 20} fewer padding positions",
                 f"received: logits that moved by up to {(cut - padded).abs().max().item():.3f}",
                 "Try: pass the padding mask to the encoder and pool with masked_mean(x, padding)",
             )
@@ -382,7 +384,7 @@ def print_toy_table(seed=0):
 
 
 def positions_experiment(
-    seeds=(0,), n_comments=4000, split_seed=0, length=32, epochs=None, sinusoidal=False
+    seeds=(0,), n_comments=4000, split_seed=0, length=LENGTH, epochs=None, sinusoidal=False
 ):
     """Task 1: the package's model with positions against yours without, same seed, split and batches.
 
@@ -433,7 +435,7 @@ def positions_experiment(
         score_pair(models, length)
 
 
-def score_pair(models, length=32):
+def score_pair(models, length=LENGTH):
     """Task 1 extra: the last seed's two models on the student's order-flipped pair."""
     from transformer_lab.char_transformer import encode_texts, predict_logits
 
@@ -464,7 +466,7 @@ def main(argv=None):
         "--split-seed", type=int, default=0, help="seed of the train/test split (Task 1)"
     )
     parser.add_argument(
-        "--length", type=int, default=32, help="characters the model reads (Task 1)"
+        "--length", type=int, default=LENGTH, help="characters the model reads (Task 1)"
     )
     parser.add_argument(
         "--comments", type=int, default=4000, help="comments in the sample (Task 1)"
