@@ -1,7 +1,12 @@
-"""Session-wide hooks: say in the header (and after failing page cells) which numeric mode ran."""
+"""Session-wide hooks: which numeric mode ran (header, failing page cells); the work units of -n."""
+
+import pytest
+from xdist.scheduler import LoadFileScheduling
 
 import transformer_lab  # noqa: F401  (pins the canonical numeric mode before any test runs)
 from transformer_lab.reproducibility import numeric_mode_problem, numeric_mode_summary
+
+BROWSER_TESTS = "tests/browser/"
 
 
 def pytest_report_header(config):
@@ -23,3 +28,28 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             "code or the package changed without `make refresh`, or the change is a real regression.",
             red=True,
         )
+
+
+class BrowserTestsAsOneFile(LoadFileScheduling):
+    """``--dist loadfile``, except that every test under tests/browser/ is in one work unit."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        if nodeid.startswith(BROWSER_TESTS):
+            return BROWSER_TESTS
+        return super()._split_scope(nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With `pytest -n auto --dist loadfile` (`make test`), run the browser tests in one worker.
+
+    They share a session-scoped cache that loads each page of the book once (``visit``, in
+    tests/browser/conftest.py); split file by file over the workers, every worker that ran a
+    browser file would load every page again. Every other file stays one work unit, as loadfile
+    makes it: the cells of a reference notebook must run in order, in one kernel. (Not
+    ``--dist loadgroup`` with ``xdist_group`` marks: with pytest 9.2 and pytest-xdist 3.8 the
+    groups are silently ignored, pytest-dev/pytest-xdist#1386.)
+    """
+    if config.getvalue("dist") == "loadfile":
+        return BrowserTestsAsOneFile(config, log)
+    return None

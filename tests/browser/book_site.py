@@ -57,7 +57,9 @@ THEME_EXCEPTIONS: dict[str, dict[str, str]] = {
 }
 
 AXE_SCRIPT = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-VIEWPORT = {"width": 1280, "height": 900}
+# One viewport for every check of a page: the nothing-cut-off check is about a 1280-px-wide
+# window (a laptop's); the height only sets the fold, not what the full-page screenshot holds.
+VIEWPORT = {"width": 1280, "height": 800}
 # Collapsible content inside the page's article (the theme's navigation also uses <details>).
 DETAILS = "article details"
 TOGGLE_ADMONITIONS = "article .admonition.toggle, article .admonition.dropdown"
@@ -140,11 +142,11 @@ class BookServer:
         """Every request answered so far, in order: (path, HTTP status)."""
         return self._server.served  # type: ignore[attr-defined]
 
-    def errors_since(self, start: int) -> list[str]:
-        """Requests answered with an HTTP error after the first ``start`` ones."""
+    def errors_between(self, start: int, end: int) -> list[str]:
+        """Requests answered with an HTTP error among ``served[start:end]``."""
         return [
             f"{path}: HTTP {status} (server side)"
-            for path, status in self.served[start:]
+            for path, status in self.served[start:end]
             if status >= 400
         ]
 
@@ -158,22 +160,41 @@ def is_local(url: str) -> bool:
 
 
 @dataclass
-class PageReport:
-    """Everything observed while a reader's browser loaded one page (no interaction)."""
+class Records:
+    """What the browser reported during one stretch of a page's life."""
 
-    url: str
-    status: int | None
     console_errors: list[str] = field(default_factory=list)
     failed_requests: list[str] = field(default_factory=list)
     third_party_requests: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PageReport:
+    """Everything observed while a reader's browser loaded one page, then opened its dropdowns.
+
+    Built by the ``visit`` fixture (tests/browser/conftest.py) from one served load, in an order
+    that keeps each check honest: what is seen on load (text, screenshot, axe) is taken before
+    anything is opened. ``from_disk`` and ``math_from_disk`` come from a second, file:// load.
+    """
+
+    url: str
+    status: int | None
+    on_load: Records = field(default_factory=Records)
     math: dict = field(default_factory=dict)
     images_without_alt: list[str] = field(default_factory=list)
     figures_without_alt: list[str] = field(default_factory=list)
     image_count: int = 0
     links: list[str] = field(default_factory=list)
     dropdowns: int = 0
+    visible_text: str = ""
     axe_violations: dict[str, list[dict]] = field(default_factory=dict)
     screenshot: Path | None = None
+    dropdown_problems: list[str] = field(default_factory=list)
+    after_opening: Records = field(default_factory=Records)
+    visible_text_opened: str = ""
+    cut_off: dict = field(default_factory=dict)
+    from_disk: Records = field(default_factory=Records)
+    math_from_disk: dict = field(default_factory=dict)
 
 
 def watch(page, console_errors: list[str], failed: list[str]) -> None:
@@ -275,6 +296,107 @@ IMAGE_PROBE = r"""(fileNamePattern) => {
         return !pictures.every(p => meaningful(p.getAttribute('alt') || p.getAttribute('aria-label')));
     }).map(describe);
     return {count: images.length, no_alt: noAlt, figures_no_alt: figuresNoAlt};
+}"""
+
+
+# The article's text as the reader sees it (innerText leaves out what is hidden or collapsed).
+VISIBLE_TEXT = "() => (document.querySelector('article') || document.body).innerText"
+
+DETAILS_STATE = """el => {
+    const body = Array.from(el.children).filter(c => c.tagName.toLowerCase() !== 'summary');
+    const visible = body.filter(c => { const r = c.getBoundingClientRect();
+                                       return r.width > 0 && r.height > 0; });
+    return {open: el.open,
+            title: (el.querySelector(':scope > summary') || el).innerText.trim().slice(0, 60),
+            visible_text: visible.map(c => c.innerText).join(' ').trim()};
+}"""
+
+ADMONITION_STATE = """el => {
+    const body = Array.from(el.children).filter(c => !c.classList.contains('admonition-title'));
+    const visible = body.filter(c => { const r = c.getBoundingClientRect();
+                                       return r.width > 0 && r.height > 0
+                                              && getComputedStyle(c).visibility !== 'hidden'; });
+    return {open: !el.classList.contains('toggle-hidden'),
+            title: (el.querySelector('.admonition-title') || el).innerText.trim().slice(0, 60),
+            visible_text: visible.map(c => c.innerText).join(' ').trim()};
+}"""
+
+
+def exercise_dropdowns(page) -> list[str]:
+    """Click every dropdown on ``page``; return one line per problem found.
+
+    Document order (one combined selector), so a dropdown nested in another, of either kind, is
+    reached only after its parent has been opened. A dropdown that does not open is a problem
+    of its own, not an exception: the page's other checks share this load and must still report.
+    """
+    from playwright.sync_api import Error as PlaywrightError
+
+    problems = []
+    for index, element in enumerate(
+        page.query_selector_all(f"{DETAILS}, {TOGGLE_ADMONITIONS}")
+    ):
+        if element.evaluate("el => el.tagName.toLowerCase()") == "details":
+            kind, state, handle = "details", DETAILS_STATE, ":scope > summary"
+        else:
+            kind, state, handle = (
+                "toggle admonition",
+                ADMONITION_STATE,
+                ":scope > .admonition-title",
+            )
+        before = element.evaluate(state)
+        name = f"dropdown #{index + 1} ({kind}) {before['title']!r}"
+        if before["open"] or before["visible_text"]:
+            problems.append(f"{name} is open on load (hints must start closed)")
+            continue
+        try:
+            element.query_selector(handle).click()
+            page.wait_for_function(f"el => ({state})(el).open", arg=element)
+        except PlaywrightError as error:
+            problems.append(
+                f"{name} did not open on a click: {error.message.splitlines()[0]}"
+            )
+            continue
+        if not element.evaluate(state)["visible_text"]:
+            problems.append(f"{name} opened but shows no text")
+    return problems
+
+
+OPEN_EVERYTHING = """() => {
+    document.querySelectorAll('article details').forEach(d => { d.open = true; });
+    document.querySelectorAll('article .toggle-hidden').forEach(
+        el => el.classList.remove('toggle-hidden'));
+}"""
+
+MIN_FIGURE_SCALE = 0.65  # 12.5 px (9 pt at 100 dpi) × 0.65 ≈ 8 px
+
+# Called with MIN_FIGURE_SCALE, on a page with everything opened.
+CUT_OFF = r"""(minScale) => {
+    const describe = el => (el.innerText || el.getAttribute('alt') || '').trim()
+                           .split('\n')[0].slice(0, 70);
+    const shown = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
+    const blocks = Array.from(document.querySelectorAll(
+        'article pre, article .cell_output .output, article .cell_output table'));
+    const wide = [];
+    for (const el of blocks) {
+        if (!shown(el)) continue;
+        // A table may overflow the box that holds it rather than its own box.
+        const box = el.tagName === 'TABLE' ? el.parentElement : el;
+        if (el.scrollWidth > box.clientWidth + 1) {
+            wide.push({kind: el.tagName.toLowerCase(), content: el.scrollWidth, box: box.clientWidth,
+                       text: describe(el)});
+        }
+    }
+    const small = [];
+    for (const img of document.querySelectorAll('article .cell_output img')) {
+        if (!shown(img) || !img.naturalWidth) continue;
+        const scale = img.getBoundingClientRect().width / img.naturalWidth;
+        if (scale < minScale) {
+            small.push({src: img.getAttribute('src').split('/').pop(), natural: img.naturalWidth,
+                        shown: Math.round(img.getBoundingClientRect().width),
+                        scale: Math.round(scale * 100) / 100, alt: describe(img)});
+        }
+    }
+    return {wide: wide, small: small};
 }"""
 
 

@@ -6,6 +6,7 @@ with the command that fixes it.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -14,18 +15,24 @@ from book_pages import FILE_NAME_ALT
 from book_site import (
     AXE_SCRIPT,
     CHROMIUM_ARGS,
+    CUT_OFF,
     DETAILS,
     HTML_DIR_VARIABLE,
     IMAGE_PROBE,
     MATH_PROBE,
+    MIN_FIGURE_SCALE,
+    OPEN_EVERYTHING,
     THEME_EXCEPTIONS,
     TIMEOUT_MS,
     TOGGLE_ADMONITIONS,
     VIEWPORT,
+    VISIBLE_TEXT,
     BookServer,
     PageReport,
+    Records,
     block_third_party,
     chromium_path,
+    exercise_dropdowns,
     html_dir,
     screenshot_dir,
     wait_for_math,
@@ -91,6 +98,12 @@ def axe_source() -> str:
     return AXE_SCRIPT.read_text(encoding="utf-8")
 
 
+THEME = "() => document.documentElement.getAttribute('data-theme')"
+SET_THEME = """(theme) => theme === null
+    ? document.documentElement.removeAttribute('data-theme')
+    : document.documentElement.setAttribute('data-theme', theme)"""
+
+
 class OpenPage:
     """A page open in its own browser context, with everything it did recorded."""
 
@@ -99,8 +112,9 @@ class OpenPage:
         self.console: list[str] = []
         self.failed: list[str] = []
         self.third_party: list[str] = []
+        self._taken = (0, 0, 0)
         self._server = server
-        self._served_before = len(server.served)
+        self._served = len(server.served)
         self.context = browser.new_context(
             viewport=VIEWPORT, color_scheme="light", reduced_motion="reduce"
         )
@@ -108,18 +122,49 @@ class OpenPage:
         block_third_party(self.context, self.third_party)
         self.page = self.context.new_page()
         watch(self.page, self.console, self.failed)
+        self._in_flight: set = set()
+        self.page.on("request", lambda request: self._in_flight.add(request))
+        for answered in ("requestfinished", "requestfailed"):
+            self.page.on(answered, lambda request: self._in_flight.discard(request))
         url = (html_dir() / relative).as_uri() if from_disk else server.url(relative)
         self.response = self.page.goto(url, wait_until="load")
-        self.page.wait_for_load_state("networkidle")
         wait_for_math(self.page)
+        self.wait_for_requests()
 
-    def close(self) -> None:
-        """Close the context; add the HTTP errors the server saw (e.g. /favicon.ico) to ``failed``."""
-        self.page.wait_for_load_state("networkidle")
-        self.context.close()
-        for error in self._server.errors_since(self._served_before):
+    def wait_for_requests(self) -> None:
+        """Wait until every request the page made has an answer (e.g. the favicon's, after load).
+
+        Playwright's "networkidle" would wait for the same and then 500 ms more of quiet, on each
+        load; on the served page the checks that follow give any later request time to show.
+        """
+        deadline = time.monotonic() + TIMEOUT_MS / 1000
+        while self._in_flight:
+            if time.monotonic() > deadline:
+                pending = sorted(request.url for request in self._in_flight)
+                raise TimeoutError(f"{self.relative}: requests still unanswered: {pending}")
+            self.page.wait_for_timeout(20)
+
+    def records(self) -> Records:
+        """What the browser reported since the last call (the first call: since the page opened).
+
+        The failed requests include the HTTP errors the server answered (e.g. /favicon.ico).
+        """
+        end = len(self._server.served)
+        for error in self._server.errors_between(self._served, end):
             if not any(error.split(":")[0] in seen for seen in self.failed):
                 self.failed.append(error)
+        self._served = end
+        lists = (self.console, self.failed, self.third_party)
+        fresh = Records(*(items[start:] for items, start in zip(lists, self._taken)))
+        self._taken = tuple(len(items) for items in lists)
+        return fresh
+
+    def close(self) -> None:
+        """Let the requests in flight be answered (and recorded), then close the context."""
+        try:
+            self.wait_for_requests()
+        finally:
+            self.context.close()
 
 
 @pytest.fixture(scope="session")
@@ -144,7 +189,16 @@ def open_page(browser, server):
 
 @pytest.fixture(scope="session")
 def visit(open_page, axe_source):
-    """Load a page once, as a reader would, and report everything the tests check (cached)."""
+    """Load each page as few times as possible and report everything the tests check (cached).
+
+    Loading a page (MathJax, fonts, images) is most of a browser test's time, so one served load
+    per page feeds every check, in an order that keeps each honest: first what a reader finds on
+    load (status, maths, images, links, the visible text, the screenshot, axe in the light then
+    the dark scheme), and only then, back in the light scheme, what a reader does: click every
+    dropdown, open everything, measure what is cut off. A second, lean file:// load checks the
+    README's first way to read the book (open the HTML file). All browser tests run in one xdist
+    worker (tests/conftest.py), so this cache is built once per run.
+    """
     reports: dict[str, PageReport] = {}
     shots = screenshot_dir()
     shots.mkdir(parents=True, exist_ok=True)
@@ -169,6 +223,7 @@ def visit(open_page, axe_source):
             report.links = page.eval_on_selector_all(
                 "a[href]", "els => els.map(e => e.href)"
             )
+            report.visible_text = page.evaluate(VISIBLE_TEXT)
             report.screenshot = shots / (
                 relative.replace("/", "__").removesuffix(".html") + ".png"
             )
@@ -176,14 +231,27 @@ def visit(open_page, axe_source):
             page.add_script_tag(content=axe_source)
             report.axe_violations["light"] = page.evaluate(AXE_RUN, THEME_EXCEPTIONS)
             # The theme follows the reader's colour scheme: check the dark one too.
+            theme = page.evaluate(THEME)
             page.emulate_media(color_scheme="dark")
-            page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+            page.evaluate(SET_THEME, "dark")
             report.axe_violations["dark"] = page.evaluate(AXE_RUN, THEME_EXCEPTIONS)
+            page.emulate_media(color_scheme="light")
+            page.evaluate(SET_THEME, theme)
+            opened.wait_for_requests()
+            report.on_load = opened.records()
+            report.dropdown_problems = exercise_dropdowns(page)
+            page.evaluate(OPEN_EVERYTHING)
+            report.visible_text_opened = page.evaluate(VISIBLE_TEXT)
+            report.cut_off = page.evaluate(CUT_OFF, MIN_FIGURE_SCALE)
         finally:
             opened.close()
-        report.console_errors = opened.console
-        report.failed_requests = opened.failed
-        report.third_party_requests = opened.third_party
+        report.after_opening = opened.records()
+        from_disk = open_page(relative, from_disk=True)
+        try:
+            report.math_from_disk = from_disk.page.evaluate(MATH_PROBE)
+        finally:
+            from_disk.close()
+        report.from_disk = from_disk.records()
         reports[relative] = report
         return report
 

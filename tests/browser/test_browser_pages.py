@@ -1,9 +1,10 @@
 """Every page of the table of contents, loaded in headless chromium as a reader would load it.
 
-One load per page (cached by the ``visit`` fixture) feeds these checks: the page loads without
-console errors or failed requests, asks nothing of any host but 127.0.0.1, its maths is typeset by
-the book's own MathJax, every image has alt text, and a full-page screenshot is saved for review
-under ``_build/screenshots/``.
+One served load per page (cached by the ``visit`` fixture) feeds these checks: the page loads
+without console errors or failed requests, asks nothing of any host but 127.0.0.1, its maths is
+typeset by the book's own MathJax, every image has alt text, and a full-page screenshot is saved
+for review under ``_build/screenshots/``. A second load of each page, from disk, checks that
+reading the HTML file itself works too.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import re
 import pytest
 
 from book_pages import toc_pages
-from book_site import MATH_PROBE, loaded_urls, page_html, page_id
+from book_site import loaded_urls, page_html, page_id
 
 pytestmark = pytest.mark.browser
 
@@ -25,30 +26,28 @@ IDS = [page_id(page) for page in toc_pages()]
 def test_page_loads_without_errors(visit, relative):
     report = visit(relative)
     assert report.status == 200, f"{relative}: the server answered HTTP {report.status}"
-    assert not report.console_errors, (
-        f"{relative}: errors in the browser console:\n" + "\n".join(report.console_errors)
+    loading = report.on_load
+    assert not loading.console_errors, (
+        f"{relative}: errors in the browser console:\n" + "\n".join(loading.console_errors)
     )
-    assert not report.failed_requests, f"{relative}: requests that failed:\n" + "\n".join(
-        report.failed_requests
+    assert not loading.failed_requests, f"{relative}: requests that failed:\n" + "\n".join(
+        loading.failed_requests
     )
 
 
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
-def test_page_reads_from_disk_too(open_page, relative):
+def test_page_reads_from_disk_too(visit, relative):
     """The README's first way to read the book: open the HTML file itself (file://, no server)."""
-    opened = open_page(relative, from_disk=True)
-    try:
-        math = opened.page.evaluate(MATH_PROBE)
-    finally:
-        opened.close()
-    assert not opened.console, (
-        f"{relative} from disk: errors in the console:\n" + "\n".join(opened.console)
+    report = visit(relative)
+    opened, math = report.from_disk, report.math_from_disk
+    assert not opened.console_errors, (
+        f"{relative} from disk: errors in the console:\n" + "\n".join(opened.console_errors)
     )
-    assert not opened.failed, f"{relative} from disk: failed requests:\n" + "\n".join(
-        opened.failed
+    assert not opened.failed_requests, (
+        f"{relative} from disk: failed requests:\n" + "\n".join(opened.failed_requests)
     )
-    assert not opened.third_party, (
-        f"{relative} from disk: asked other hosts for {opened.third_party}"
+    assert not opened.third_party_requests, (
+        f"{relative} from disk: asked other hosts for {opened.third_party_requests}"
     )
     assert not math["untypeset"] and not math["errors"], (
         f"{relative} from disk: maths not typeset: {math}"
@@ -58,9 +57,9 @@ def test_page_reads_from_disk_too(open_page, relative):
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
 def test_page_loads_nothing_from_other_hosts(visit, relative):
     report = visit(relative)
-    assert not report.third_party_requests, (
+    assert not report.on_load.third_party_requests, (
         f"{relative} asked hosts other than 127.0.0.1 for (blocked by the test; a reader's browser "
-        f"would have sent them): {sorted(set(report.third_party_requests))}. Serve the asset from "
+        f"would have sent them): {sorted(set(report.on_load.third_party_requests))}. Serve the asset from "
         f"the build instead (see the offline notes in _config.yml)."
     )
 

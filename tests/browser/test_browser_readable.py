@@ -1,6 +1,8 @@
 """What a reader sees on load: no book-keeping, nothing cut off, no homework answer in plain sight.
 
-Three checks on every page of the table of contents, in headless chromium at 1280 × 800:
+Three checks on every page of the table of contents, in headless chromium at 1280 × 800, read
+from each page's one load (the ``visit`` fixture: the visible text is taken on load, the cut-off
+measurement after every dropdown has been clicked open):
 
 - **No book-keeping in view.** ``glue(...)`` calls and the asserts that keep the prose true live
   in cells tagged ``remove-cell``; the text a reader sees on load never contains ``glue(``.
@@ -27,17 +29,15 @@ from pathlib import Path
 import pytest
 
 from book_pages import toc_pages
-from book_site import page_html, page_id
+from book_site import MIN_FIGURE_SCALE, VIEWPORT, page_html, page_id
 
 pytestmark = pytest.mark.browser
 
-VIEWPORT = {"width": 1280, "height": 800}
 PAGES = [page_html(page) for page in toc_pages()]
 IDS = [page_id(page) for page in toc_pages()]
 CHAPTERS = [page_html(page) for page in toc_pages() if page.parent.name == "chapters"]
 CHAPTER_IDS = [page_id(page) for page in toc_pages() if page.parent.name == "chapters"]
 
-MIN_FIGURE_SCALE = 0.65  # 12.5 px (9 pt at 100 dpi) × 0.65 ≈ 8 px
 # A line of a function body counts as distinctive when it holds at least this many characters
 # (shorter lines such as ``return output`` could appear anywhere).
 MIN_DISTINCTIVE = 20
@@ -47,44 +47,6 @@ HOMEWORK_FUNCTIONS = {  # module: functions a homework exercise asks the student
     "metrics": ("accuracy",),
     "tokenizer": ("train_bpe_tokenizer", "tokens_per_word", "embedding_parameters"),
 }
-
-VISIBLE_TEXT = "() => (document.querySelector('article') || document.body).innerText"
-
-OPEN_EVERYTHING = """() => {
-    document.querySelectorAll('article details').forEach(d => { d.open = true; });
-    document.querySelectorAll('article .toggle-hidden').forEach(
-        el => el.classList.remove('toggle-hidden'));
-}"""
-
-CUT_OFF = r"""(minScale) => {
-    const describe = el => (el.innerText || el.getAttribute('alt') || '').trim()
-                           .split('\n')[0].slice(0, 70);
-    const shown = el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.height > 0; };
-    const blocks = Array.from(document.querySelectorAll(
-        'article pre, article .cell_output .output, article .cell_output table'));
-    const wide = [];
-    for (const el of blocks) {
-        if (!shown(el)) continue;
-        // A table may overflow the box that holds it rather than its own box.
-        const box = el.tagName === 'TABLE' ? el.parentElement : el;
-        const content = el.tagName === 'TABLE' ? el.scrollWidth : el.scrollWidth;
-        if (content > box.clientWidth + 1) {
-            wide.push({kind: el.tagName.toLowerCase(), content: content, box: box.clientWidth,
-                       text: describe(el)});
-        }
-    }
-    const small = [];
-    for (const img of document.querySelectorAll('article .cell_output img')) {
-        if (!shown(img) || !img.naturalWidth) continue;
-        const scale = img.getBoundingClientRect().width / img.naturalWidth;
-        if (scale < minScale) {
-            small.push({src: img.getAttribute('src').split('/').pop(), natural: img.naturalWidth,
-                        shown: Math.round(img.getBoundingClientRect().width),
-                        scale: Math.round(scale * 100) / 100, alt: describe(img)});
-        }
-    }
-    return {wide: wide, small: small};
-}"""
 
 
 def normalise(text: str) -> str:
@@ -148,30 +110,9 @@ def distinctive_lines(module_name: str, function_name: str) -> list[str]:
     return lines
 
 
-@pytest.fixture(scope="module")
-def reader(browser, server):
-    """Open a page at 1280 × 800 as a reader would; the caller closes the context."""
-
-    def opener(relative: str):
-        context = browser.new_context(
-            viewport=VIEWPORT, color_scheme="light", reduced_motion="reduce"
-        )
-        page = context.new_page()
-        page.goto(server.url(relative), wait_until="load")
-        page.wait_for_load_state("networkidle")
-        page.evaluate("async () => { await document.fonts.ready; }")
-        return context, page
-
-    return opener
-
-
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
-def test_no_bookkeeping_in_the_visible_text(reader, relative):
-    context, page = reader(relative)
-    try:
-        text = page.evaluate(VISIBLE_TEXT)
-    finally:
-        context.close()
+def test_no_bookkeeping_in_the_visible_text(visit, relative):
+    text = visit(relative).visible_text
     shown = [line.strip() for line in text.splitlines() if "glue(" in line]
     assert not shown, (
         f"{relative} shows book-keeping to the reader; move these lines into a cell tagged "
@@ -180,13 +121,8 @@ def test_no_bookkeeping_in_the_visible_text(reader, relative):
 
 
 @pytest.mark.parametrize("relative", PAGES, ids=IDS)
-def test_nothing_is_cut_off(reader, relative):
-    context, page = reader(relative)
-    try:
-        page.evaluate(OPEN_EVERYTHING)
-        found = page.evaluate(CUT_OFF, MIN_FIGURE_SCALE)
-    finally:
-        context.close()
+def test_nothing_is_cut_off(visit, relative):
+    found = visit(relative).cut_off
     problems = [
         f"{item['kind']} needs {item['content']} px in a {item['box']} px box: {item['text']!r}"
         for item in found["wide"]
@@ -212,12 +148,8 @@ def test_homework_functions_have_distinctive_lines():
 
 
 @pytest.mark.parametrize("relative", CHAPTERS, ids=CHAPTER_IDS)
-def test_no_homework_answer_is_visible_on_load(reader, relative):
-    context, page = reader(relative)
-    try:
-        text = normalise(page.evaluate(VISIBLE_TEXT))
-    finally:
-        context.close()
+def test_no_homework_answer_is_visible_on_load(visit, relative):
+    text = normalise(visit(relative).visible_text)
     shown = [
         f"{module_name}.{function_name}: {line!r}"
         for module_name, functions in HOMEWORK_FUNCTIONS.items()
@@ -232,14 +164,9 @@ def test_no_homework_answer_is_visible_on_load(reader, relative):
     )
 
 
-def test_the_answer_check_sees_a_function_shown_in_full(reader):
+def test_the_answer_check_sees_a_function_shown_in_full(visit):
     """Control: the same check finds the lines once the dropdowns are open."""
-    context, page = reader("chapters/01-soft-join.html")
-    try:
-        page.evaluate(OPEN_EVERYTHING)
-        text = normalise(page.evaluate(VISIBLE_TEXT))
-    finally:
-        context.close()
+    text = normalise(visit("chapters/01-soft-join.html").visible_text_opened)
     lines = distinctive_lines("attention", "attention")
     assert any(line in text for line in lines), (
         f"with its dropdown open, chapter 1 should show the body of attention; none of {lines} found"
