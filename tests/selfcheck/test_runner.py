@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from transformer_lab.selfcheck import (
     format_report,
 )
 from transformer_lab.selfcheck.cli import main
+from transformer_lab.selfcheck.runner import _loaded_here
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -228,3 +230,15 @@ def test_a_file_checking_itself_after_changing_the_references_is_checked_afresh(
     )
     assert "Self-check of me.py" in completed.stdout
     assert "Likely mistake: The scores were not divided by √d" in completed.stdout
+
+
+def test_a_file_loaded_through_a_link_of_another_name_counts_as_loaded(
+    tmp_path, monkeypatch
+):
+    """Modules of another file name are passed over unresolved: a link must still be followed."""
+    real = write(tmp_path, "student.py", SOLUTION)
+    (tmp_path / "mine.py").symlink_to(real)
+    loaded = types.SimpleNamespace(__file__=str(tmp_path / "mine.py"))
+    monkeypatch.setitem(sys.modules, "mine", loaded)
+    assert _loaded_here(real)
+    assert not _loaded_here(write(tmp_path, "other.py", SOLUTION))
