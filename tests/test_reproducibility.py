@@ -142,7 +142,7 @@ def test_training_is_immune_to_the_callers_cpu_kernels(asked_for):
 
 @needs_x86_avx2
 def test_without_the_canonical_mode_the_kernels_change_the_numbers():
-    """The immunity test above can fail: opting out with generic kernels changes the losses."""
+    """The immunity test above can fail: opting out with generic kernels changes the numbers."""
     canonical, opted_out = (
         trained_numbers(canonical_run()),
         trained_numbers(opted_out_run()),
