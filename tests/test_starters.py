@@ -4,6 +4,10 @@ Untouched, each starter runs quickly and reports every task as 'not done yet' (n
 never a reassuring 'yes'); with reference solutions injected in place of the NotImplementedError
 lines, every check passes and every demo runs. The Week-20 checks are also fed known-wrong
 versions and must name the mistake.
+
+Starting Python with torch costs more than most checks, so each command line runs as a process
+once, with tests sharing its output, and a demo whose outcome does not depend on the command line
+runs in-process.
 """
 
 import re
@@ -93,25 +97,38 @@ def week20_solved(tmp_path_factory):
     return solve(WEEK20, WEEK20_SOLUTIONS, tmp_path_factory.mktemp("week20"), WEEK20_STUB)
 
 
-def test_untouched_week20_starter_says_not_done(week20):
-    out = run(WEEK20, "--sinusoidal")
+@pytest.fixture(scope="module")
+def week20_solved_output(week20_solved):
+    """One run of the finished starter with every option: checks, toy table and training."""
+    return run(
+        week20_solved,
+        *("--toy-seed", 1, "--sinusoidal"),
+        *("--train", "--comments", 600, "--epochs", 2, "--split-seed", 3),
+    )
+
+
+def test_untouched_week20_starter_says_not_done(week20, capsys):
+    # --sinusoidal and --train each add to the plain run, so one process runs all three; the
+    # plain command runs once more in-process, for what it prints without them.
+    out = run(WEEK20, "--sinusoidal", "--train")
     assert "[not done yet] Task 4 (stretch): sinusoidal_positions(length, d_model)" in out
     assert (
         "[not done yet] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)"
         in out
     )
-    out = run(WEEK20)
-    assert out.startswith(
-        "== Checks\n[not done yet] Task 1: NoPositions.forward(ids, padding=None)\n"
-    )
-    assert "[not done yet] Task 2: toy_weights(embeddings, w_q, w_k)" in out
-    assert "passed" not in out and "Task 2: the 3-token attention map" not in out
-    out = run(WEEK20, "--train")
     assert out.endswith("finish NoPositions.forward first: the check above must pass\n")
+    assert week20.main([]) == 0
+    plain = capsys.readouterr().out
+    for text in (plain, out):
+        assert text.startswith(
+            "== Checks\n[not done yet] Task 1: NoPositions.forward(ids, padding=None)\n"
+        )
+        assert "[not done yet] Task 2: toy_weights(embeddings, w_q, w_k)" in text
+        assert "passed" not in text and "Task 2: the 3-token attention map" not in text
 
 
-def test_finished_week20_starter_passes_and_prints_the_table(week20_solved):
-    out = run(week20_solved, "--toy-seed", 1, "--sinusoidal")
+def test_finished_week20_starter_passes_and_prints_the_table(week20_solved_output):
+    out = week20_solved_output
     assert "[passed] Task 4 (stretch): sinusoidal_positions(length, d_model)" in out
     assert (
         "[passed] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)" in out
@@ -131,7 +148,7 @@ def test_finished_week20_starter_passes_and_prints_the_table(week20_solved):
     ) in out
 
 
-def test_week20_training_uses_the_students_model(week20_solved):
+def test_week20_training_uses_the_students_model(week20_solved_output):
     from transformer_lab.char_transformer import (
         load_praise_sample,
         majority_baseline,
@@ -139,7 +156,7 @@ def test_week20_training_uses_the_students_model(week20_solved):
         train_and_score,
     )
 
-    out = run(week20_solved, "--train", "--comments", 600, "--epochs", 2, "--split-seed", 3)
+    out = week20_solved_output
     split = split_sample(load_praise_sample(n=600), seed=3)
     with_positions = train_and_score(True, seed=0, split=split, epochs=2)
     without = train_and_score(
@@ -496,14 +513,17 @@ def test_finished_homework_starter_runs_every_demo(homework_solved):
     assert "not done yet" not in out and "raised" not in out and "NO" not in out
 
 
-def test_shuffle_check_fails_an_unmasked_mean(homework_solved, tmp_path):
+def test_shuffle_check_fails_an_unmasked_mean(homework_solved, tmp_path, capsys):
     source = homework_solved.read_text(encoding="utf-8")
     plain = source.replace(
         "    return (x * keep).sum(1) / keep.sum(1)", "    return x.mean(dim=1)"
     )
     assert plain != source
     (tmp_path / "plain.py").write_text(plain, encoding="utf-8")
-    text = sections(run(tmp_path / "plain.py"))[EXAMPLES[4]]
+    # Exercise 5's demo alone, in-process: the rest of the file is the finished starter, run above
+    starter = load_module(tmp_path / "plain.py")
+    starter.try_exercise(EXAMPLES[4], starter.shuffle_check)
+    text = sections(capsys.readouterr().out)[EXAMPLES[4]]
     assert "your masked_mean of them is unchanged: NO" in text
     assert "logits unchanged: NO" in text
 
@@ -557,8 +577,11 @@ def test_homework_training_really_calls_the_students_functions(homework_solved):
     assert calls["accuracy"] == 2  # one score per model
 
 
-def test_untouched_homework_training_says_not_done():
-    out = run(HOMEWORK, "--train", "--epochs", 1, "--n-train", 128)
+def test_untouched_homework_training_says_not_done(capsys):
+    # in-process: test_homework_training_runs_on_the_students_functions runs --train as a process
+    starter = load_module(ROOT / HOMEWORK)
+    assert starter.main(["--train", "--epochs", "1", "--n-train", "128"]) == 0
+    out = capsys.readouterr().out
     # the baseline trains first, and it pools with the student's masked_mean
     assert out.endswith(
         "not done yet: Exercise 2 (masked_mean): mask, sum over the tokens, divide by the real count\n"

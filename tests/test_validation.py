@@ -180,3 +180,10 @@ def test_require_mask_is_boolean_and_broadcasts():
         match=r"ignore has shape \(2, 4\), which does not broadcast to the scores \(2, 3, 5\)",
     ):
         require_mask("ignore", torch.zeros(2, 4, dtype=torch.bool), (2, 3, 5), "the scores")
+    require_mask("ignore", torch.zeros(5, dtype=torch.bool), (2, 3, 5), "the scores")
+    # a mask may not add an axis, nor widen one of size 1: the result would not be the scores' shape
+    for shape in [(1, 2, 1, 5), (2, 3, 5)]:
+        with pytest.raises(ValueError, match="does not broadcast to the scores"):
+            require_mask(
+                "ignore", torch.zeros(shape, dtype=torch.bool), (2, 1, 5), "the scores"
+            )

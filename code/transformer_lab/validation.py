@@ -204,10 +204,11 @@ def require_mask(
         raise TypeError(
             f"{name} must be a boolean tensor (True = ignore), got dtype {mask.dtype}"
         )
-    try:
-        fits = torch.broadcast_shapes(mask.shape, tuple(shape)) == tuple(shape)
-    except RuntimeError:
-        fits = False
+    # The broadcasting rule written out: torch.broadcast_shapes imports sympy on its first call,
+    # half a second of every process that runs a masked attention.
+    fits = mask.dim() <= len(shape) and all(
+        size in (1, wanted) for size, wanted in zip(reversed(mask.shape), reversed(shape))
+    )
     if not fits:
         raise ValueError(
             f"{name} has shape {describe(mask.shape)}, which does not broadcast to {meaning} {describe(shape)}"

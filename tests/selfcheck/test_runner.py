@@ -4,6 +4,7 @@ import json
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from transformer_lab.selfcheck import (
     format_report,
 )
 from transformer_lab.selfcheck.cli import main
+from transformer_lab.selfcheck.runner import _loaded_here
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -197,17 +199,16 @@ def test_a_gradescope_results_file_is_written_next_to_the_report(tmp_path, capsy
     assert "[FAILED] Exercise 7" in capsys.readouterr().out
 
 
-def test_the_exit_status_is_not_zero_when_student_code_calls_sys_exit_0(tmp_path):
+def test_the_exit_status_is_not_zero_when_student_code_calls_sys_exit_0(tmp_path, capsys):
+    # main() returns the exit status (`python -m` passes it to sys.exit, as the first test shows);
+    # a sys.exit(0) escaping the worker would end main() here with SystemExit, failing the test
     path = write(
         tmp_path, "student.py", with_body(SOLUTION, "attention", "import sys; sys.exit(0)")
     )
-    completed, _ = run_command(path, "--only", "attention", "masked_mean")
-    assert completed.returncode == 1
-    assert (
-        "[raised an error] Exercise 3" in completed.stdout
-        and "[passed] Exercise 2" in completed.stdout
-    )
-    assert "1 passed, 1 raised an error (of 2 checks)" in completed.stdout
+    assert main([str(path), "--only", "attention", "masked_mean"]) == 1
+    out = capsys.readouterr().out
+    assert "[raised an error] Exercise 3" in out and "[passed] Exercise 2" in out
+    assert "1 passed, 1 raised an error (of 2 checks)" in out
 
 
 def test_a_file_checking_itself_after_changing_the_references_is_checked_afresh(tmp_path):
@@ -228,3 +229,15 @@ def test_a_file_checking_itself_after_changing_the_references_is_checked_afresh(
     )
     assert "Self-check of me.py" in completed.stdout
     assert "Likely mistake: The scores were not divided by √d" in completed.stdout
+
+
+def test_a_file_loaded_through_a_link_of_another_name_counts_as_loaded(
+    tmp_path, monkeypatch
+):
+    """Modules of another file name are passed over unresolved: a link must still be followed."""
+    real = write(tmp_path, "student.py", SOLUTION)
+    (tmp_path / "mine.py").symlink_to(real)
+    loaded = types.SimpleNamespace(__file__=str(tmp_path / "mine.py"))
+    monkeypatch.setitem(sys.modules, "mine", loaded)
+    assert _loaded_here(real)
+    assert not _loaded_here(write(tmp_path, "other.py", SOLUTION))

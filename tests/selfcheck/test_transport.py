@@ -2,7 +2,9 @@
 returned object can run code in the process that grades it; and a diagnosis made through a
 worker is the one made in-process."""
 
+import itertools
 import pickle
+from collections import defaultdict
 
 import numpy as np
 import pytest
@@ -103,13 +105,6 @@ def accuracy(logits, labels):
     assert report.results[0].status != "passed"
 
 
-def _mutant_file(folder, mutant):
-    name = mutant.function.__name__
-    return write(
-        folder, f"{name}.py", f"from selfcheck.mutants import {name} as {mutant.check}\n"
-    )
-
-
 SAMPLE = [
     m
     for m in WRONG + RIGHT
@@ -130,10 +125,30 @@ SAMPLE = [
 ]
 
 
+@pytest.fixture(scope="module")
+def through_a_worker(tmp_path_factory):
+    """Each sampled mutant's result from a worker, by label. A file holds one mutant per check
+    (the checks are independent), so a worker starts once per row of mutants, not once each."""
+    by_check = defaultdict(list)
+    for mutant in SAMPLE:
+        by_check[mutant.check].append(mutant)
+    results = {}
+    for row in itertools.zip_longest(*by_check.values()):
+        mutants = [mutant for mutant in row if mutant is not None]
+        source = "".join(
+            f"from selfcheck.mutants import {m.function.__name__} as {m.check}\n"
+            for m in mutants
+        )
+        path = write(tmp_path_factory.mktemp("mutants"), "student.py", source)
+        report = check_file(path, only=[mutant.check for mutant in mutants])
+        by_name = {result.name: result for result in report.results}
+        results.update({mutant.label: by_name[mutant.check] for mutant in mutants})
+    return results
+
+
 @pytest.mark.parametrize("mutant", SAMPLE, ids=[m.label for m in SAMPLE])
-def test_a_worker_gives_the_diagnosis_of_an_in_process_run(tmp_path, mutant):
-    report = check_file(_mutant_file(tmp_path, mutant), only=[mutant.check])
-    result = report.results[0]
+def test_a_worker_gives_the_diagnosis_of_an_in_process_run(through_a_worker, mutant):
+    result = through_a_worker[mutant.label]
     assert (result.status == "passed") == (mutant.code is None), (
         result.finding or result.summary
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -166,16 +167,24 @@ def _load_and_check(
 
 def _loaded_here(path: Path) -> bool:
     """Has this process already run the file (e.g. the starter checking itself)? Then its code may
-    have changed the references, so the checks must run in a fresh interpreter."""
+    have changed the references, so the checks must run in a fresh interpreter.
+
+    Only a module file of the same name, or a symbolic link, can resolve to ``path``; the other
+    modules (over a thousand once torch is loaded) are passed over without resolving their paths,
+    which would cost a tenth of a second on every check of a file."""
     target = path.resolve()
+    name = os.path.normcase(target.name)
     for module in list(sys.modules.values()):
         file = getattr(module, "__file__", None)
-        if file:
-            try:
-                if Path(file).resolve() == target:
-                    return True
-            except OSError:
-                continue
+        if not file or (
+            os.path.normcase(os.path.basename(file)) != name and not os.path.islink(file)
+        ):
+            continue
+        try:
+            if Path(file).resolve() == target:
+                return True
+        except OSError:
+            continue
     return False
 
 
