@@ -42,7 +42,7 @@ def test_grading_a_folder_writes_one_row_per_submission_and_check(tmp_path, caps
             "--json",
             str(out_json),
             "--time-limit",
-            "0.5",  # what bob's loop waits out (see FAST in test_worker.py)
+            "1",  # what bob's loop waits out (see FAST in test_worker.py)
         ]
     )
     printed = capsys.readouterr().out
