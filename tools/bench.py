@@ -302,6 +302,7 @@ def report(
         ]
         if code != 0:
             lines.append(f"The test suite failed: {summary}.")
+            failures.append(f"the test suite failed ({summary})")
     if status != 0:
         failures.append(f"the build failed (exit status {status}); see _build/bench.log")
     if failures:
