@@ -62,4 +62,6 @@ def test_the_make_test_budget_is_the_build_plus_the_test_suite():
     failed = fake_report(1.0, 30.0, 1.0, (1, 100.0, "2 failed, 898 passed"))
     assert "The test suite failed: 2 failed, 898 passed." in failed
     assert "**Every budget is met.**" not in failed
-    assert "**Over budget or failed:** the test suite failed (2 failed, 898 passed)." in failed
+    assert (
+        "**Over budget or failed:** the test suite failed (2 failed, 898 passed)." in failed
+    )
