@@ -519,7 +519,7 @@ def main(argv=None):
             print("finish NoPositions.forward first: the check above must pass")
     elif task1:
         print(
-            "\nTask 1: your model passes; now train it with --train (about 6 s for one training seed)"
+            "\nTask 1: your model passes; now train it with --train (about 3 s for one training seed)"
         )
     return 0
 
