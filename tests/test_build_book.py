@@ -1,7 +1,12 @@
-"""tools/build_book.py (`make book`): pages in parallel, one per chunk, the slowest handed out first."""
+"""tools/build_book.py (`make book`): pages in parallel, one per chunk, the slowest handed out first,
+each page's kernel stopped as soon as its last cell has replied."""
+
+import nbclient
+import nbformat
+from myst_nb.core.execute import direct
 
 from book_pages import ROOT, has_code, toc_pages
-from build_book import SLOWEST_FIRST, one_page_per_chunk
+from build_book import SLOWEST_FIRST, one_page_per_chunk, stop_kernels_at_once
 
 DOCNAMES = [page.relative_to(ROOT).with_suffix("").as_posix() for page in toc_pages()]
 
@@ -25,3 +30,14 @@ def test_chunks_hold_one_page_each_slowest_first_and_every_page_once():
     assert tuple(order[: len(SLOWEST_FIRST)]) == SLOWEST_FIRST
     rest = [docname for docname in alphabetical if docname not in SLOWEST_FIRST]
     assert order[len(SLOWEST_FIRST) :] == rest  # the others keep Sphinx's order
+
+
+def test_myst_nb_executes_pages_with_kernels_stopped_at_once():
+    stop_kernels_at_once()
+    # The function MyST-NB's direct execution calls, and the executor it looks up when it runs:
+    # an upgrade that routes execution elsewhere fails here instead of silently slowing the build.
+    executor = direct.single_nb_execution.__globals__["executenb"]
+    assert executor.func is nbclient.execute
+    assert executor.keywords == {"shutdown_kernel": "immediate"}
+    client = nbclient.NotebookClient(nbformat.v4.new_notebook(), **executor.keywords)
+    assert client.shutdown_kernel == "immediate"

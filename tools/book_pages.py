@@ -131,6 +131,7 @@ def execute_page(page: Path) -> nbformat.NotebookNode:
         timeout=CELL_TIMEOUT_SECONDS,
         kernel_name="python3",
         resources={"metadata": {"path": str(page.parent)}},
+        shutdown_kernel="immediate",  # as the build does (tools/build_book.py)
     )
     client.execute()
     for cell in notebook.cells:
