@@ -134,8 +134,11 @@ def execute_page(page: Path) -> nbformat.NotebookNode:
         shutdown_kernel="immediate",  # as the build does (tools/build_book.py)
     )
     client.execute()
-    for cell in notebook.cells:
+    for index, cell in enumerate(notebook.cells):
         cell.metadata.pop("execution", None)  # timestamps: they change on every run
+        # jupytext draws fresh random ids on every read; numbered ones keep the diff of a
+        # refreshed reference down to what changed.
+        cell.id = f"cell-{index}"
     return notebook
 
 
