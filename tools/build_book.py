@@ -52,8 +52,8 @@ def book_jobs() -> int:
 # The pages that take longest to execute, slowest first (``make bench`` lists every page's time).
 # Pages not listed follow in Sphinx's order. A stale entry only costs wall time, never output.
 SLOWEST_FIRST = (
-    "chapters/04-position-embeddings",
     "chapters/06-choosing-an-architecture",
+    "chapters/04-position-embeddings",
     "chapters/03-set-classifier",
     "chapters/05-tokenizers",
     "chapters/02-encoder-layer",
