@@ -578,8 +578,3 @@ def check_tokens_per_word(function) -> CheckResult:
         _check_once(student, small, WORDS)
 
     return run_check(COUNT_NAME, COUNT_EXERCISE, body)
-
-
-def tokens_per_word_variants(tokenizer, words) -> dict[str, object]:
-    """What each typical mistake returns for ``words`` (the correct answer is not included)."""
-    return {m.code: m.variant(tokenizer, list(words)) for m in COUNT_MISTAKES}
