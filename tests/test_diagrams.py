@@ -12,6 +12,7 @@ from transformer_lab.diagrams import (
     ENCODER_BLOCKS,
     FILLS,
     SMALL_PT,
+    encoder_blocks,
     encoder_layer_diagram,
     mask_diagram,
     multi_head_diagram,
@@ -20,6 +21,10 @@ from transformer_lab.diagrams import (
 DIAGRAMS = {
     "encoder": encoder_layer_diagram,
     "encoder numbered": lambda: encoder_layer_diagram(numbered=True),
+    "pre-norm encoder": lambda: encoder_layer_diagram(norm_first=True),
+    "pre-norm encoder numbered": lambda: encoder_layer_diagram(
+        numbered=True, norm_first=True
+    ),
     "multi-head": multi_head_diagram,
     "masks": mask_diagram,
 }
@@ -97,8 +102,52 @@ def test_encoder_diagram_names_every_submodule_of_pytorchs_layer():
         assert name in labels
     pluses = [text for text in texts(fig) if text.get_text() == "+"]
     assert len(pluses) == 2, "post-norm has exactly two residual sums"
-    assert "residual" in labels and "norm_first=True" in labels
+    assert "residual" in labels and "post-norm" in labels
+    # The dropout on the attention weights lives inside self_attn: the diagram says so.
+    assert "dropout inside, on its weights" in labels
+    # The pre-norm layout is the by-hand sheet's exercise: the default diagram must not give it.
+    assert "norm1(x)" not in labels and "norm_first=True" not in labels
     plt.close(fig)
+
+
+def test_pre_norm_diagram_moves_each_norm_to_the_start_of_its_sublayer():
+    order = [name for name, _, _ in encoder_blocks(norm_first=True)]
+    assert order == [
+        "norm1",
+        "self_attn",
+        "dropout1",
+        "norm2",
+        "linear1",
+        "activation",
+        "dropout",
+        "linear2",
+        "dropout2",
+    ]
+    assert sorted(order) == sorted(name for name, _, _ in ENCODER_BLOCKS)
+    assert encoder_blocks() == ENCODER_BLOCKS
+    fig = encoder_layer_diagram(norm_first=True)
+    # The block titles (bold); the activation's block is titled by what it computes.
+    drawn = [
+        t
+        for t in texts(fig)
+        if t.get_fontweight() == "bold" and t.get_text() not in {"x", "h", "+", "out"}
+    ]
+    # Left to right within each row, top row first: the drawn order is the data's order.
+    drawn.sort(key=lambda t: (-round(t.get_position()[1], 1), t.get_position()[0]))
+    titles = [t.get_text() for t in drawn]
+    assert titles == [("ReLU" if name == "activation" else name) for name in order]
+    assert "norm_first=True" in words(fig)
+    plt.close(fig)
+
+
+def test_numbered_diagrams_name_no_block_and_give_no_formula():
+    for norm_first in (False, True):
+        fig = encoder_layer_diagram(numbered=True, norm_first=norm_first)
+        labels = words(fig)
+        names = [name for name, _, _ in ENCODER_BLOCKS]
+        assert not any(name in labels for name in names), labels
+        assert "inside" not in labels and "h = " not in labels and "out = " not in labels
+        plt.close(fig)
 
 
 def test_numbered_encoder_diagram_hides_the_names_and_numbers_the_blocks():
@@ -131,6 +180,8 @@ def test_multi_head_diagram_puts_the_shapes_on_the_arrows():
 def test_encoder_diagram_rejects_a_non_boolean_switch():
     with pytest.raises(TypeError, match="numbered must be True or False, got int"):
         encoder_layer_diagram(numbered=1)
+    with pytest.raises(TypeError, match="norm_first must be True or False, got str"):
+        encoder_layer_diagram(norm_first="yes")
 
 
 @pytest.mark.parametrize("heads", [1, 7, 2.0, True])

@@ -182,16 +182,33 @@ def _chain(
     return placed
 
 
-def encoder_layer_diagram(numbered: bool = False) -> Figure:
-    """PyTorch's default ``nn.TransformerEncoderLayer`` (post-norm) as a block diagram.
+def encoder_blocks(norm_first: bool = False) -> tuple[tuple[str, str, str], ...]:
+    """The encoder layer's blocks in the order data meets them: ``ENCODER_BLOCKS`` (post-norm) or,
+    with ``norm_first=True``, the pre-norm order (each norm moved to the start of its sublayer)."""
+    if not isinstance(norm_first, bool):
+        raise TypeError(
+            f"norm_first must be True or False, got {type(norm_first).__name__}"
+        )
+    if not norm_first:
+        return ENCODER_BLOCKS
+    by_name = {block[0]: block for block in ENCODER_BLOCKS}
+    order = ("norm1", "self_attn", "dropout1", "norm2", "linear1", "activation", "dropout")
+    return tuple(by_name[name] for name in (*order, "linear2", "dropout2"))
 
-    Top row, the attention sublayer: x → self_attn → dropout1 → (+ x) → norm1 = h.
-    Bottom row, the feed-forward sublayer: h → linear1 → ReLU → dropout → linear2 → dropout2 →
-    (+ h) → norm2. Residual paths are drawn in blue; a note says what ``norm_first=True`` changes.
-    ``numbered=True`` replaces the block names by numbers 1–9 (in ``ENCODER_BLOCKS`` order).
+
+def encoder_layer_diagram(numbered: bool = False, norm_first: bool = False) -> Figure:
+    """PyTorch's ``nn.TransformerEncoderLayer`` as a block diagram, post-norm (default) or pre-norm.
+
+    Post-norm, top row: x → self_attn → dropout1 → (+ x) → norm1 = h; bottom row: h → linear1 →
+    ReLU → dropout → linear2 → dropout2 → (+ h) → norm2. ``norm_first=True`` draws the pre-norm
+    layout instead: x → norm1 → self_attn → dropout1 → (+ x) = h, then h → norm2 → linear1 → … →
+    dropout2 → (+ h). Residual paths are drawn in blue; ``self_attn`` is marked as holding a dropout
+    on its attention weights. ``numbered=True`` replaces the block names by numbers 1–9 (in
+    ``encoder_blocks(norm_first)`` order) and leaves out every label that would name a block.
     """
     if not isinstance(numbered, bool):
         raise TypeError(f"numbered must be True or False, got {type(numbered).__name__}")
+    order = encoder_blocks(norm_first)
     fig, ax = _canvas(7.0, 4.3)
     first = 1 if numbered else None
     widths = {
@@ -206,17 +223,19 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
         "norm2": 0.85,
     }
     # The activation is a function, not a submodule: its block is titled by what it computes.
-    titled = [
-        (subtitle, name) if name == "activation" else (name, subtitle)
-        for name, subtitle, _ in ENCODER_BLOCKS
-    ]
     blocks = [
-        (title, subtitle, kind, widths[name])
-        for (title, subtitle), (name, _, kind) in zip(titled, ENCODER_BLOCKS)
+        (subtitle, name, kind, widths[name])
+        if name == "activation"
+        else (name, subtitle, kind, widths[name])
+        for name, subtitle, kind in order
     ]
-    rows = [blocks[:3], blocks[3:]]
-    rows[0].insert(2, ("+", "", "add", 0.3))
-    rows[1].insert(5, ("+", "", "add", 0.3))
+    add = ("+", "", "add", 0.3)
+    if norm_first:
+        rows = [[*blocks[:3], add], [*blocks[3:], add]]
+        top_add, bottom_add = 3, 6
+    else:
+        rows = [[*blocks[:2], add, blocks[2]], [*blocks[3:8], add, blocks[8]]]
+        top_add, bottom_add = 2, 5
     top_y, bottom_y = 3.15, 1.4
 
     # Attention sublayer.
@@ -224,7 +243,7 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
     ax.text(0.08, top_y - 0.3, "(B, L, D)", ha="left", va="center", fontsize=SMALL_PT)
     top = _chain(ax, rows[0], top_y, 1.05, 0.3, first)
     _arrow(ax, (0.3, top_y), (top[0]["left"], top_y))
-    add1 = top[2]
+    add1 = top[top_add]
     _path(
         ax,
         [
@@ -238,12 +257,25 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
     ax.text(
         (0.62 + add1["x"]) / 2,
         top_y + 0.68,
-        "residual: x skips the attention",
+        "residual: x skips the whole sublayer"
+        if norm_first
+        else "residual: x skips the attention",
         ha="center",
         va="bottom",
         fontsize=SMALL_PT,
         color=RESIDUAL,
     )
+    if not numbered:
+        attention = top[[name for name, _, _ in order].index("self_attn")]
+        ax.text(
+            attention["x"],
+            attention["bottom"] - 0.08,
+            "dropout inside, on its weights",
+            ha="center",
+            va="top",
+            fontsize=SMALL_PT,
+            fontstyle="italic",
+        )
     ax.text(
         3.5,
         4.15,
@@ -255,12 +287,11 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
     )
 
     # h wraps from the end of the top row to the start of the bottom row.
-    norm1 = top[-1]
     wrap_y = (top_y + bottom_y) / 2 + 0.05
     _path(
         ax,
         [
-            (norm1["right"], top_y),
+            (top[-1]["right"], top_y),
             (6.75, top_y),
             (6.75, wrap_y),
             (0.3, wrap_y),
@@ -274,7 +305,7 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
 
     # Feed-forward sublayer.
     bottom = _chain(ax, rows[1], bottom_y, 0.5, 0.13, None if first is None else first + 3)
-    add2 = bottom[5]
+    add2 = bottom[bottom_add]
     _path(
         ax,
         [
@@ -288,7 +319,9 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
     ax.text(
         (0.3 + add2["x"]) / 2,
         bottom_y - 0.62,
-        "residual: h skips the feed-forward block",
+        "residual: h skips the whole sublayer"
+        if norm_first
+        else "residual: h skips the feed-forward block",
         ha="center",
         va="top",
         fontsize=SMALL_PT,
@@ -304,7 +337,7 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
         fontsize=TEXT_PT,
         fontweight="bold",
     )
-    ax.text(6.95, bottom_y - 0.42, "(B, L, D)", ha="right", va="center", fontsize=SMALL_PT)
+    ax.text(6.95, bottom_y + 0.45, "(B, L, D)", ha="right", va="center", fontsize=SMALL_PT)
     ax.text(
         3.5,
         wrap_y - 0.12,
@@ -314,16 +347,15 @@ def encoder_layer_diagram(numbered: bool = False) -> Figure:
         fontsize=TEXT_PT,
         fontstyle="italic",
     )
-
     ax.text(
         0.08,
         0.05,
-        "Pre-norm (norm_first=True) moves each norm to the start of its sublayer:\n"
-        "h = x + dropout1(self_attn(norm1(x))),   out = h + dropout2(linear2(…norm2(h)…))",
+        "nn.TransformerEncoderLayer(..., norm_first=True): pre-norm"
+        if norm_first
+        else "nn.TransformerEncoderLayer(...): PyTorch's default, post-norm",
         ha="left",
         va="bottom",
         fontsize=SMALL_PT,
-        linespacing=1.4,
     )
     return fig
 

@@ -21,7 +21,10 @@ from transformer_lab.validation import (
 # block diagram  x -> [attention -> dropout1 -> + x -> norm1] -> [linear1 -> ReLU -> dropout ->
 # linear2 -> dropout2 -> + -> norm2].
 ENCODER_LAYER_ROLES = {
-    "self_attn": "multi-head self-attention: every token reads every unmasked token",
+    "self_attn": (
+        "multi-head self-attention: every token reads every unmasked token "
+        "(with its own dropout on the attention weights)"
+    ),
     "linear1": "feed-forward, first linear layer: widen each token from d_model to d_ff",
     "dropout": "dropout inside the feed-forward block, after the activation",
     "linear2": "feed-forward, second linear layer: narrow back from d_ff to d_model",
