@@ -28,6 +28,7 @@ from transformer_lab.tokenizer import (
     vocabulary_sweep,
     word_frequencies,
     word_occurrences,
+    word_pieces,
 )
 
 WORDS = ["cat", "dog", "attention", "tokenizer", "self-attention", "encodings"]
@@ -277,6 +278,21 @@ def test_count_word_tokens_matches_encoding_the_texts(tiny):
     assert count_word_tokens(whole, word_frequencies(TINY_CORPUS))["tokens"] == words_in(
         TINY_CORPUS
     )
+
+
+def test_word_pieces_are_the_tokens_each_word_is_cut_into(tiny):
+    words = ["cat", "tokenizer", "self-attention"]
+    pieces = word_pieces(tiny, words)
+    assert list(pieces) == words
+    assert {word: len(tokens) for word, tokens in pieces.items()} == tokens_per_word(
+        tiny, words
+    )
+    assert "".join(pieces["tokenizer"]) == "tokenizer"
+    assert "-" in pieces["self-attention"]  # cut at the hyphen before any merge
+    with pytest.raises(ValueError, match="without spaces"):
+        word_pieces(tiny, ["two words"])
+    with pytest.raises(TypeError, match="tokenizers.Tokenizer"):
+        word_pieces("not a tokenizer", words)
 
 
 def test_embedding_parameters_equals_nn_embedding():

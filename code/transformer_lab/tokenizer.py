@@ -251,17 +251,33 @@ def merges(tokenizer: Tokenizer) -> list[tuple[str, str]]:
     ]
 
 
-def tokens_per_word(tokenizer: Tokenizer, words: Iterable[str]) -> dict[str, int]:
-    """Encode each word on its own and return ``{word: number of tokens}``, in input order."""
-    check_tokenizer(tokenizer)
-    counts = {}
-    for word in require_texts("words", words, allow_empty=True):
+def check_words(words: Iterable[str]) -> list[str]:
+    """The words as a list; ``ValueError`` for an empty word or one that holds a space."""
+    words = require_texts("words", words, allow_empty=True)
+    for word in words:
         if not word.strip() or any(c.isspace() for c in word):
             raise ValueError(
                 f"each word must be a non-empty str without spaces, got {word!r}"
             )
+    return words
+
+
+def tokens_per_word(tokenizer: Tokenizer, words: Iterable[str]) -> dict[str, int]:
+    """Encode each word on its own and return ``{word: number of tokens}``, in input order."""
+    check_tokenizer(tokenizer)
+    counts = {}
+    for word in check_words(words):
         counts[word] = len(tokenizer.encode(word, add_special_tokens=False).ids)
     return counts
+
+
+def word_pieces(tokenizer: Tokenizer, words: Iterable[str]) -> dict[str, list[str]]:
+    """Encode each word on its own and return ``{word: its tokens, as strings}``, in input order."""
+    check_tokenizer(tokenizer)
+    return {
+        word: tokenizer.encode(word, add_special_tokens=False).tokens
+        for word in check_words(words)
+    }
 
 
 def tokens_per_word_by_vocab(
