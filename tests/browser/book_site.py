@@ -187,6 +187,9 @@ class PageReport:
     links: list[str] = field(default_factory=list)
     dropdowns: int = 0
     visible_text: str = ""
+    visible_sections: dict = field(
+        default_factory=dict
+    )  # VISIBLE_SECTIONS' {text, ids}, on load
     axe_violations: dict[str, list[dict]] = field(default_factory=dict)
     screenshot: Path | None = None
     dropdown_problems: list[str] = field(default_factory=list)
@@ -301,6 +304,43 @@ IMAGE_PROBE = r"""(fileNamePattern) => {
 
 # The article's text as the reader sees it (innerText leaves out what is hidden or collapsed).
 VISIBLE_TEXT = "() => (document.querySelector('article') || document.body).innerText"
+
+# The same text with the alt text of every image on view in its place, and with markers ⟦S3⟧ …
+# ⟦E3⟧ around each labelled section (section 3 of ``ids``), so a test can tell what a reader
+# sees *before*, inside or after a given section (tests/browser/book_answers.py parses it). The
+# markers and alt texts are added for one innerText and removed again: the page is left as found.
+VISIBLE_SECTIONS = r"""() => {
+    const article = document.querySelector('article') || document.body;
+    const added = [];
+    const insert = (node, where, text) => {
+        const span = document.createElement('span');
+        span.textContent = text;
+        node[where](span);
+        added.push(span);
+    };
+    for (const img of article.querySelectorAll('img')) {
+        if (img.getClientRects().length === 0) continue;  // in a closed dropdown, or hidden
+        insert(img, 'after', ` [image: ${(img.getAttribute('alt') || '').trim()}] `);
+    }
+    const sections = [];
+    const ids = {};
+    for (const element of article.querySelectorAll('[id]')) {
+        const section = element.closest('section');
+        if (!section) continue;
+        let index = sections.indexOf(section);
+        if (index < 0) {
+            index = sections.push(section) - 1;
+        }
+        ids[element.id] = index;
+    }
+    sections.forEach((section, index) => {
+        insert(section, 'prepend', `⟦S${index}⟧`);
+        insert(section, 'append', `⟦E${index}⟧`);
+    });
+    const text = article.innerText;
+    added.forEach(span => span.remove());
+    return {text: text, ids: ids};
+}"""
 
 DETAILS_STATE = """el => {
     const body = Array.from(el.children).filter(c => c.tagName.toLowerCase() !== 'summary');

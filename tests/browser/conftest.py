@@ -26,6 +26,7 @@ from book_site import (
     TIMEOUT_MS,
     TOGGLE_ADMONITIONS,
     VIEWPORT,
+    VISIBLE_SECTIONS,
     VISIBLE_TEXT,
     BookServer,
     PageReport,
@@ -224,6 +225,7 @@ def visit(open_page, axe_source):
                 "a[href]", "els => els.map(e => e.href)"
             )
             report.visible_text = page.evaluate(VISIBLE_TEXT)
+            report.visible_sections = page.evaluate(VISIBLE_SECTIONS)
             report.screenshot = shots / (
                 relative.replace("/", "__").removesuffix(".html") + ".png"
             )
