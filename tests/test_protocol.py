@@ -413,3 +413,18 @@ def test_correct_is_per_example_accuracy():
     assert right.mean().item() == pytest.approx(accuracy(logits, labels))
     with pytest.raises(ValueError, match="should both have shape"):
         correct(logits, labels[:3])
+
+
+def test_slice_interaction_p_value_agrees_with_its_interval():
+    # a slice that only has more errors (for both models) but the same gain is not an interaction
+    rng = np.random.default_rng(5)
+    agree = 0
+    for trial in range(20):
+        n = 1500
+        in_slice = np.arange(n) < 300
+        base = np.where(in_slice, 0.6, 0.9)
+        a = rng.random(n) < base
+        b = a | (rng.random(n) < 0.05 + 0.05 * (trial % 2) * in_slice)
+        interval, p = slice_interaction(a, b, in_slice, seed=trial)
+        agree += interval.excludes_zero() == (p < 0.05)
+    assert agree >= 19
