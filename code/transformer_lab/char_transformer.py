@@ -58,8 +58,8 @@ PAD_ID = 0
 MAX_CHAR_ID = 126  # '~': every rarer character (é, ’, emoji) shares this id
 VOCAB_SIZE = MAX_CHAR_ID + 1
 # The window: the model reads the first LENGTH characters of a comment. 48 holds the whole
-# order-sensitive sentence of nearly every comment built from a mirrored pair (greeting included),
-# so the comments whose label needs word order can be decided inside it.
+# order-sensitive sentence of 92 % of the comments built from a mirrored pair (greeting included),
+# and leaves far fewer windows that occur with both labels than 24 or 32 (``bag_collisions``).
 LENGTH = 48
 # Chapter 4's recipe (the week-20 starter imports it). Chosen on split 0's *validation* loss, never
 # the test split: 2,000 comments split 60/20/20 keep the page within its time budget at this
@@ -134,9 +134,9 @@ def bag_collisions(
     (padding included) are equal. Returns a ``BagCollisions`` of (N,) boolean masks.
     """
     texts = require_texts("texts", texts, allow_empty=True)
-    labels = require_binary_labels(
-        "labels", torch.tensor(np.array(labels, dtype=np.float32))
-    )
+    if not isinstance(labels, torch.Tensor):
+        labels = torch.tensor(np.array(labels, dtype=np.float32))
+    labels = require_binary_labels("labels", labels.float())
     if len(labels) != len(texts):
         raise ValueError(
             f"labels must hold one label per comment ({len(texts)}), got {len(labels)}"

@@ -92,7 +92,7 @@ def _comment(category: str, rng: random.Random, bare_rng: random.Random) -> str:
     A comment built from one side of a ``MIRRORED`` pair is written bare: its greeting (if any),
     the body and a neutral closer drawn from ``bare_rng`` (``CLOSERS``), no second sentence and no
     mood closer, so that only the order of its words tells praise from complaint and the body
-    stands within a comment's first 64 characters. ``rng`` still makes every draw it made for the
+    stands near the start. ``rng`` still makes every draw it made for the
     full comment, so the other comments do not change.
     """
     draw = rng.random()
