@@ -12,7 +12,11 @@ from transformer_lab.cloudwave.build import main
 from transformer_lab.cloudwave.customer360 import generate_customers
 from transformer_lab.cloudwave.events import N_SESSIONS, generate_events
 from transformer_lab.cloudwave.feedback import generate_feedback
-from transformer_lab.cloudwave.templates import MIRRORED
+from transformer_lab.cloudwave.templates import (
+    HAPPY_CLOSERS,
+    MIRRORED,
+    UNHAPPY_CLOSERS,
+)
 from transformer_lab.cloudwave.usage import N_GRID_CUSTOMERS, generate_usage_grid
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -106,6 +110,31 @@ def test_mirrored_pairs_use_the_same_characters():
     for praise, category, complaint in MIRRORED:
         assert sorted(praise) == sorted(complaint), (praise, complaint)
         assert category in schema.CATEGORIES[1:]
+
+
+def test_mirrored_comments_are_written_bare():
+    # only word order may give a mirrored comment's label away: no mood closer, no second sentence
+    frame = pd.read_json(DATA / schema.FEEDBACK_FILE, lines=True, dtype=False)
+    text = frame["feedback_text"].str.lower().str.replace("\u2019", "'")
+    bodies = [
+        re.compile(re.escape(side.lower()).replace(r"\{f\}", ".+?"))
+        for praise, _, complaint in MIRRORED
+        for side in (praise, complaint)
+    ]
+    moods = [
+        re.compile(re.escape(closer.strip().lower()).replace(r"\{n\}", r"\d+"))
+        for closer in HAPPY_CLOSERS + UNHAPPY_CLOSERS
+    ]
+    mirrored = 0
+    for comment in text:
+        body = next((match for p in bodies if (match := p.search(comment))), None)
+        if body is None:
+            continue
+        mirrored += 1
+        tail = comment[body.end() :]
+        assert not any(mood.search(tail) for mood in moods), comment
+        assert ". " not in tail, comment  # no second sentence
+    assert 0.12 < mirrored / len(frame) < 0.2
 
 
 def test_customer360_schema_and_churn():
