@@ -157,8 +157,8 @@ def stratified_split(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Split row positions 0..N-1 into sorted (train, test) arrays with the same class shares.
 
-    The same ``labels`` and ``seed`` always give the same split; every model of a bake-off run
-    receives exactly these positions.
+    The same ``labels`` and ``seed`` always give the same split. ``run_split`` draws each run's
+    validation rows with it, ``TorchClassifier`` its internal validation part.
     """
     require_number("test_size", test_size, above=0.0, below=1.0)
     labels = np.asarray(labels)
