@@ -4,30 +4,43 @@ import pytest
 import torch
 from sklearn.base import BaseEstimator, ClassifierMixin
 
+import transformer_lab.bakeoff as bakeoff
 from transformer_lab.bakeoff import (
+    CANDIDATES,
     FEATURE_COLUMNS,
     LABEL_COLUMN,
     MODEL_NAMES,
     NUMERIC_COLUMNS,
     PLAN_TIERS,
+    RECIPES,
+    TEST_SHARE,
+    VALIDATION_SHARE,
     ColumnEmbedding,
     TabularTransformer,
     TorchClassifier,
     check_frame,
+    choose_recipes,
     consistency,
-    fit_and_score,
+    fit_pipeline,
+    make_model,
     make_models,
     make_pipeline,
     make_preprocessor,
     paired_difference,
+    paired_evidence,
     precision_at_top,
     run_bakeoff,
+    run_split,
+    sealed_split,
     stratified_split,
     summarise,
     token_of_column,
+    top_standard_error,
+    tune_recipes,
     warm_up_models,
 )
 from transformer_lab.cloudwave.schema import CUSTOMER360_COLUMNS
+from transformer_lab.protocol import seed_interval, sign_test
 
 
 def customer_frame(n: int = 400, seed: int = 0, signal: float = 3.0) -> pd.DataFrame:
@@ -55,17 +68,23 @@ def customer_frame(n: int = 400, seed: int = 0, signal: float = 3.0) -> pd.DataF
     return frame
 
 
+EVENTS: list[tuple[str, int]] = []  # (what, rows) in call order, shared by every spy
+
+
 class SpyModel(ClassifierMixin, BaseEstimator):
-    """Records the (preprocessed) matrices it is fitted on and asked to score."""
+    """Records the (preprocessed) matrices it is fitted on and asked to score, in order."""
 
     def fit(self, X, y):
         self.fitted_on_ = np.array(X, copy=True)
         self.labels_ = np.array(y, copy=True)
         self.classes_ = np.array([0, 1])
+        self.scored_on_ = []
+        EVENTS.append(("fit", len(X)))
         return self
 
     def decision_function(self, X):
-        self.scored_on_ = np.array(X, copy=True)
+        self.scored_on_.append(np.array(X, copy=True))
+        EVENTS.append(("score", len(X)))
         return np.asarray(X)[:, NUMERIC_COLUMNS.index("support_tickets_90d")]
 
 
@@ -76,7 +95,7 @@ def frame():
 
 @pytest.fixture(scope="module")
 def results(frame):
-    return run_bakeoff(frame, seeds=(0, 1))
+    return run_bakeoff(frame, runs=(0, 1))
 
 
 def test_columns_match_the_customer360_schema():
@@ -99,32 +118,92 @@ def test_split_is_stratified_disjoint_complete_and_repeatable(frame):
     assert not np.array_equal(test, other[1])
 
 
-def test_every_model_gets_the_same_split_and_train_only_preprocessing(frame):
+def test_the_sealed_test_split_stays_put_while_runs_resplit_the_rest(frame):
+    labels = frame["churned"].to_numpy()
+    development, test = sealed_split(labels)
+    np.testing.assert_array_equal(
+        np.sort(np.concatenate([development, test])), np.arange(len(frame))
+    )
+    assert len(test) == round(TEST_SHARE * len(frame))
+    assert abs(labels[test].mean() - labels.mean()) < 0.02
+    splits = [run_split(labels, development, run) for run in (0, 1)]
+    for train, validation in splits:
+        assert len(validation) == pytest.approx(VALIDATION_SHARE * len(frame), abs=1)
+        assert np.intersect1d(train, validation).size == 0
+        assert np.intersect1d(np.concatenate([train, validation]), test).size == 0
+        np.testing.assert_array_equal(
+            np.sort(np.concatenate([train, validation])), development
+        )
+        assert abs(labels[validation].mean() - labels.mean()) < 0.03
+    # each run its own validation rows, the same ones every time
+    assert not np.array_equal(splits[0][1], splits[1][1])
+    np.testing.assert_array_equal(run_split(labels, development, 0)[1], splits[0][1])
+    # a training budget: train_rows of the rows that are not validation, stratified
+    train, validation = run_split(labels, development, 0, train_rows=60)
+    rest = np.setdiff1d(development, validation)
+    np.testing.assert_array_equal(validation, splits[0][1])
+    assert len(train) == 60 and np.isin(train, rest).all()
+    assert abs(labels[train].mean() - labels[rest].mean()) < 0.03
+    assert not np.array_equal(train, run_split(labels, development, 1, train_rows=60)[0])
+
+
+def test_every_model_of_a_run_gets_the_same_rows_and_the_test_is_scored_once_at_the_end(
+    frame,
+):
     spies = {}
 
-    def spy_models(seed):
-        spies[seed] = {name: SpyModel() for name in MODEL_NAMES}
-        return spies[seed]
+    def spy_models(run):
+        spies[run] = {name: SpyModel() for name in MODEL_NAMES}
+        return spies[run]
 
-    run_bakeoff(frame, seeds=(0, 1), models=spy_models)
+    EVENTS.clear()
+    run_bakeoff(frame, runs=(0, 1), models=spy_models, warm_up=False)
     labels = frame["churned"].to_numpy()
-    for seed, models in spies.items():
-        train, test = stratified_split(labels, seed)
-        # what each model should see: the preprocessor fitted on the training rows only
+    development, test = sealed_split(labels)
+    for run, models in spies.items():
+        train, validation = run_split(labels, development, run)
+        # what each model should see: the preprocessor fitted on the train rows only
         prepare = make_preprocessor().fit(frame.iloc[train])
-        expected_train = prepare.transform(frame.iloc[train])
-        expected_test = prepare.transform(frame.iloc[test])
         for spy in models.values():
-            np.testing.assert_array_equal(spy.fitted_on_, expected_train)
+            np.testing.assert_array_equal(
+                spy.fitted_on_, prepare.transform(frame.iloc[train])
+            )
             np.testing.assert_array_equal(spy.labels_, labels[train])
-            np.testing.assert_array_equal(spy.scored_on_, expected_test)
+            scored_validation, scored_test = spy.scored_on_
+            np.testing.assert_array_equal(
+                scored_validation, prepare.transform(frame.iloc[validation])
+            )
+            np.testing.assert_array_equal(scored_test, prepare.transform(frame.iloc[test]))
     assert not np.array_equal(spies[0]["MLP"].fitted_on_, spies[1]["MLP"].fitted_on_)
+    # every fit (and validation score) comes before the first look at the test rows, and the
+    # test rows are scored once per model and run
+    test_scores = [
+        i for i, (what, rows) in enumerate(EVENTS) if what == "score" and rows == len(test)
+    ]
+    last_fit = max(i for i, (what, _) in enumerate(EVENTS) if what == "fit")
+    assert len(test_scores) == 2 * len(MODEL_NAMES) and min(test_scores) > last_fit
+
+
+def test_the_test_split_cannot_be_scored_twice(frame, monkeypatch):
+    seals = []
+    original = bakeoff.SealedTest
+
+    class Recording(original):
+        def __init__(self, *tensors):
+            super().__init__(*tensors)
+            seals.append(self)
+
+    monkeypatch.setattr(bakeoff, "SealedTest", Recording)
+    run_bakeoff(frame, runs=(0,), models=lambda run: {"spy": SpyModel()}, warm_up=False)
+    assert len(seals) == 1 and seals[0].scored
+    with pytest.raises(RuntimeError, match="already scored"):
+        seals[0].score(lambda x, y: None)
 
 
 def test_preprocessor_statistics_come_from_training_rows_only(frame):
-    train, test = stratified_split(frame["churned"].to_numpy(), seed=0)
+    train, validation = stratified_split(frame["churned"].to_numpy(), seed=0)
     pipeline = make_pipeline(SpyModel())
-    fit_and_score(pipeline, frame, train, test)
+    fit_pipeline(pipeline, frame, train, validation)
     scaler = pipeline.named_steps["prepare"].named_transformers_["numeric"]
     training_rows = frame.iloc[train][list(NUMERIC_COLUMNS)].astype(float)
     np.testing.assert_allclose(scaler.mean_, training_rows.mean().to_numpy())
@@ -146,21 +225,24 @@ def test_plan_tier_is_one_hot_in_a_fixed_order(frame):
     np.testing.assert_array_equal(indicators.argmax(axis=1), expected)
 
 
-def test_results_have_one_row_per_model_and_seed(results):
+def test_results_have_one_row_per_model_and_run(results):
     assert len(results) == len(MODEL_NAMES) * 2
     assert list(results["model"].unique()) == list(MODEL_NAMES)
-    assert (results["n_train"] + results["n_test"] == 400).all()
+    assert (results["n_train"] + results["n_validation"] + results["n_test"] == 400).all()
     assert (results["train_seconds"] > 0).all()
-    assert results[["roc_auc", "accuracy"]].apply(lambda c: c.between(0, 1)).all().all()
+    scores = results[["roc_auc", "accuracy", "validation_auc"]]
+    assert scores.apply(lambda c: c.between(0, 1)).all().all()
 
 
-def test_every_model_learns_the_easy_table(results):
+def test_every_model_learns_the_easy_table_and_stops_early(results):
     assert (results["roc_auc"] > 0.85).all(), results
     assert (results["accuracy"] > results["majority_accuracy"] + 0.05).all(), results
+    assert results["stopped_early"].all(), results
+    assert (results["length"] >= 1).all()
 
 
 def test_bakeoff_is_deterministic(frame, results):
-    again = run_bakeoff(frame, seeds=(0, 1))
+    again = run_bakeoff(frame, runs=(0, 1))
     pd.testing.assert_frame_equal(
         results.drop(columns="train_seconds"), again.drop(columns="train_seconds")
     )
@@ -174,9 +256,9 @@ def test_summary_and_paired_differences(results):
     assert summary.loc["gradient-boosted trees", "auc_std"] == pytest.approx(
         trees.std(ddof=1)
     )
-    assert (summary["seeds"] == 2).all()
+    assert (summary["runs"] == 2).all()
     gap = paired_difference(results, "gradient-boosted trees", "transformer")
-    by_seed = results.set_index(["model", "seed"])["roc_auc"]
+    by_seed = results.set_index(["model", "run"])["roc_auc"]
     for seed in (0, 1):
         assert gap[seed] == pytest.approx(
             by_seed["gradient-boosted trees", seed] - by_seed["transformer", seed]
@@ -184,12 +266,33 @@ def test_summary_and_paired_differences(results):
 
 
 def test_consistency_words():
-    assert consistency(pd.Series([0.01, 0.02])) == "ahead on every seed"
-    assert consistency(pd.Series([-0.01, -0.02])) == "behind on every seed"
-    assert consistency(pd.Series([0.01, -0.02, 0.03])) == "ahead on 2 of 3 seeds"
-    assert consistency(pd.Series([0.0, 0.0])) == "ahead on 0 of 2 seeds"
-    with pytest.raises(ValueError, match="at least one seed"):
+    assert consistency(pd.Series([0.01, 0.02])) == "ahead on all 2 runs"
+    assert consistency(pd.Series([-0.01, -0.02])) == "behind on all 2 runs"
+    assert consistency(pd.Series([0.01, -0.02, 0.03])) == "ahead on 2 of 3 runs"
+    assert consistency(pd.Series([0.0, 0.0])) == "ahead on 0 of 2 runs"
+    with pytest.raises(ValueError, match="at least one run"):
         consistency(pd.Series([], dtype=float))
+
+
+def test_paired_evidence_is_the_protocols_interval_and_sign_test():
+    differences = pd.Series([0.03, 0.05, 0.04], index=[0, 1, 2])
+    interval, p_value, words = paired_evidence(differences)
+    assert interval == seed_interval([0.03, 0.05, 0.04])
+    assert interval.excludes_zero()
+    assert p_value == sign_test([0.03, 0.05, 0.04]) == pytest.approx(0.25)
+    assert words == "ahead on all 3 runs"
+    mixed, _, _ = paired_evidence(pd.Series([0.03, -0.05, 0.01]))
+    assert not mixed.excludes_zero()
+
+
+def test_top_standard_error_is_binomial():
+    assert top_standard_error(0.6, 125) == pytest.approx((0.6 * 0.4 / 125) ** 0.5)
+    assert top_standard_error(0.6, 125) == pytest.approx(0.0438, abs=1e-4)
+    assert top_standard_error(1.0, 10) == 0.0
+    with pytest.raises(ValueError, match="share between 0 and 1"):
+        top_standard_error(1.5, 10)
+    with pytest.raises(ValueError, match="n_called must be an int of at least 1"):
+        top_standard_error(0.5, 0)
 
 
 def test_column_embedding_gives_one_token_per_feature():
@@ -223,20 +326,76 @@ def test_torch_classifier_is_seeded_and_learns(kind):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(300, 10)).astype(np.float32)
     y = (X[:, 0] + X[:, 1] > 0).astype(int)
-    first = TorchClassifier(kind, epochs=15, seed=1).fit(X, y)
-    second = TorchClassifier(kind, epochs=15, seed=1).fit(X, y)
+    first = TorchClassifier(kind, seed=1).fit(X, y)
+    second = TorchClassifier(kind, seed=1).fit(X, y)
     np.testing.assert_array_equal(first.decision_function(X), second.decision_function(X))
     assert (first.predict(X) == y).mean() > 0.9
+    assert (
+        first.stopping_.stopped_early
+    )  # early stopping on the held-out fifth ended training
     proba = first.predict_proba(X)
     assert proba.shape == (300, 2)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
 
 
-def test_models_are_seeded():
+def test_torch_classifier_stops_on_the_validation_rows_it_is_given():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 10)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] > 0).astype(int)
+    # validation labels that contradict the training ones: the loss rises from the start, so
+    # the model keeps an early epoch and stops after `patience` more
+    model = TorchClassifier("mlp", patience=3, seed=0).fit(X, y, X[:100], 1 - y[:100])
+    stopping = model.stopping_
+    assert stopping.stopped_early and len(stopping.history) == stopping.best_epoch + 3
+    assert stopping.best_epoch <= 2
+    internal = TorchClassifier("mlp", seed=0).fit(X, y)
+    assert internal.stopping_.best_epoch > stopping.best_epoch
+
+
+def test_models_are_seeded_and_built_from_the_recipes():
     models = make_models(7)
     assert list(models) == list(MODEL_NAMES)
     assert models["gradient-boosted trees"].random_state == 7
     assert models["transformer"].seed == 7
+    assert models["gradient-boosted trees"].early_stopping is True
+    assert models["logistic regression"].C == RECIPES["logistic regression"]["C"]
+    for name in ("MLP", "transformer"):
+        assert models[name].learning_rate == RECIPES[name]["learning_rate"]
+        assert models[name].width == RECIPES[name]["width"]
+
+
+def test_every_model_has_the_same_tuning_budget_and_a_recipe_among_its_candidates():
+    assert set(CANDIDATES) == set(RECIPES) == set(MODEL_NAMES)
+    assert {len(configs) for configs in CANDIDATES.values()} == {4}
+    for name in MODEL_NAMES:
+        assert RECIPES[name] in CANDIDATES[name]
+        make_model(name, 0, **RECIPES[name])  # every candidate builds
+        for config in CANDIDATES[name]:
+            make_model(name, 0, **config)
+
+
+def test_tuning_scores_validation_rows_only_and_picks_the_best_mean(frame):
+    EVENTS.clear()
+    candidates = {"logistic regression": ({"C": 0.001}, {"C": 1.0})}
+    tuning = tune_recipes(frame, runs=(0, 1), candidates=candidates)
+    assert list(tuning.columns) == ["model", "config", "run", "validation_auc"]
+    assert len(tuning) == 4
+    chosen = choose_recipes(tuning, candidates)
+    means = tuning.groupby("config")["validation_auc"].mean()
+    assert chosen == {
+        "logistic regression": dict(candidates["logistic regression"][means.idxmax()])
+    }
+    # a spy never sees the test rows: it is scored on validation rows only
+    spy_candidates = {"spy": ({},)}
+    original = bakeoff.make_model
+    try:
+        bakeoff.make_model = lambda name, seed, **settings: SpyModel()
+        EVENTS.clear()
+        tune_recipes(frame, runs=(0,), candidates=spy_candidates)
+    finally:
+        bakeoff.make_model = original
+    n_validation = round(VALIDATION_SHARE * len(frame))
+    assert [rows for what, rows in EVENTS if what == "score"] == [n_validation]
 
 
 def test_bad_input_is_explained(frame):
@@ -257,11 +416,21 @@ def test_bad_input_is_explained(frame):
     ):
         stratified_split(frame["churned"], seed=0, test_size=25)
     with pytest.raises(ValueError, match="must not share rows, got 1 shared"):
-        fit_and_score(
+        fit_pipeline(
             make_pipeline(SpyModel()), frame, np.arange(0, 200), np.arange(199, 400)
         )
-    with pytest.raises(ValueError, match="seeds must hold at least one seed"):
-        run_bakeoff(frame, seeds=())
+    with pytest.raises(ValueError, match="runs must hold at least one run seed"):
+        run_bakeoff(frame, runs=())
+    with pytest.raises(ValueError, match="name must be one of"):
+        make_model("CNN", 0)
+    with pytest.raises(ValueError, match="give both X_val and y_val, or neither"):
+        TorchClassifier("mlp").fit(
+            np.zeros((4, 10)), np.array([0, 1, 0, 1]), X_val=np.zeros((2, 10))
+        )
+    with pytest.raises(ValueError, match=r"X_val should have the 10 columns of X"):
+        TorchClassifier("mlp").fit(
+            np.zeros((4, 10)), [0, 1, 0, 1], X_val=np.zeros((2, 3)), y_val=[0, 1]
+        )
     with pytest.raises(ValueError, match="kind must be 'mlp' or 'transformer', got 'cnn'"):
         TorchClassifier("cnn").fit(np.zeros((4, 10)), np.array([0, 1, 0, 1]))
     with pytest.raises(ValueError, match="expects the 10 preprocessed columns, got 3"):
@@ -274,7 +443,7 @@ def test_bad_input_is_explained(frame):
         summarise(pd.DataFrame({"model": ["x"]}))
     with pytest.raises(ValueError, match="model 'CNN' is not in results"):
         paired_difference(
-            run_bakeoff(frame, seeds=(0,), models=lambda s: {"a": SpyModel()}), "a", "CNN"
+            run_bakeoff(frame, runs=(0,), models=lambda s: {"a": SpyModel()}), "a", "CNN"
         )
     with pytest.raises(ValueError, match="every token 0..2"):
         ColumnEmbedding([0, 2, 2], d_model=4)
@@ -295,12 +464,12 @@ def test_warm_up_fits_clones_on_a_small_slice_and_leaves_scores_alone(frame, res
     warm_up_models(frame, originals, train, rows=20)
     assert fitted_sizes == [(40, 20), (40, 20)]  # 20 rows of each class, once per model
     assert not any(hasattr(model, "fitted_on_") for model in originals)
-    network = TorchClassifier("mlp", epochs=25)
+    network = TorchClassifier("mlp", max_epochs=25)
     warm_up_models(frame, [network], train)
-    assert network.epochs == 25 and not hasattr(
+    assert network.max_epochs == 25 and not hasattr(
         network, "module_"
     )  # the clone trained, not the model
-    cold = run_bakeoff(frame, seeds=(0, 1), warm_up=False)
+    cold = run_bakeoff(frame, runs=(0, 1), warm_up=False)
     pd.testing.assert_frame_equal(
         results.drop(columns="train_seconds"), cold.drop(columns="train_seconds")
     )
@@ -308,11 +477,11 @@ def test_warm_up_fits_clones_on_a_small_slice_and_leaves_scores_alone(frame, res
 
 def test_torch_classifier_refuses_bad_labels_and_nan_features():
     with pytest.raises(ValueError, match="y must hold only the classes 0 and 1"):
-        TorchClassifier(epochs=1).fit(np.zeros((4, 3)), [0, 2, 0, 2])
+        TorchClassifier(max_epochs=1).fit(np.zeros((4, 3)), [0, 2, 0, 2])
     with pytest.raises(
         ValueError, match=r"X holds NaN or infinite values, first at position \(0, 0\)"
     ):
-        TorchClassifier(epochs=1).fit(np.full((4, 3), np.nan), [0, 1, 0, 1])
+        TorchClassifier(max_epochs=1).fit(np.full((4, 3), np.nan), [0, 1, 0, 1])
     with pytest.raises(
         TypeError,
         match="differences must be a pandas Series from paired_difference, got list",

@@ -1,15 +1,28 @@
 """The Customer 360 bake-off: trees, a linear model and two neural networks on one churn table.
 
-For every seed the table is split once, stratified by the label, and *every* model is fitted on
-that same training split and scored on that same test split. Preprocessing — standardising the six
-numeric columns, one-hot encoding the plan tier — sits inside each model's scikit-learn
-``Pipeline``, so its statistics are learnt from the training rows only.
+The protocol (``transformer_lab.protocol``), in three steps:
+
+1. **One sealed test split.** ``TEST_SHARE`` of the customers, stratified by the label, are set
+   aside once (``sealed_split``) and scored once, after every model of every run is fitted
+   (``protocol.SealedTest``). The other customers are the *development* rows.
+2. **Runs.** Each run re-splits the development rows into train and validation (seeded,
+   stratified) and seeds every model with the same number. Every model is fitted on the run's
+   train rows; every choice is made on its validation rows: the number of boosting rounds or
+   epochs (early stopping, ``PATIENCE``) and, off the page, the recipe among ``CANDIDATES``
+   (``tune_recipes``; the winners are ``RECIPES``).
+3. **Evidence.** Paired differences between two models, run by run, with a Student-t interval
+   over the runs and a sign test (``paired_evidence``); the precision at the top of the ranking
+   with its standard error (``top_standard_error``).
+
+Preprocessing — standardising the six numeric columns, one-hot encoding the plan tier — sits
+inside each model's scikit-learn ``Pipeline``, so its statistics are learnt from the train rows.
 
 Rows are customers, N of them; F = 10 columns come out of the preprocessor (6 scaled numbers, then
 4 plan-tier indicators), and the transformer turns them into T = 7 tokens, one per original
 feature, each of width D.
 """
 
+import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -29,6 +42,14 @@ from torch import nn
 from transformer_lab.cloudwave.schema import PLAN_TIERS
 from transformer_lab.encoder import check_heads
 from transformer_lab.metrics import accuracy
+from transformer_lab.protocol import (
+    Interval,
+    SealedTest,
+    fit_with_early_stopping,
+    seed_interval,
+    sign_test,
+    three_way_split,
+)
 from transformer_lab.reproducibility import seed_everything
 from transformer_lab.timing import stopwatch
 from transformer_lab.training import adam, train_epoch
@@ -54,6 +75,50 @@ CATEGORICAL_COLUMN = "plan_tier"
 FEATURE_COLUMNS = NUMERIC_COLUMNS + (CATEGORICAL_COLUMN,)
 LABEL_COLUMN = "churned"
 MODEL_NAMES = ("gradient-boosted trees", "logistic regression", "MLP", "transformer")
+
+# --- the recipe: one home for every number of the bake-off ------------------------------------
+TEST_SHARE = 0.25  # of all customers: the sealed test split (1,250 of 5,000)
+VALIDATION_SHARE = 0.2  # of all customers: each run's validation rows (1,000 of 5,000)
+SEALED_SEED = 0  # draws the sealed test split
+RUNS = (0, 1, 2)  # the page's runs: each re-splits train/validation and seeds every model
+# Each run trains on 750 of the 2,750 other development customers: the page's time budget. The
+# transformer needs about as many epochs to converge on a quarter of the rows as on all of them
+# (measured on run 0), each at a fraction of the cost. None: train on all of them (off the page).
+TRAIN_ROWS = 750
+PATIENCE = 10  # rounds or epochs without a lower validation loss before training stops
+MAX_EPOCHS = (
+    200  # a network's ceiling; early stopping ends every run of RECIPES long before
+)
+MAX_ROUNDS = 500  # the trees' ceiling on boosting rounds, likewise
+BATCH_SIZE = 256
+WEIGHT_DECAY = 1e-4
+# The tuning budget: four configurations per model, each fitted on every run's train rows and
+# scored by ROC AUC on its validation rows (tune_recipes). The test split plays no part.
+CANDIDATES: dict[str, tuple[dict[str, float], ...]] = {
+    "gradient-boosted trees": tuple(
+        {"learning_rate": lr, "max_leaf_nodes": leaves}
+        for lr in (0.05, 0.1)
+        for leaves in (7, 31)
+    ),
+    "logistic regression": tuple({"C": c} for c in (0.01, 0.1, 1.0, 10.0)),
+    "MLP": tuple(
+        {"learning_rate": lr, "width": width} for lr in (3e-3, 1e-2) for width in (16, 32)
+    ),
+    "transformer": tuple(
+        {"learning_rate": lr, "width": width} for lr in (3e-3, 1e-2) for width in (8, 16)
+    ),
+}
+# tune_recipes(load_customer360()) over RUNS with TRAIN_ROWS, then choose_recipes: the winners
+# (about four minutes on one busy core; re-run it after changing CANDIDATES, the data or a model)
+RECIPES: dict[str, dict[str, float]] = {
+    "gradient-boosted trees": {"learning_rate": 0.05, "max_leaf_nodes": 7},
+    "logistic regression": {"C": 10.0},
+    "MLP": {"learning_rate": 1e-2, "width": 32},
+    "transformer": {"learning_rate": 3e-3, "width": 16},
+}
+CALL_LIST_SHARE = (
+    0.1  # the top tenth of the ranking: the customers a retention team would call
+)
 
 
 def check_frame(frame: pd.DataFrame) -> None:
@@ -92,8 +157,8 @@ def stratified_split(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Split row positions 0..N-1 into sorted (train, test) arrays with the same class shares.
 
-    The same ``labels`` and ``seed`` always give the same split; every model of a bake-off run
-    receives exactly these positions.
+    The same ``labels`` and ``seed`` always give the same split. ``run_split`` draws each run's
+    validation rows with it, ``TorchClassifier`` its internal validation part.
     """
     require_number("test_size", test_size, above=0.0, below=1.0)
     labels = np.asarray(labels)
@@ -181,7 +246,7 @@ class TabularTransformer(nn.Module):
         d_model: int = 16,
         nhead: int = 2,
         d_ff: int = 32,
-        dropout: float = 0.1,
+        dropout: float = 0.0,
     ):
         super().__init__()
         check_heads(d_model, nhead)
@@ -210,56 +275,90 @@ def make_mlp(n_inputs: int, hidden: int = 32) -> nn.Module:
 class TorchClassifier(ClassifierMixin, BaseEstimator):
     """A scikit-learn-style binary classifier around a PyTorch network, so it fits in a Pipeline.
 
-    ``kind`` is ``"mlp"`` or ``"transformer"``. ``fit`` runs Adam on binary cross-entropy for a
-    fixed number of epochs, shuffling with a generator seeded by ``seed``; ``decision_function``
-    returns logits (N,), ``predict_proba`` (N, 2).
+    ``kind`` is ``"mlp"`` (two hidden layers of ``width`` units) or ``"transformer"``
+    (``TabularTransformer`` with tokens of width ``width``). ``fit`` runs Adam on binary
+    cross-entropy in shuffled mini-batches (a generator seeded by ``seed``) until the validation
+    loss has not improved for ``patience`` epochs (``protocol.fit_with_early_stopping``, at most
+    ``max_epochs``) and keeps the best epoch's weights. The validation rows are ``X_val, y_val``
+    when given; otherwise ``validation_share`` of the training rows, drawn stratified with
+    ``seed``, are held out of training for it. After ``fit``, ``stopping_`` records the history.
+    ``decision_function`` returns logits (N,), ``predict_proba`` (N, 2).
     """
 
     def __init__(
         self,
         kind: str = "mlp",
-        epochs: int = 25,
-        learning_rate: float = 5e-3,
-        batch_size: int = 256,
-        weight_decay: float = 1e-4,
+        width: int = 32,
+        learning_rate: float = 1e-2,
+        max_epochs: int = MAX_EPOCHS,
+        patience: int = PATIENCE,
+        batch_size: int = BATCH_SIZE,
+        weight_decay: float = WEIGHT_DECAY,
+        validation_share: float = 0.2,
         seed: int = 0,
     ):
         self.kind = kind
-        self.epochs = epochs
+        self.width = width
         self.learning_rate = learning_rate
+        self.max_epochs = max_epochs
+        self.patience = patience
         self.batch_size = batch_size
         self.weight_decay = weight_decay
+        self.validation_share = validation_share
         self.seed = seed
+
+    def _check_architecture(self, n_features: int) -> None:
+        if self.kind not in ("mlp", "transformer"):
+            raise ValueError(f"kind must be 'mlp' or 'transformer', got {self.kind!r}")
+        if self.kind == "transformer" and n_features != len(token_of_column()):
+            raise ValueError(
+                f"the transformer expects the {len(token_of_column())} preprocessed columns, "
+                f"got {n_features}"
+            )
 
     def _build(self, n_features: int) -> nn.Module:
         if self.kind == "mlp":
-            return make_mlp(n_features)
-        if self.kind == "transformer":
-            columns = token_of_column()
-            if n_features != len(columns):
-                raise ValueError(
-                    f"the transformer expects the {len(columns)} preprocessed columns, got {n_features}"
-                )
-            return TabularTransformer(columns)
-        raise ValueError(f"kind must be 'mlp' or 'transformer', got {self.kind!r}")
+            return make_mlp(n_features, hidden=self.width)
+        return TabularTransformer(
+            token_of_column(), d_model=self.width, d_ff=2 * self.width
+        )
 
-    def fit(self, X, y) -> "TorchClassifier":
-        """X (N, F) numbers, y (N,) in {0, 1}."""
-        x = _as_matrix(X)
-        target = torch.as_tensor(np.asarray(y), dtype=torch.float32)
-        if target.shape != (x.shape[0],):
-            raise ValueError(
-                f"y should have shape ({x.shape[0]},) to match X, got {describe(target.shape)}"
+    def fit(self, X, y, X_val=None, y_val=None) -> "TorchClassifier":
+        """X (N, F) numbers, y (N,) in {0, 1}; optional validation rows X_val (M, F), y_val (M,)."""
+        x, target = _as_matrix(X), _as_labels("y", y, len(X))
+        self._check_architecture(x.shape[1])
+        if (X_val is None) != (y_val is None):
+            raise ValueError("give both X_val and y_val, or neither")
+        if X_val is None:
+            keep, held = stratified_split(target.numpy(), self.seed, self.validation_share)
+            x, target, x_val, target_val = x[keep], target[keep], x[held], target[held]
+        else:
+            x_val, target_val = (
+                _as_matrix(X_val, "X_val"),
+                _as_labels("y_val", y_val, len(X_val)),
             )
-        require_binary_labels("y", target)
+            if x_val.shape[1] != x.shape[1]:
+                raise ValueError(
+                    f"X_val should have the {x.shape[1]} columns of X, got shape {describe(x_val.shape)}"
+                )
         generator = seed_everything(self.seed)
         self.module_ = self._build(x.shape[1])
         optimizer = adam(self.module_.parameters(), self.learning_rate, self.weight_decay)
         loss_fn = nn.BCEWithLogitsLoss()
-        for _ in range(self.epochs):
-            train_epoch(
+
+        def run_epoch() -> float:
+            return train_epoch(
                 self.module_, optimizer, loss_fn, (x, target), self.batch_size, generator
             )
+
+        def validation_loss() -> float:
+            self.module_.eval()
+            with torch.inference_mode():
+                return loss_fn(self.module_(x_val).reshape(-1), target_val).item()
+
+        self.stopping_ = fit_with_early_stopping(
+            self.module_, run_epoch, validation_loss, self.max_epochs, self.patience
+        )
         self.module_.eval()
         self.classes_ = np.array([0, 1])
         return self
@@ -277,37 +376,58 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
         return (self.decision_function(X) > 0).astype(int)
 
 
-def _as_matrix(X) -> torch.Tensor:
+def _as_matrix(X, name: str = "X") -> torch.Tensor:
     """A 2-D float32 tensor (N, F) from an array-like."""
     x = torch.as_tensor(np.asarray(X, dtype=np.float32))
-    require_rank("X", x, ("N", "F"))
-    return require_finite("X", x)
+    require_rank(name, x, ("N", "F"))
+    return require_finite(name, x)
 
 
-def make_models(seed: int) -> dict[str, BaseEstimator]:
-    """The four unfitted models of the bake-off, seeded with ``seed``, keyed by ``MODEL_NAMES``."""
-    return {
-        "gradient-boosted trees": HistGradientBoostingClassifier(
-            early_stopping=False, random_state=seed
-        ),
-        "logistic regression": LogisticRegression(max_iter=1000, random_state=seed),
-        # Training lengths chosen by measurement: more epochs cost seconds on the page; they lift
-        # the transformer's AUC a little, but not up to the trees'.
-        "MLP": TorchClassifier("mlp", epochs=10, seed=seed),
-        "transformer": TorchClassifier(
-            "transformer", epochs=3, learning_rate=2e-2, seed=seed
-        ),
-    }
+def _as_labels(name: str, y, n: int) -> torch.Tensor:
+    """Float32 labels (n,) in {0, 1} from an array-like."""
+    target = torch.as_tensor(np.asarray(y), dtype=torch.float32)
+    if target.shape != (n,):
+        raise ValueError(
+            f"{name} should have shape ({n},) to match its features, got {describe(target.shape)}"
+        )
+    return require_binary_labels(name, target)
+
+
+def make_model(name: str, seed: int, **settings: float) -> BaseEstimator:
+    """One unfitted model of the bake-off, ``name`` from ``MODEL_NAMES``, seeded with ``seed``.
+
+    ``settings`` are the tuned ones of ``CANDIDATES``: the trees' ``learning_rate`` and
+    ``max_leaf_nodes``, the logistic regression's ``C`` (inverse regularisation strength), the
+    networks' ``learning_rate`` and ``width``. Everything else is fixed by the constants above;
+    the trees and the networks stop early on the validation rows ``fit_pipeline`` passes them.
+    """
+    if name == "gradient-boosted trees":
+        return HistGradientBoostingClassifier(
+            max_iter=MAX_ROUNDS,
+            early_stopping=True,
+            scoring="loss",
+            n_iter_no_change=PATIENCE,
+            random_state=seed,
+            **settings,
+        )
+    if name == "logistic regression":
+        return LogisticRegression(max_iter=1000, random_state=seed, **settings)
+    if name in ("MLP", "transformer"):
+        kind = "mlp" if name == "MLP" else "transformer"
+        return TorchClassifier(kind, seed=seed, **settings)
+    raise ValueError(f"name must be one of {list(MODEL_NAMES)}, got {name!r}")
+
+
+def make_models(
+    seed: int, recipes: Mapping[str, Mapping[str, float]] = RECIPES
+) -> dict[str, BaseEstimator]:
+    """The four unfitted models of the bake-off with their ``recipes``, seeded with ``seed``."""
+    return {name: make_model(name, seed, **recipes[name]) for name in MODEL_NAMES}
 
 
 def make_pipeline(model: BaseEstimator) -> Pipeline:
     """Preprocessing then ``model``; fitting the pipeline fits both on the same (training) rows."""
     return Pipeline([("prepare", make_preprocessor()), ("model", model)])
-
-
-CALL_LIST_SHARE = (
-    0.1  # the top tenth of the ranking: the customers a retention team would call
-)
 
 
 def precision_at_top(
@@ -331,34 +451,124 @@ def precision_at_top(
     return float(labels[top].mean())
 
 
-def fit_and_score(
-    pipeline: Pipeline, frame: pd.DataFrame, train: np.ndarray, test: np.ndarray
-) -> dict[str, float]:
-    """Fit ``pipeline`` on rows ``train`` of ``frame`` only, score it on rows ``test``.
+def top_standard_error(precision: float, n_called: int) -> float:
+    """Binomial standard error √(p(1 − p)/k) of a precision p measured on a list of k customers.
 
-    Returns ROC AUC, accuracy (logit threshold 0, i.e. probability 0.5) and precision in the top
-    tenth of the ranking (``precision_at_top``) on the test rows, and the wall-clock seconds of
-    fitting (preprocessing included), measured on one thread.
+    How far the share of churners in a call list of ``n_called`` customers moves, one draw of
+    customers to the next: 125 customers at p ≈ 0.6 give about 0.044.
     """
-    overlap = np.intersect1d(train, test)
+    precision = require_number("precision", precision, minimum=0)
+    if precision > 1:
+        raise ValueError(f"precision must be a share between 0 and 1, got {precision}")
+    n_called = require_int("n_called", n_called, minimum=1)
+    return math.sqrt(precision * (1 - precision) / n_called)
+
+
+def sealed_split(
+    labels: Sequence[int], seed: int = SEALED_SEED
+) -> tuple[np.ndarray, np.ndarray]:
+    """(development, test) row positions, sorted: ``TEST_SHARE`` of the rows, stratified, for test.
+
+    Built with ``protocol.three_way_split``; the development rows are its train and validation
+    rows together, which every run re-splits (``run_split``).
+    """
+    labels = np.asarray(labels)
+    split = three_way_split(
+        len(labels), seed, VALIDATION_SHARE, TEST_SHARE, stratify=torch.tensor(labels)
+    )
+    development = torch.cat([split.train, split.validation]).sort().values
+    return development.numpy(), split.test.numpy()
+
+
+def run_split(
+    labels: Sequence[int],
+    development: np.ndarray,
+    run: int,
+    train_rows: int | None = TRAIN_ROWS,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``run``'s (train, validation) row positions, sorted, drawn stratified from the
+    development rows with seed ``run``.
+
+    The validation rows are ``VALIDATION_SHARE`` of *all* rows (1,000 of 5,000 customers); the
+    train rows are ``train_rows`` of the remaining development rows (all of them when None).
+    """
+    labels, development = np.asarray(labels), np.asarray(development)
+    share = VALIDATION_SHARE * len(labels) / len(development)
+    rest, validation = stratified_split(labels[development], run, test_size=share)
+    rest, validation = development[rest], development[validation]
+    if train_rows is None or train_rows >= len(rest):
+        return rest, validation
+    train_rows = require_int("train_rows", train_rows, minimum=2)
+    keep, _ = train_test_split(
+        np.arange(len(rest)), train_size=train_rows, stratify=labels[rest], random_state=run
+    )
+    return np.sort(rest[keep]), validation
+
+
+def fit_pipeline(
+    pipeline: Pipeline, frame: pd.DataFrame, train: np.ndarray, validation: np.ndarray
+) -> float:
+    """Fit ``pipeline`` on rows ``train`` of ``frame``; returns the fit's wall-clock seconds.
+
+    The preprocessor learns from the train rows only. A model that stops early (the trees, the
+    networks) gets the ``validation`` rows, preprocessed the same way, as ``X_val, y_val``.
+    Fitting runs on one thread.
+    """
+    overlap = np.intersect1d(train, validation)
     if overlap.size:
         raise ValueError(
-            f"train and test must not share rows, got {overlap.size} shared, e.g. {overlap[:3].tolist()}"
+            f"train and validation must not share rows, got {overlap.size} shared, e.g. {overlap[:3].tolist()}"
         )
     features, labels = frame[list(FEATURE_COLUMNS)], frame[LABEL_COLUMN].to_numpy()
+    prepare, model = pipeline[:-1], pipeline[-1]
     with threadpool_limits(limits=1):
         with stopwatch() as fitting:
-            pipeline.fit(features.iloc[train], labels[train])
-        logits = np.asarray(
-            pipeline.decision_function(features.iloc[test]), dtype=np.float64
-        )
+            x_train = prepare.fit_transform(features.iloc[train])
+            if _stops_early(model):
+                x_val = prepare.transform(features.iloc[validation])
+                model.fit(x_train, labels[train], X_val=x_val, y_val=labels[validation])
+            else:
+                model.fit(x_train, labels[train])
+    return fitting["seconds"]
+
+
+def _stops_early(model: BaseEstimator) -> bool:
+    return isinstance(model, TorchClassifier) or (
+        isinstance(model, HistGradientBoostingClassifier) and model.early_stopping is True
+    )
+
+
+def training_length(model: BaseEstimator) -> tuple[int, bool]:
+    """(length, stopped early) of a fitted model of the bake-off.
+
+    The length is the epoch a network kept (its best), the boosting rounds the trees kept, or the
+    logistic regression's solver iterations; any other model gives (0, False). "Stopped early" means before the ceiling
+    (``max_epochs``, ``max_iter``): the validation loss had stopped falling, or the solver had
+    converged.
+    """
+    if isinstance(model, TorchClassifier):
+        return model.stopping_.best_epoch, model.stopping_.stopped_early
+    if isinstance(model, HistGradientBoostingClassifier):
+        # n_iter_ counts the rounds fitted, the patience included; early stopping keeps them all
+        return int(model.n_iter_), bool(model.n_iter_ < model.max_iter)
+    if isinstance(model, LogisticRegression):
+        iterations = int(np.max(model.n_iter_))
+        return iterations, iterations < model.max_iter
+    return 0, False  # a model that does not train in steps
+
+
+def score_rows(
+    pipeline: Pipeline, features: pd.DataFrame, labels: np.ndarray
+) -> dict[str, float]:
+    """ROC AUC, accuracy (logit threshold 0) and ``precision_at_top`` of a fitted pipeline."""
+    with threadpool_limits(limits=1):
+        logits = np.asarray(pipeline.decision_function(features), dtype=np.float64)
     return {
-        "roc_auc": float(roc_auc_score(labels[test], logits)),
+        "roc_auc": float(roc_auc_score(labels, logits)),
         "accuracy": accuracy(
-            torch.from_numpy(logits), torch.from_numpy(labels[test].astype(np.float64))
+            torch.from_numpy(logits), torch.from_numpy(np.asarray(labels, dtype=np.float64))
         ),
-        "precision_at_top": precision_at_top(labels[test], logits),
-        "train_seconds": fitting["seconds"],
+        "precision_at_top": precision_at_top(labels, logits),
     }
 
 
@@ -370,7 +580,7 @@ def warm_up_models(
     The first fit in a process pays one-off costs (PyTorch's first autograd and optimizer calls,
     lazy imports, memory allocation) that have nothing to do with the model. Warming up keeps
     them out of the timed fits; the models passed in are cloned, so they stay unfitted. A network
-    (a model with an ``epochs`` parameter) trains for a single epoch: one pass pays those costs.
+    (a model with a ``max_epochs`` parameter) trains for a single epoch: one pass pays those costs.
     """
     labels = frame[LABEL_COLUMN].to_numpy()
     train = np.asarray(train)
@@ -378,77 +588,151 @@ def warm_up_models(
     with threadpool_limits(limits=1):  # the same single thread as the timed fits
         for model in models:
             model = clone(model)
-            if "epochs" in model.get_params():
-                model.set_params(epochs=1)
+            if "max_epochs" in model.get_params():
+                model.set_params(max_epochs=1)
             make_pipeline(model).fit(
                 frame.iloc[subset][list(FEATURE_COLUMNS)], labels[subset]
             )
 
 
+def _check_runs(runs: Sequence[int]) -> None:
+    if len(runs) == 0:
+        raise ValueError("runs must hold at least one run seed, got an empty sequence")
+
+
 def run_bakeoff(
     frame: pd.DataFrame,
-    seeds: Sequence[int] = (0, 1, 2),
-    test_size: float = 0.25,
+    runs: Sequence[int] = RUNS,
     models: Callable[[int], Mapping[str, BaseEstimator]] = make_models,
     warm_up: bool = True,
+    train_rows: int | None = TRAIN_ROWS,
+    sealed_seed: int = SEALED_SEED,
 ) -> pd.DataFrame:
-    """Fit every model on every seed's shared stratified split; one row per model × seed.
+    """Fit every model on every run, then score them all once on the sealed test split.
 
-    Each seed draws one split (used by every model) and seeds every model. Columns: ``model``,
-    ``seed``, ``roc_auc``, ``accuracy``, ``precision_at_top`` (churners among the top tenth of the
-    test ranking), ``base_rate`` (churners among all test rows), ``majority_accuracy`` (always
-    predicting the training majority class), ``train_seconds``, ``n_train``, ``n_test``. With ``warm_up`` (see
-    ``warm_up_models``) one-off start-up costs stay out of the first seed's timings.
+    Each run re-splits the development rows (``run_split``) and seeds every model with the run's
+    number; models stop early on the run's validation rows. Only after the last fit is the test
+    split scored, once (``protocol.SealedTest``). One row per model × run, columns: ``model``,
+    ``run``, ``roc_auc``, ``accuracy``, ``precision_at_top`` (test), ``validation_auc``,
+    ``length`` and ``stopped_early`` (``training_length``), ``base_rate`` (churners among the test rows),
+    ``majority_accuracy`` (always predicting the training majority), ``train_seconds``,
+    ``n_train``, ``n_validation``, ``n_test``. With ``warm_up`` (``warm_up_models``) one-off
+    start-up costs stay out of the first run's timings. ``train_rows`` (see ``run_split``) and
+    ``sealed_seed`` (another test split, ``sealed_split``) let the experiment be repeated on more
+    data or other test customers.
     """
     check_frame(frame)
-    if len(seeds) == 0:
-        raise ValueError("seeds must hold at least one seed, got an empty sequence")
-    labels = frame[LABEL_COLUMN].to_numpy()
+    _check_runs(runs)
+    features, labels = frame[list(FEATURE_COLUMNS)], frame[LABEL_COLUMN].to_numpy()
+    development, test = sealed_split(labels, sealed_seed)
     if warm_up:
         warm_up_models(
             frame,
-            models(seeds[0]).values(),
-            stratified_split(labels, seeds[0], test_size)[0],
+            models(runs[0]).values(),
+            run_split(labels, development, runs[0], train_rows)[0],
         )
-    rows = []
-    for seed in seeds:
-        train, test = stratified_split(labels, seed, test_size)
-        majority = int(labels[train].mean() > 0.5)
-        for name, model in models(seed).items():
-            scores = fit_and_score(make_pipeline(model), frame, train, test)
-            rows.append(
-                {
-                    "model": name,
-                    "seed": seed,
-                    **scores,
-                    "base_rate": float(labels[test].mean()),
-                    "majority_accuracy": float((labels[test] == majority).mean()),
-                    "n_train": len(train),
-                    "n_test": len(test),
-                }
-            )
+    fitted = []
+    for run in runs:
+        train, validation = run_split(labels, development, run, train_rows)
+        for name, model in models(run).items():
+            pipeline = make_pipeline(model)
+            seconds = fit_pipeline(pipeline, frame, train, validation)
+            length, stopped_early = training_length(pipeline[-1])
+            row = {
+                "model": name,
+                "run": run,
+                "validation_auc": score_rows(
+                    pipeline, features.iloc[validation], labels[validation]
+                )["roc_auc"],
+                "length": length,
+                "stopped_early": stopped_early,
+                "base_rate": float(labels[test].mean()),
+                "majority_accuracy": float(
+                    (labels[test] == int(labels[train].mean() > 0.5)).mean()
+                ),
+                "train_seconds": seconds,
+                "n_train": len(train),
+                "n_validation": len(validation),
+                "n_test": len(test),
+            }
+            fitted.append((pipeline, row))
+    sealed = SealedTest(features.iloc[test], labels[test])
+    scores = sealed.score(
+        lambda x, y: [score_rows(pipeline, x, y) for pipeline, _ in fitted]
+    )
+    rows = [{**row, **score} for (_, row), score in zip(fitted, scores)]
     columns = [
         "model",
-        "seed",
+        "run",
         "roc_auc",
         "accuracy",
         "precision_at_top",
+        "validation_auc",
+        "length",
+        "stopped_early",
         "base_rate",
         "majority_accuracy",
         "train_seconds",
         "n_train",
+        "n_validation",
         "n_test",
     ]
     return pd.DataFrame(rows)[columns]
 
 
-def summarise(results: pd.DataFrame) -> pd.DataFrame:
-    """Mean and standard deviation over seeds per model (rows in first-seen order).
+def tune_recipes(
+    frame: pd.DataFrame,
+    runs: Sequence[int] = RUNS,
+    candidates: Mapping[str, Sequence[Mapping[str, float]]] = CANDIDATES,
+    train_rows: int | None = TRAIN_ROWS,
+    sealed_seed: int = SEALED_SEED,
+) -> pd.DataFrame:
+    """Score every candidate configuration by validation ROC AUC on every run; no test rows.
 
-    Columns: ``auc_mean``, ``auc_std``, ``accuracy_mean``, ``accuracy_std``, ``train_seconds_mean``,
-    ``seeds``. The standard deviation is the sample one (ddof=1); it is NaN for a single seed.
+    The tuning budget is ``len(candidates[name])`` configurations per model. One row per model ×
+    configuration × run: ``model``, ``config`` (its index in ``candidates[name]``), ``run``,
+    ``validation_auc``. ``choose_recipes`` picks the winners.
     """
-    needed = {"model", "seed", "roc_auc", "accuracy", "train_seconds"}
+    check_frame(frame)
+    _check_runs(runs)
+    features, labels = frame[list(FEATURE_COLUMNS)], frame[LABEL_COLUMN].to_numpy()
+    development, _ = sealed_split(labels, sealed_seed)  # the test rows are never touched
+    rows = []
+    for run in runs:
+        train, validation = run_split(labels, development, run, train_rows)
+        for name, configs in candidates.items():
+            for index, settings in enumerate(configs):
+                pipeline = make_pipeline(make_model(name, run, **settings))
+                fit_pipeline(pipeline, frame, train, validation)
+                score = score_rows(pipeline, features.iloc[validation], labels[validation])
+                rows.append(
+                    {
+                        "model": name,
+                        "config": index,
+                        "run": run,
+                        "validation_auc": score["roc_auc"],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def choose_recipes(
+    tuning: pd.DataFrame,
+    candidates: Mapping[str, Sequence[Mapping[str, float]]] = CANDIDATES,
+) -> dict[str, dict[str, float]]:
+    """Per model, the configuration with the highest mean validation AUC over the runs."""
+    mean = tuning.groupby(["model", "config"])["validation_auc"].mean()
+    return {name: dict(candidates[name][int(mean[name].idxmax())]) for name in candidates}
+
+
+def summarise(results: pd.DataFrame) -> pd.DataFrame:
+    """Mean and standard deviation over runs per model (rows in first-seen order).
+
+    Columns: ``auc_mean``, ``auc_std``, ``accuracy_mean``, ``accuracy_std``, ``top_mean``,
+    ``train_seconds_mean``, ``runs``. The standard deviation is the sample one (ddof=1); it is
+    NaN for a single run.
+    """
+    needed = {"model", "run", "roc_auc", "accuracy", "precision_at_top", "train_seconds"}
     if not isinstance(results, pd.DataFrame) or not needed <= set(results.columns):
         got = (
             list(results.columns)
@@ -465,8 +749,9 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
             "auc_std": grouped["roc_auc"].std(),
             "accuracy_mean": grouped["accuracy"].mean(),
             "accuracy_std": grouped["accuracy"].std(),
+            "top_mean": grouped["precision_at_top"].mean(),
             "train_seconds_mean": grouped["train_seconds"].mean(),
-            "seeds": grouped["seed"].nunique(),
+            "runs": grouped["run"].nunique(),
         }
     )
 
@@ -474,35 +759,47 @@ def summarise(results: pd.DataFrame) -> pd.DataFrame:
 def paired_difference(
     results: pd.DataFrame, first: str, second: str, metric: str = "roc_auc"
 ) -> pd.Series:
-    """``metric`` of model ``first`` minus that of ``second``, seed by seed (same split each time).
+    """``metric`` of model ``first`` minus that of ``second``, run by run (same rows each time).
 
-    Pairing by seed removes the split-to-split noise both models share. Returns a Series indexed
-    by seed.
+    Pairing by run removes the noise both models share (the same train, validation and test
+    rows). Returns a Series indexed by run.
     """
     if metric not in results.columns:
         raise ValueError(
             f"metric must be a column of results such as 'roc_auc' or 'accuracy', got {metric!r}"
         )
-    table = results.pivot(index="seed", columns="model", values=metric)
+    table = results.pivot(index="run", columns="model", values=metric)
     for name in (first, second):
         if name not in table.columns:
             raise ValueError(f"model {name!r} is not in results; got {list(table.columns)}")
     return (table[first] - table[second]).rename(f"{first} - {second}")
 
 
-def consistency(differences: pd.Series) -> str:
-    """Describe paired differences honestly: 'ahead on every seed', 'behind on every seed', or a count.
-
-    Mixed (or tied) results read e.g. 'ahead on 2 of 3 seeds'.
+def paired_evidence(differences: pd.Series) -> tuple[Interval, float, str]:
+    """What paired differences over runs show: a 95 % Student-t interval of their mean
+    (``protocol.seed_interval``), the sign test's two-sided p (``protocol.sign_test``) and the
+    count in words (``consistency``). The interval speaks for other runs of the same recipe on
+    the same test split; 3 runs that agree in sign give p = 0.25, which alone shows little.
     """
+    return (
+        seed_interval(differences.to_numpy()),
+        sign_test(differences.to_numpy()),
+        consistency(differences),
+    )
+
+
+def consistency(differences: pd.Series) -> str:
+    """Describe paired differences honestly: 'ahead on all 3 runs', 'behind on all 3 runs', or a
+    count such as 'ahead on 2 of 3 runs' (ties count as not ahead)."""
     if not isinstance(differences, pd.Series):
         raise TypeError(
             f"differences must be a pandas Series from paired_difference, got {type(differences).__name__}"
         )
     if len(differences) == 0:
-        raise ValueError("differences must hold at least one seed, got none")
+        raise ValueError("differences must hold at least one run, got none")
+    n = len(differences)
     if (differences > 0).all():
-        return "ahead on every seed"
+        return f"ahead on all {n} runs"
     if (differences < 0).all():
-        return "behind on every seed"
-    return f"ahead on {int((differences > 0).sum())} of {len(differences)} seeds"
+        return f"behind on all {n} runs"
+    return f"ahead on {int((differences > 0).sum())} of {n} runs"
