@@ -42,7 +42,7 @@ D_MODEL, NHEAD, D_FF = 32, 2, 64
 LEARNING_RATE = 2e-2
 BATCH_SIZE = 256
 PATIENCE = 8
-MAX_EPOCHS = 100  # a cap that early stopping is expected to reach first
+MAX_EPOCHS = 100  # a cap only: early stopping is expected to end every run before it
 SEED = 42  # initial weights and the order of the mini-batches
 
 # attention_fn(q, k, v, padding) -> (output, weights): q (B, Lq, D), k (B, Lk, D), v (B, Lk, Dv),
