@@ -244,10 +244,10 @@ def check_training(
     learning_rate: float,
     batch_size: int,
     accuracy_fn: AccuracyFn | None,
-    patience: int | None,
 ) -> None:
-    """Every argument check of ``train_classifier``, in one place: raise with a sentence that
-    names the argument, what was expected and what came."""
+    """The argument checks of ``train_classifier``, in one place: raise with a sentence that
+    names the argument, what was expected and what came. (``patience`` is checked by
+    ``protocol.fit_with_early_stopping``, also before the first epoch.)"""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if accuracy_fn is not None and not callable(accuracy_fn):
@@ -257,8 +257,6 @@ def check_training(
     check_data("train_data", train_data)
     check_data("val_data", val_data)
     check_settings(epochs, learning_rate, batch_size)
-    if patience is not None:
-        require_int("patience", patience, minimum=1)
 
 
 def train_classifier(
@@ -283,14 +281,7 @@ def train_classifier(
     in choosing the epoch.
     """
     check_training(
-        model,
-        train_data,
-        val_data,
-        epochs,
-        learning_rate,
-        batch_size,
-        accuracy_fn,
-        patience,
+        model, train_data, val_data, epochs, learning_rate, batch_size, accuracy_fn
     )
     generator = torch.Generator().manual_seed(seed)
     optimizer = adam(model.parameters(), learning_rate)
