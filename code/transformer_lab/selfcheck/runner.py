@@ -116,12 +116,13 @@ def check_module(module: types.ModuleType, only: Sequence[str] = ()) -> list[Che
     return results
 
 
-def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Report) -> None:
+def _run_in_worker(
+    path: Path, checks: list[Check], limits: Limits, report: Report, hidden: Sequence[str]
+) -> None:
     """Run ``checks`` on the file at ``path`` in a worker; fill ``report`` (Ctrl-C stops with
-    the report so far)."""
-    import transformer_lab.tokenizer  # noqa: F401 - loaded once here, so a forked worker need not load it
-
-    with Worker(path, [check.name for check in checks], limits) as worker:
+    the report so far, and ends the worker first)."""
+    with Worker(path, [check.name for check in checks], limits, tuple(hidden)) as worker:
+        report.isolation = worker.isolation.level
         try:
             _load_and_check(worker, checks, limits, report)
         except KeyboardInterrupt:
@@ -220,12 +221,14 @@ def check_file(
     display: str | None = None,
     limits: Limits | None = None,
     isolated: bool = True,
+    hidden: Sequence[str] = (),
 ) -> Report:
     """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
     one-line error. ``display`` is the name the report prints for the file (default: ``path``).
 
     The student's code runs in a worker process with ``limits`` (time per check, memory, output);
-    ``isolated=False`` runs it in this process instead (trusted code only)."""
+    ``isolated=False`` runs it in this process instead (trusted code only). ``hidden``: more
+    paths the worker must not see (the results), besides the file's folder and the package."""
     start = time.perf_counter()
     path = Path(path)
     display = display or str(path)
@@ -235,7 +238,7 @@ def check_file(
         return _check_in_fresh_process(path, only, display, limits)
     report = Report(display)
     if isolated:
-        _run_in_worker(path, checks, limits, report)
+        _run_in_worker(path, checks, limits, report, hidden)
     else:
         try:
             module = load_module(path)
