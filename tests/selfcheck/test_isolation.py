@@ -444,3 +444,34 @@ def test_a_mixed_class_grades_the_same_with_one_job_or_two_and_nothing_else_is_t
         "grades1.csv",
         "grades2.csv",
     ]
+
+
+def test_a_check_may_let_students_build_on_named_book_modules_and_no_others(tmp_path):
+    """``Check.book_modules`` (e.g. a class of the book to subclass): real in that worker only."""
+    import torch
+
+    from transformer_lab.selfcheck.core import Failed
+    from transformer_lab.selfcheck.worker import RemoteFunction, Worker
+
+    source = "from transformer_lab.pooling import masked_mean\n"
+    source += "from transformer_lab.attention import attention\n"
+    path = write(tmp_path, "student.py", source)
+    x, padding = torch.ones(1, 2, 3), torch.tensor([[False, True]])
+    modules = ("transformer_lab.pooling",)
+    with Worker(path, ["masked_mean", "attention"], FAST, book_modules=modules) as worker:
+        worker.start()
+        worker.begin_check(FAST.seconds)
+        mean = RemoteFunction(worker, "masked_mean").call(x, padding).result
+        assert torch.equal(mean, torch.ones(1, 3))
+        with pytest.raises(Failed) as failed:
+            RemoteFunction(worker, "attention").call(x, x, x, padding)
+        assert failed.value.finding.code == "book_implementation"
+
+
+def test_book_modules_bring_what_they_import_and_the_data_they_load():
+    from transformer_lab.selfcheck.isolation import data_folders, with_imports
+
+    needed = with_imports(("transformer_lab.char_transformer",))
+    assert {"transformer_lab.datasets", "transformer_lab.pooling"} <= set(needed)
+    assert "transformer_lab.attention" not in needed
+    assert data_folders(("transformer_lab.char_transformer",)) and not data_folders(())

@@ -25,6 +25,7 @@ Two levels, the strongest one available is used (:func:`isolation`):
 
 from __future__ import annotations
 
+import ast
 import atexit
 import functools
 import os
@@ -92,13 +93,67 @@ def hidden_paths(extra: tuple[str, ...] = ()) -> list[str]:
     return seen
 
 
+def module_file(name: str) -> Path | None:
+    """The source file of package module ``name`` (``transformer_lab.x.y``), if there is one."""
+    parts = name.split(".")[1:]
+    for candidate in (
+        PACKAGE.joinpath(*parts).with_suffix(".py"),
+        PACKAGE.joinpath(*parts, "__init__.py"),
+    ):
+        if parts and candidate.is_file():
+            return candidate
+    return None
+
+
+def with_imports(names: tuple[str, ...]) -> list[str]:
+    """``names`` and every package module they import (directly or not), parents included."""
+    found: list[str] = []
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        path = module_file(name)
+        if name in found or path is None:
+            continue
+        found.append(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(2, len(parts))]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                todo.append(node.module)
+                todo += [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+    return sorted(n for n in found if n.startswith("transformer_lab."))
+
+
+def data_folders(book_modules: tuple[str, ...]) -> list[str]:
+    """The book's data folder, when one of ``book_modules`` loads it (``datasets``)."""
+    if "transformer_lab.datasets" not in with_imports(book_modules):
+        return []
+    from transformer_lab.datasets import find_data_dir
+
+    try:
+        return [os.path.realpath(find_data_dir())]
+    except (FileNotFoundError, OSError):
+        return []
+
+
+def book_files(book_modules: tuple[str, ...]) -> list[str]:
+    """Paths (relative to the package) of ``book_modules`` and what they import."""
+    return [
+        module_file(name).relative_to(PACKAGE).as_posix()
+        for name in with_imports(book_modules)
+    ]
+
+
 @functools.cache
-def skeleton() -> str:
-    """A temporary folder holding ``transformer_lab`` with only :data:`WORKER_MODULES` (removed
-    when this process ends)."""
+def skeleton(book_modules: tuple[str, ...] = ()) -> str:
+    """A temporary folder holding ``transformer_lab`` with only :data:`WORKER_MODULES`, plus the
+    ``book_modules`` a check lets students import (and what they import), removed when this
+    process ends."""
     root = Path(tempfile.mkdtemp(prefix="selfcheck-skeleton-"))
     atexit.register(shutil.rmtree, root, True)
-    for relative in WORKER_MODULES:
+    for relative in dict.fromkeys([*WORKER_MODULES, *book_files(book_modules)]):
         target = root / "transformer_lab" / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(PACKAGE / relative, target)
@@ -163,12 +218,18 @@ def isolation() -> Isolation:
 
 
 def worker_command(
-    level: str, workdir: str, hidden: list[str], arguments: list[str]
+    level: str,
+    workdir: str,
+    hidden: list[str],
+    arguments: list[str],
+    book_modules: tuple[str, ...] = (),
+    visible: tuple[str, ...] = (),
 ) -> tuple[list[str], str]:
     """The command that starts a worker, and the working folder as the worker sees it.
 
-    ``arguments`` follow ``python -I -c <start>``; the student's file is in ``workdir``."""
-    root = skeleton()
+    ``arguments`` follow ``python -I -c <start>``; the student's file is in ``workdir``;
+    ``visible``: folders inside the hidden ones the worker may read (the book's data)."""
+    root = skeleton(book_modules)
     start = (
         "import sys; sys.path.insert(0, sys.argv.pop(1)); "
         "from transformer_lab.selfcheck.sandbox import main; main()"
@@ -190,6 +251,7 @@ def worker_command(
         if os.path.isdir(real) and any(_inside(real, h) for h in hidden):
             if not (_inside(real, package) or _inside(package, real)):
                 command += ["--ro-bind", real, real]
+    command += [arg for path in visible for arg in ("--ro-bind", path, path)]
     command += ["--tmpfs", "/tmp", "--ro-bind", root, SANDBOX_SKELETON]
     command += ["--bind", workdir, SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
     command += ["--setenv", "TMPDIR", SANDBOX_WORKDIR, "--setenv", "HOME", SANDBOX_WORKDIR]

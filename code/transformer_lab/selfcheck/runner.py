@@ -120,19 +120,40 @@ def _run_in_worker(
     path: Path, checks: list[Check], limits: Limits, report: Report, hidden: Sequence[str]
 ) -> None:
     """Run ``checks`` on the file at ``path`` in a worker; fill ``report`` (Ctrl-C stops with
-    the report so far, and ends the worker first)."""
-    with Worker(path, [check.name for check in checks], limits, tuple(hidden)) as worker:
-        report.isolation = worker.isolation.level
-        try:
-            _load_and_check(worker, checks, limits, report)
-        except KeyboardInterrupt:
-            report.interrupted = True
-            done = {result.name for result in report.results}
-            report.results += [
-                CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
-                for c in checks
-                if c.name not in done
-            ]
+    the report so far, and ends the worker first).
+
+    A check may name ``book_modules`` the student's code builds on (e.g. a class of the book to
+    subclass): checks that name the same ones share a worker where those are real, and the other
+    checks never run next to them."""
+    groups: dict[tuple[str, ...], list[Check]] = {}
+    for check in checks:
+        groups.setdefault(tuple(getattr(check, "book_modules", ())), []).append(check)
+    for modules, group in groups.items():
+        names = [check.name for check in group]
+        with Worker(path, names, limits, tuple(hidden), modules) as worker:
+            report.isolation = worker.isolation.level
+            try:
+                _load_and_check(worker, group, limits, report)
+            except KeyboardInterrupt:
+                report.interrupted = True
+        if report.interrupted or report.load_error is not None:
+            break
+    order = {check.name: i for i, check in enumerate(checks)}
+    done = {result.name for result in report.results}
+    if report.interrupted:
+        report.results += [
+            CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
+            for c in checks
+            if c.name not in done
+        ]
+    elif report.load_error is not None:
+        report.results = [
+            CheckResult(
+                c.name, c.exercise, NOT_RUN, f"the file did not load: {report.load_error}"
+            )
+            for c in checks
+        ]
+    report.results.sort(key=lambda result: order.get(result.name, len(order)))
 
 
 def _load_and_check(

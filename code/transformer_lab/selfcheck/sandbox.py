@@ -102,8 +102,11 @@ class _BookModule(types.ModuleType):
 class BookStandIns(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """``transformer_lab.<anything not in the skeleton>`` imports as a module of tripwires."""
 
+    def __init__(self, allowed: list[str] = ()):
+        self.allowed = SKELETON_MODULES | set(allowed)
+
     def find_spec(self, fullname, path=None, target=None):
-        if fullname.startswith("transformer_lab.") and fullname not in SKELETON_MODULES:
+        if fullname.startswith("transformer_lab.") and fullname not in self.allowed:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
 
@@ -501,9 +504,10 @@ def main() -> None:
     except ImportError:  # pragma: no cover
         pass
     _caps(config["limits"])
-    sys.meta_path.insert(0, BookStandIns())
+    sys.meta_path.insert(0, BookStandIns(config.get("book_modules", [])))
     arm_library_tripwires()
     guard = Guard(config["hidden"], os.path.dirname(path), config["level"] != "bubblewrap")
+    guard.visible += [os.path.realpath(p) for p in config.get("visible", [])]
     sys.addaudithook(guard)
     guard.arm()
     server = Server(conn, None, path)

@@ -48,9 +48,11 @@ from transformer_lab.selfcheck.execution import (
 )
 from transformer_lab.selfcheck.isolation import (
     BUBBLEWRAP,
+    data_folders,
     hidden_paths,
     isolation,
     runs_folder,
+    with_imports,
     worker_command,
 )
 from transformer_lab.selfcheck.sandbox import BOOK_PREFIX, STUDENT_MODULE
@@ -180,7 +182,10 @@ def describe_exit(exitcode: int | None) -> str:
 class Worker:
     """One worker process for one student file, restarted after a time-out or a crash.
 
-    ``hidden``: more paths the worker must not see (the submissions folder, the results)."""
+    ``hidden``: more paths the worker must not see (the submissions folder, the results).
+    ``book_modules``: package modules the student's code may import (a check whose exercise
+    builds on the book's classes, e.g. ``transformer_lab.char_transformer``); they and what they
+    import are real in that worker, and the book's data folder is readable when they load it."""
 
     def __init__(
         self,
@@ -188,10 +193,13 @@ class Worker:
         names: list[str],
         limits: Limits = Limits(),
         hidden: tuple[str, ...] = (),
+        book_modules: tuple[str, ...] = (),
     ):
         self.path, self.names, self.limits = Path(path), list(names), limits
+        self.book_modules = tuple(book_modules)
         self.isolation = isolation()
         self.hidden = hidden_paths((str(self.path.resolve().parent), *hidden))
+        self.visible = data_folders(self.book_modules)
         handle, self.output_path = tempfile.mkstemp(suffix=".out", dir=runs_folder())
         os.close(handle)
         self.read_offset = 0
@@ -227,12 +235,16 @@ class Worker:
             },
             "hidden": self.hidden,
             "level": self.isolation.level,
+            "book_modules": with_imports(self.book_modules),
+            "visible": self.visible,
         }
         command, seen = worker_command(
             self.isolation.level,
             self.workdir,
             self.hidden,
             [str(theirs.fileno()), str(alarm_write), "", json.dumps(config)],
+            self.book_modules,
+            tuple(self.visible),
         )
         command[-2] = os.path.join(seen, self.path.name)
         with open(self.output_path, "ab") as output:
@@ -244,7 +256,11 @@ class Worker:
                 pass_fds=(theirs.fileno(), alarm_write),
                 start_new_session=True,
                 cwd=self.workdir,
-                env={**_clean_environment(), "TMPDIR": self.workdir, "HOME": self.workdir},
+                env={
+                    **_clean_environment(self.visible),
+                    "TMPDIR": self.workdir,
+                    "HOME": self.workdir,
+                },
             )
         theirs.close()
         os.close(alarm_write)
@@ -426,13 +442,16 @@ class Worker:
         return text + ("\n..." if len(data) > limit else "")
 
 
-def _clean_environment() -> dict[str, str]:
+def _clean_environment(visible: list[str]) -> dict[str, str]:
     """The worker's environment: what Python and the numeric mode need, nothing of the grader's
-    (its command line, tokens or paths)."""
+    (its command line, tokens or paths); the book's data folder when the worker may read it."""
     keep = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-    return {
+    env = {
         k: v for k, v in os.environ.items() if k in keep or k.startswith("TRANSFORMER_LAB")
     }
+    if visible:
+        env["CLOUDWAVE_DATA_DIR"] = visible[0]
+    return env
 
 
 def _force_remove(function, path, _info) -> None:
