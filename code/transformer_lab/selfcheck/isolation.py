@@ -17,8 +17,9 @@ Two levels, the strongest one available is used (:func:`isolation`):
 - ``process`` (no working bubblewrap): a fresh interpreter in its own session, with an audit hook
   (:mod:`transformer_lab.selfcheck.sandbox`) that refuses to open the hidden paths, to write
   outside its folder, to start programs, to load native code through ``ctypes`` or to signal other
-  processes. Python code cannot remove an audit hook, but native code can still do what it likes,
-  and a ``setsid`` child can outlive the worker: the report says so in one line.
+  processes, and the grader ends the daemons a worker leaves (it adopts orphans). That stops
+  mistakes and the usual attacks, not a determined one: the hook's rules live in the same
+  interpreter as the student's code, which can rewrite them. The grader says so in one line.
 
 ``SELFCHECK_ISOLATION=process`` forces the second level (tests of the fallback use it).
 """
@@ -44,7 +45,8 @@ LEVEL_LINES = {
     BUBBLEWRAP: "isolation: bubblewrap (own file-system view, PID namespace and network; "
     "the project, the submissions and the results hidden)",
     PROCESS: "isolation: process only (bubblewrap is not available: a fresh interpreter with an "
-    "audit hook; install bubblewrap, e.g. apt-get install bubblewrap, for real isolation)",
+    "audit hook, which a determined submission can get round; install bubblewrap, e.g. "
+    "apt-get install bubblewrap, for real isolation)",
 }
 
 PACKAGE = Path(transformer_lab.__file__).resolve().parent
@@ -212,8 +214,9 @@ def _bwrap_works() -> bool:
 
 def isolation() -> Isolation:
     """The strongest isolation this machine offers (see the module docstring)."""
-    forced = os.environ.get("SELFCHECK_ISOLATION", "")
-    level = BUBBLEWRAP if forced != PROCESS and _bwrap_works() else PROCESS
+    if os.environ.get("SELFCHECK_ISOLATION", "") == PROCESS:
+        return Isolation(PROCESS, "isolation: process only (SELFCHECK_ISOLATION=process)")
+    level = BUBBLEWRAP if _bwrap_works() else PROCESS
     return Isolation(level, LEVEL_LINES[level])
 
 
