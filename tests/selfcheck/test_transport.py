@@ -3,9 +3,7 @@ returned object can run code in the process that grades it; and a diagnosis made
 worker is the one made in-process."""
 
 import inspect
-import itertools
 import pickle
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +14,9 @@ from tokenizers import trainers
 from selfcheck import mutants
 from selfcheck.mutants import RIGHT, WRONG
 from selfcheck.solutions import SOLUTION, write
-from transformer_lab.selfcheck import check_file
+from transformer_lab.selfcheck import Limits, check_file
 from transformer_lab.selfcheck.execution import GradientReport, Opaque
+from transformer_lab.selfcheck.registry import BY_NAME
 from transformer_lab.selfcheck.transport import (
     ModuleState,
     PlainUnpickler,
@@ -25,6 +24,7 @@ from transformer_lab.selfcheck.transport import (
     encode,
     loads_plain,
 )
+from transformer_lab.selfcheck.worker import RemoteFunction, Worker
 from transformer_lab.tokenizer import TINY_CORPUS, train_bpe_tokenizer
 
 
@@ -153,21 +153,17 @@ CATALOGUE = (
 
 @pytest.fixture(scope="module")
 def through_a_worker(tmp_path_factory):
-    """Each sampled mutant's result from a worker, by label. A file holds one mutant per check
-    (the checks are independent), so a worker starts once per row of mutants, not once each."""
-    by_check = defaultdict(list)
-    for mutant in SAMPLE:
-        by_check[mutant.check].append(mutant)
+    """Each sampled mutant's result from a worker, by label. One worker holds the whole catalogue
+    and each check calls its mutant by the mutant's own name (as the runner calls the check's)."""
+    path = write(tmp_path_factory.mktemp("mutants"), "student.py", CATALOGUE)
+    names = sorted({mutant.function.__name__ for mutant in SAMPLE})
     results = {}
-    for row in itertools.zip_longest(*by_check.values()):
-        mutants = [mutant for mutant in row if mutant is not None]
-        source = CATALOGUE + "".join(
-            f"\n{m.check} = {m.function.__name__}\n" for m in mutants
-        )
-        path = write(tmp_path_factory.mktemp("mutants"), "student.py", source)
-        report = check_file(path, only=[mutant.check for mutant in mutants])
-        by_name = {result.name: result for result in report.results}
-        results.update({mutant.label: by_name[mutant.check] for mutant in mutants})
+    with Worker(path, names, Limits()) as worker:
+        worker.start()
+        for mutant in SAMPLE:
+            worker.begin_check(Limits().seconds)
+            function = RemoteFunction(worker, mutant.function.__name__)
+            results[mutant.label] = BY_NAME[mutant.check].run(function)
     return results
 
 
