@@ -447,7 +447,8 @@ def test_a_mixed_class_grades_the_same_with_one_job_or_two_and_nothing_else_is_t
 
 
 def test_a_check_may_let_students_build_on_named_book_modules_and_no_others(tmp_path):
-    """``Check.book_modules`` (e.g. a class of the book to subclass): real in that worker only."""
+    """``Check.book_modules`` (e.g. a class of the book to subclass): real in that worker only;
+    ``Check.library_attention``: PyTorch's attention usable there (inside the book's model)."""
     import torch
 
     from transformer_lab.selfcheck.core import Failed
@@ -455,14 +456,18 @@ def test_a_check_may_let_students_build_on_named_book_modules_and_no_others(tmp_
 
     source = "from transformer_lab.pooling import masked_mean\n"
     source += "from transformer_lab.attention import attention\n"
+    source += "import torch\nfused = torch.nn.functional.scaled_dot_product_attention\n"
     path = write(tmp_path, "student.py", source)
     x, padding = torch.ones(1, 2, 3), torch.tensor([[False, True]])
     modules = ("transformer_lab.pooling",)
-    with Worker(path, ["masked_mean", "attention"], FAST, book_modules=modules) as worker:
+    names = ["masked_mean", "attention", "fused"]
+    with Worker(path, names, FAST, book_modules=modules, library_attention=True) as worker:
         worker.start()
         worker.begin_check(FAST.seconds)
         mean = RemoteFunction(worker, "masked_mean").call(x, padding).result
         assert torch.equal(mean, torch.ones(1, 3))
+        mixed = RemoteFunction(worker, "fused").call(x, x, x).result
+        assert tuple(mixed.shape) == (1, 2, 3)
         with pytest.raises(Failed) as failed:
             RemoteFunction(worker, "attention").call(x, x, x, padding)
         assert failed.value.finding.code == "book_implementation"

@@ -123,14 +123,18 @@ def _run_in_worker(
     the report so far, and ends the worker first).
 
     A check may name ``book_modules`` the student's code builds on (e.g. a class of the book to
-    subclass): checks that name the same ones share a worker where those are real, and the other
-    checks never run next to them."""
-    groups: dict[tuple[str, ...], list[Check]] = {}
+    subclass) and set ``library_attention`` when PyTorch's attention may run (inside the book's
+    model): checks with the same needs share a worker, and the others never run next to them."""
+    groups: dict[tuple, list[Check]] = {}
     for check in checks:
-        groups.setdefault(tuple(getattr(check, "book_modules", ())), []).append(check)
-    for modules, group in groups.items():
+        needs = (
+            tuple(getattr(check, "book_modules", ())),
+            bool(getattr(check, "library_attention", False)),
+        )
+        groups.setdefault(needs, []).append(check)
+    for (modules, library), group in groups.items():
         names = [check.name for check in group]
-        with Worker(path, names, limits, tuple(hidden), modules) as worker:
+        with Worker(path, names, limits, tuple(hidden), modules, library) as worker:
             report.isolation = worker.isolation.level
             try:
                 _load_and_check(worker, group, limits, report)

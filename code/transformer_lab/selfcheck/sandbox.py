@@ -505,7 +505,8 @@ def main() -> None:
         pass
     _caps(config["limits"])
     sys.meta_path.insert(0, BookStandIns(config.get("book_modules", [])))
-    arm_library_tripwires()
+    if config.get("library_tripwires", True):
+        arm_library_tripwires()
     guard = Guard(config["hidden"], os.path.dirname(path), config["level"] != "bubblewrap")
     guard.visible += [os.path.realpath(p) for p in config.get("visible", [])]
     sys.addaudithook(guard)

@@ -185,7 +185,8 @@ class Worker:
     ``hidden``: more paths the worker must not see (the submissions folder, the results).
     ``book_modules``: package modules the student's code may import (a check whose exercise
     builds on the book's classes, e.g. ``transformer_lab.char_transformer``); they and what they
-    import are real in that worker, and the book's data folder is readable when they load it."""
+    import are real in that worker, and the book's data folder is readable when they load it.
+    ``library_attention``: leave PyTorch's attention usable (no tripwires for it)."""
 
     def __init__(
         self,
@@ -194,9 +195,11 @@ class Worker:
         limits: Limits = Limits(),
         hidden: tuple[str, ...] = (),
         book_modules: tuple[str, ...] = (),
+        library_attention: bool = False,
     ):
         self.path, self.names, self.limits = Path(path), list(names), limits
         self.book_modules = tuple(book_modules)
+        self.library_attention = library_attention
         self.isolation = isolation()
         self.hidden = hidden_paths((str(self.path.resolve().parent), *hidden))
         self.visible = data_folders(self.book_modules)
@@ -236,6 +239,7 @@ class Worker:
             "hidden": self.hidden,
             "level": self.isolation.level,
             "book_modules": with_imports(self.book_modules),
+            "library_tripwires": not self.library_attention,
             "visible": self.visible,
         }
         command, seen = worker_command(
