@@ -19,7 +19,7 @@ JUPYTER_BOOK := $(PY) tools/build_book.py
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
-.PHONY: help setup browser book test refresh bench data lock clean binder-check
+.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check
 
 help:
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
@@ -49,11 +49,15 @@ $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-setup: $(STAMP) $(NPM_STAMP)
+setup: $(STAMP) $(NPM_STAMP) sandbox
 
 # Debian's chromium for the browser tests, driven by Playwright (never `playwright install`).
 browser:
 	command -v chromium >/dev/null || { $(APT_INSTALL) update && $(APT_INSTALL) install -y chromium; }
+
+# Debian's bubblewrap: the self-check's workers run in it (code/transformer_lab/selfcheck/isolation.py).
+sandbox:
+	command -v bwrap >/dev/null || [ "$$(uname -s)" != Linux ] || { $(APT_INSTALL) update && $(APT_INSTALL) install -y bubblewrap; }
 
 book: setup
 	$(JUPYTER_BOOK) build . $(BOOK_FLAGS)

@@ -9,7 +9,8 @@ and records peak memory two ways: the largest single process (``getrusage`` of t
 children: the build or one page's kernel) and the whole process tree at its largest (sampled with
 psutil), and each page's kernel CPU time (sampled; close to the page's wall time on an idle
 machine, since torch runs on one thread). Then it runs each exercise starter the way its page
-tells students to (``python exercises/…/starter.py``, no options) and times it.
+tells students to (``python exercises/…/starter.py``, no options) and times it, and grades a fixed
+class of 100 submissions (``tools/classroom.py``) with the self-check: submissions per minute.
 
 The report starts with the machine (CPU model, vector instruction sets, PyTorch's CPU kernel
 level, cores) and gives a verdict per line against the budgets below, then names every budget
@@ -208,6 +209,35 @@ def time_starter(script: str) -> tuple[int, float, float]:
     return completed.returncode, wall_s, cpu_s
 
 
+GRADING_CLASS = 100  # submissions in the bench's class (tools/classroom.py)
+GRADING_TIME_LIMIT_S = 2.0
+
+
+def time_grading(total: int = GRADING_CLASS) -> tuple[int, float, int, str]:
+    """Grade a fixed class of ``total`` submissions (right, wrong, stubs, hostile: classroom.py)
+    as an instructor would, with the default ``--jobs`` (the machine's cores); return the exit
+    status, the wall time, the jobs and the isolation line the grader printed."""
+    from classroom import write_class
+    from transformer_lab.selfcheck.grading import default_jobs
+
+    with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
+        folder = Path(scratch) / "class"
+        write_class(folder, total)
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "transformer_lab.selfcheck", "grade", str(folder)]
+            + ["--csv", str(Path(scratch) / "grades.csv")]
+            + ["--time-limit", str(GRADING_TIME_LIMIT_S)],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=ROOT,
+        )
+        seconds = time.perf_counter() - start
+    first = (done.stdout.splitlines() or [""])[0]
+    return done.returncode, seconds, default_jobs(), first
+
+
 def verdict(seconds: float, budget: float, what: str, failures: list[str]) -> str:
     """``ok`` or a bold overrun; an overrun is also added to ``failures``."""
     if seconds <= budget:
@@ -228,6 +258,7 @@ def report(
     starters: dict[str, tuple[int, float, float]],
     kernels: str,
     tests: tuple[int, float, str] | None = None,
+    grading: tuple[int, float, int, str] | None = None,
 ) -> str:
     when = started.strftime("%Y-%m-%d %H:%M UTC")
     machine = cpu_info()
@@ -303,6 +334,19 @@ def report(
         if code != 0:
             lines.append(f"The test suite failed: {summary}.")
             failures.append(f"the test suite failed ({summary})")
+    if grading is not None:
+        code, grade_s, jobs, line = grading
+        rate = GRADING_CLASS / grade_s * 60 if grade_s else 0.0
+        lines += [
+            "",
+            f"| `grade`, {GRADING_CLASS} submissions (40% right, 30% wrong, 15% stubs, 15% hostile), "
+            f"--jobs {jobs}, --time-limit {GRADING_TIME_LIMIT_S:g} | wall (s) | submissions / min |",
+            "|---|---:|---:|",
+            f"| {line or 'no output'} | {grade_s:.1f} | {rate:.0f} |",
+            "",
+        ]
+        if code != 0:
+            failures.append(f"grading the bench class failed (exit status {code})")
     if status != 0:
         failures.append(f"the build failed (exit status {status}); see _build/bench.log")
     if failures:
@@ -330,6 +374,7 @@ def main(argv: list[str]) -> int:
         status, wall_s, executed, cpu, tree_peak = run_build(Path(scratch), log_path)
         largest_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
         starters = {script: time_starter(script) for script in STARTERS}
+        grading = time_grading()
         tests = (
             time_tests(Path(scratch) / "_build" / "html")
             if args.tests and status == 0
@@ -347,6 +392,7 @@ def main(argv: list[str]) -> int:
         starters,
         kernels,
         tests,
+        grading,
     )
     args.output.write_text(text, encoding="utf-8")
     print(text)

@@ -21,7 +21,16 @@ The modules, by role (CONTRIBUTING.md adds where to change what):
 - homework checks: ``selfcheck`` (``python -m transformer_lab.selfcheck``).
 """
 
-from transformer_lab.reproducibility import pin_numerics
+import os
+import sys
+
+# `python -m transformer_lab.selfcheck grade .` in a folder of student files (random.py,
+# inspect.py) must not import them as the standard library: while runpy imports this package it
+# has put the working folder first on sys.path (and sys.argv[0] is still "-m").
+if sys.argv[:1] == ["-m"] and sys.path and sys.path[0] in ("", os.getcwd()):
+    del sys.path[0]
+
+from transformer_lab.reproducibility import pin_numerics  # noqa: E402
 
 pin_numerics()
 

@@ -48,7 +48,8 @@ def test_grading_a_folder_writes_one_row_per_submission_and_check(tmp_path, caps
     printed = capsys.readouterr().out
     assert code == 0
     assert "xxxxxxxx" not in printed  # a flood stays in its own worker
-    assert printed.count("\n") == 7  # one line per submission and a last line
+    assert printed.startswith("isolation: ")  # the level every worker ran at
+    assert printed.count("\n") == 8  # that, one line per submission and a last line
     with open(out_csv, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert len(rows) == 6 * len(ALL_CHECKS)

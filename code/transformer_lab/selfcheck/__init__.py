@@ -14,8 +14,9 @@ Exit status: 0 when every selected check passes, 1 otherwise, 2 when FILE cannot
 
 One module per graded concept (``attention``, ``pooling``, ``metrics``, ``tokenizer``,
 ``embedding``, ``masks``, ``multihead``), each with a table of :class:`Mistake` entries matched
-by :func:`first_match`; ``registry`` lists the checks, ``worker`` isolates student code
-(``execution`` calls it, ``transport`` brings its results back as plain data), ``runner``
+by :func:`first_match`; ``registry`` lists the checks, ``worker`` runs student code in a
+sandboxed process (``isolation`` starts it without the book's answers, ``sandbox`` is its side,
+``execution`` calls the functions, ``transport`` brings results back as plain data), ``runner``
 checks a file, ``report`` formats the result, ``grading`` and ``cli`` are the commands.
 """
 

@@ -4,22 +4,79 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from transformer_lab.selfcheck.core import NOT_RUN, CheckResult
+from transformer_lab.selfcheck.isolation import PROCESS, isolation
 from transformer_lab.selfcheck.registry import ALL_CHECKS
 from transformer_lab.selfcheck.report import (
+    Report,
     format_report,
     gradescope_results,
+    printable,
     report_to_json,
 )
-from transformer_lab.selfcheck.runner import DEFAULT_PATH, check_file, find_homework_starter
+from transformer_lab.selfcheck.runner import (
+    DEFAULT_PATH,
+    check_file,
+    find_homework_starter,
+    selected_checks,
+)
 from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
 
 PROG = "python -m transformer_lab.selfcheck"
 NAMES = [check.name for check in ALL_CHECKS]
 EXIT_PASSED, EXIT_FAILED, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def positive_seconds(text: str) -> float:
+    """A time limit: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text} must be a positive, finite number of seconds"
+        )
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def output_problem(path: str) -> str | None:
+    """Why a results file cannot be written at ``path`` (None if it can), checked before any work."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if target.is_dir():
+        return f"{path} is a folder, not a file"
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK | os.X_OK) or (
+        target.exists() and not os.access(target, os.W_OK)
+    ):
+        return f"{path} cannot be written (no permission)"
+    return None
+
+
+def _check_outputs(parser: argparse.ArgumentParser, **paths: str | None) -> None:
+    for option, path in paths.items():
+        if path:
+            problem = output_problem(path)
+            if problem:
+                parser.error(f"--{option}: {problem}")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -33,7 +90,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--time-limit",
-        type=float,
+        type=positive_seconds,
         default=DEFAULT_SECONDS,
         metavar="SECONDS",
         help=f"stop a check that runs longer than this (default {DEFAULT_SECONDS:g})",
@@ -89,11 +146,13 @@ def check_command(argv: Sequence[str]) -> int:
     )  # the file name the report shows
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
+    _check_outputs(parser, gradescope=args.gradescope)
     if path is None:
         try:
             found = find_homework_starter()
         except FileNotFoundError as error:
             print(f"{error}. Pass the path of your file.")
+            _write_gradescope(args.gradescope, _unusable("(no file)", only, str(error)))
             return EXIT_UNUSABLE
         path = (
             str(DEFAULT_PATH)
@@ -104,16 +163,20 @@ def check_command(argv: Sequence[str]) -> int:
         print(
             f"No such file: {path}. Run from the repository root, or pass the path of your file."
         )
+        _write_gradescope(args.gradescope, _unusable(path, only, f"no such file: {path}"))
         return EXIT_UNUSABLE
+    hidden = [args.gradescope] if args.gradescope else []
     report = check_file(
-        path, only, display=args.display or path, limits=Limits(seconds=args.time_limit)
+        path,
+        only,
+        display=args.display or path,
+        limits=Limits(seconds=args.time_limit),
+        hidden=hidden,
     )
     print(report_to_json(report) if args.json else format_report(report), flush=True)
-    if args.gradescope:
-        Path(args.gradescope).write_text(
-            json.dumps(gradescope_results(report), indent=2, ensure_ascii=False),
-            encoding="utf-8",
-        )
+    if report.isolation == PROCESS and not args.json:
+        print(isolation().line, file=sys.stderr)
+    _write_gradescope(args.gradescope, report)
     if report.interrupted:
         return EXIT_INTERRUPTED
     if report.load_error is not None:
@@ -121,8 +184,28 @@ def check_command(argv: Sequence[str]) -> int:
     return EXIT_PASSED if report.all_passed else EXIT_FAILED
 
 
+def _unusable(display: str, only: Sequence[str], reason: str) -> Report:
+    """The report of a submission that could not be checked at all: every check 'not run'."""
+    results = [
+        CheckResult(c.name, c.exercise, NOT_RUN, f"not checked: {reason}")
+        for c in selected_checks(only)
+    ]
+    return Report(display, results, load_error=reason)
+
+
+def _write_gradescope(path: str | None, report: Report) -> None:
+    if path:
+        from transformer_lab.selfcheck.grading import write_atomically
+
+        write_atomically(
+            path, json.dumps(gradescope_results(report), indent=2, ensure_ascii=False)
+        )
+
+
 def grade_command(argv: Sequence[str]) -> int:
     from transformer_lab.selfcheck.grading import (
+        GradingInterrupted,
+        default_jobs,
         grade_folder,
         submissions,
         write_csv,
@@ -132,7 +215,7 @@ def grade_command(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(
         prog=f"{PROG} grade",
         description="Run the self-check over every *.py file of a folder, each in its own "
-        "process with a time and a memory limit, and write one CSV row per file and check.",
+        "sandboxed process with a time and a memory limit, and write one CSV row per file and check.",
     )
     parser.add_argument("folder", help="folder of submitted files (*.py, one per student)")
     parser.add_argument(
@@ -146,15 +229,24 @@ def grade_command(argv: Sequence[str]) -> int:
     )
     parser.add_argument(
         "--memory-mb",
-        type=int,
+        type=positive_int,
         default=DEFAULT_MEMORY_MB,
         metavar="MB",
         help=f"memory a submission may allocate beyond the worker's own (Linux; default "
         f"{DEFAULT_MEMORY_MB})",
     )
+    parser.add_argument(
+        "--jobs",
+        type=positive_int,
+        default=default_jobs(),
+        metavar="N",
+        help="submissions checked at the same time, each with the same limits (default: the "
+        f"machine's cores, {default_jobs()} here)",
+    )
     _common(parser)
     args = parser.parse_args(argv)
     only, _ = _split_only(parser, args.only, "")
+    _check_outputs(parser, csv=args.csv, json=args.json)
     folder = Path(args.folder)
     if not folder.is_dir():
         print(f"No such folder: {folder}")
@@ -163,6 +255,7 @@ def grade_command(argv: Sequence[str]) -> int:
     if not files:
         print(f"No *.py files in {folder}")
         return EXIT_UNUSABLE
+    print(isolation().line, flush=True)
 
     def progress(report):
         last = (
@@ -170,15 +263,21 @@ def grade_command(argv: Sequence[str]) -> int:
             if report.load_error
             else format_report(report).splitlines()[-1]
         )
-        print(f"{report.path}: {last}", flush=True)
+        print(printable(f"{report.path}: {last}", keep=""), flush=True)
 
     limits = Limits(seconds=args.time_limit, memory_mb=args.memory_mb)
-    reports = grade_folder(folder, only, limits, progress)
+    hidden = [path for path in (args.csv, args.json) if path]
+    status = EXIT_PASSED
+    try:
+        reports = grade_folder(folder, only, limits, progress, args.jobs, hidden)
+    except GradingInterrupted as interrupted:
+        reports, status = interrupted.reports, EXIT_INTERRUPTED
+        print(f"Interrupted (Ctrl-C): writing the {len(reports)} submissions graded so far")
     rows = write_csv(reports, args.csv)
     if args.json:
         write_json(reports, args.json)
     print(f"{len(reports)} submissions, {rows} rows written to {args.csv}")
-    return EXIT_PASSED
+    return status
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import abc
 import contextlib
 import inspect
+import io
 import os
 import re
 import sys
+import tokenize
 import types
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -87,8 +89,8 @@ _INSTALLED: list[
 def install_library_spies() -> None:
     """Wrap each library attention function so that a call is recorded (and still computed).
 
-    A worker installs them once, before it loads the student's file, so that even a function
-    imported under another name (``from torch.nn.functional import ... as sdpa``) is a spy."""
+    For code run in this process (:class:`LocalFunction`: tests, pages). A worker has stronger
+    tripwires, which refuse the call (``sandbox.arm_library_tripwires``)."""
     if _INSTALLED:
         return
     for owner, attribute, label in LIBRARY_ATTENTION:
@@ -231,6 +233,32 @@ def execute(
         except catchable as error:  # noqa: BLE001 - any student error becomes one line
             raise StudentRaised(_summarise(function, error, hints, caught)) from None
     return Returned(result, args, list(dict.fromkeys(used)))
+
+
+def load_source(path: str | os.PathLike, name: str) -> types.ModuleType:
+    """Run a Python file as module ``name``, reading it as ``python FILE`` would: bytes decoded
+    by its encoding declaration or BOM (else UTF-8, strictly), never a cached ``.pyc``."""
+    with open(path, "rb") as handle:
+        source = handle.read()
+    advice = "Python rejects the file; save it as UTF-8, or declare its encoding on the first line"
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+    except SyntaxError as error:
+        raise SyntaxError(f"{error} ({advice})") from None
+    try:
+        text = source.decode(encoding)  # "utf-8-sig" drops a BOM
+    except UnicodeDecodeError as error:
+        line = source[: error.start].count(b"\n") + 1
+        raise SyntaxError(
+            f"Non-{encoding.upper()} code starting with {source[error.start : error.start + 1]!r} "
+            f"on line {line}, but no encoding declared ({advice})"
+        ) from None
+    code = compile(text, os.fspath(path), "exec", dont_inherit=True)
+    module = types.ModuleType(name)
+    module.__file__ = os.fspath(path)
+    sys.modules[name] = module
+    exec(code, module.__dict__)  # noqa: S102 - the point: the student's file
+    return module
 
 
 def pick_result(result: object, pick: str) -> object:

@@ -1,17 +1,49 @@
-"""Grading a folder of submitted files: every file in its own worker, one CSV row per file and check."""
+"""Grading a folder of submitted files: every file in its own worker, one CSV row per file and check.
+
+Submissions are checked ``jobs`` at a time (each in its own sandboxed worker, with the same
+limits as one at a time); the reports come back in the order of the file names, so the CSV is the
+same on every run apart from the ``seconds`` column. Every results file is written whole or not at
+all (a temporary file, then renamed), by this process, after the workers that produced it ended.
+"""
 
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
+import tempfile
 from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from transformer_lab.selfcheck.report import Report, report_to_dict
+from transformer_lab.selfcheck.report import (
+    Report,
+    report_to_dict,
+    spreadsheet_cell,
+    valid_data,
+    valid_text,
+)
 from transformer_lab.selfcheck.runner import check_file
-from transformer_lab.selfcheck.worker import Limits
+from transformer_lab.selfcheck.worker import Limits, allow_workers, kill_all_workers
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")
+
+
+class GradingInterrupted(Exception):
+    """Ctrl-C while grading: ``reports`` holds the submissions graded before it."""
+
+    def __init__(self, reports: list[Report]):
+        super().__init__("interrupted")
+        self.reports = reports
+
+
+def default_jobs() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # macOS, Windows
+        return max(1, os.cpu_count() or 1)
 
 
 def submissions(folder: Path | str) -> list[Path]:
@@ -24,50 +56,88 @@ def grade_folder(
     only: Sequence[str] = (),
     limits: Limits | None = None,
     progress: Callable[[Report], None] | None = None,
+    jobs: int = 1,
+    hidden: Sequence[str] = (),
 ) -> list[Report]:
-    """Check every submission of ``folder``; each runs in its own worker process with ``limits``,
-    so one that loops, crashes, exits or floods its output cannot affect the others."""
-    reports = []
-    for path in submissions(folder):
-        report = check_file(path, only, display=path.name, limits=limits)
-        reports.append(report)
-        if progress is not None:
-            progress(report)
-    return reports
+    """Check every submission of ``folder``, ``jobs`` at a time; each runs in its own worker with
+    ``limits``, so one that loops, crashes, exits or floods its output cannot affect the others.
+    ``hidden``: the results files (no worker sees them). Ctrl-C raises
+    :class:`GradingInterrupted` with the reports finished so far, once every worker has ended."""
+    paths = submissions(folder)
+    allow_workers()
+    done: dict[Path, Report] = {}
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    futures = {
+        pool.submit(
+            check_file, path, only, display=path.name, limits=limits, hidden=hidden
+        ): path
+        for path in paths
+    }
+    try:
+        pending = set(futures)
+        while pending:
+            finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(finished, key=lambda f: futures[f]):
+                done[futures[future]] = future.result()
+                if progress is not None:
+                    progress(done[futures[future]])
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        kill_all_workers()
+        pool.shutdown(wait=True)
+        kill_all_workers()
+        raise GradingInterrupted([done[p] for p in paths if p in done]) from None
+    pool.shutdown(wait=True)
+    return [done[path] for path in paths]
 
 
 def csv_rows(reports: Sequence[Report]) -> list[dict]:
-    """One row per submission and check (a file that did not load has a 'not run' row per check)."""
+    """One row per submission and check (a file that did not load has a 'not run' row per
+    check); every cell safe for a spreadsheet (see ``report.spreadsheet_cell``)."""
     rows = []
     for report in reports:
         for result in report_to_dict(report)["checks"]:
             rows.append(
                 {
-                    "submission": report.path,
-                    "check": result["check"],
-                    "exercise": result["exercise"],
-                    "status": result["status"],
-                    "code": result["code"] or "",
-                    "message": " ".join(str(result["message"]).split()),
-                    "seconds": f"{result['seconds']:.3f}",
+                    "submission": spreadsheet_cell(report.path),
+                    "check": spreadsheet_cell(result["check"]),
+                    "exercise": spreadsheet_cell(result["exercise"]),
+                    "status": spreadsheet_cell(result["status"]),
+                    "code": spreadsheet_cell(result["code"] or ""),
+                    "message": spreadsheet_cell(" ".join(str(result["message"]).split())),
+                    "seconds": f"{float(result['seconds']):.3f}",
                 }
             )
     return rows
 
 
+def write_atomically(path: Path | str, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all: a temporary file, then a rename."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(valid_text(text))
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
 def write_csv(reports: Sequence[Report], path: Path | str) -> int:
     """Write the CSV; return the number of rows."""
     rows = csv_rows(reports)
-    with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    text = io.StringIO()
+    writer = csv.DictWriter(text, fieldnames=CSV_COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+    write_atomically(path, text.getvalue())
     return len(rows)
 
 
 def write_json(reports: Sequence[Report], path: Path | str) -> None:
     """Every report in full, as a JSON list (one entry per submission)."""
-    Path(path).write_text(
-        json.dumps([report_to_dict(r) for r in reports], indent=2, ensure_ascii=False),
-        encoding="utf-8",
-    )
+    data = valid_data([report_to_dict(r) for r in reports])
+    write_atomically(path, json.dumps(data, indent=2, ensure_ascii=False))

@@ -17,6 +17,50 @@ from transformer_lab.selfcheck.core import (
 from transformer_lab.timing import format_wall_time
 
 OUTPUT_LINES = 5  # lines of a check's printed output shown in the text report
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads these as a formula
+
+
+def valid_text(text: object) -> str:
+    """``text`` as a string that encodes to UTF-8: lone surrogates (a file name in Latin-1, a
+    student's ``"\\udcff"``) become U+FFFD."""
+    text = text if isinstance(text, str) else str(text)
+    try:  # a byte smuggled into a str (U+DC80..U+DCFF) is one U+FFFD, as in the file name
+        data = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "surrogatepass")
+    return data.decode("utf-8", "replace")
+
+
+def printable(text: object, keep: str = "\n\t") -> str:
+    """``text`` with control characters (ANSI escapes, carriage returns, ...) written as
+    ``\\x1b``-style escapes, so that student output cannot redraw the terminal; ``keep`` lists
+    the ones left alone."""
+    out = []
+    for char in valid_text(text):
+        code = ord(char)
+        if (code < 32 or 127 <= code < 160) and char not in keep:
+            out.append(f"\\x{code:02x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def spreadsheet_cell(text: object) -> str:
+    """A CSV cell a spreadsheet shows as text: valid UTF-8, control characters escaped, and a
+    leading ``=``, ``+``, ``-`` or ``@`` (a formula) escaped with a quote."""
+    cell = printable(text, keep="")
+    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
+
+
+def valid_data(value: object) -> object:
+    """A JSON-ready structure with every string made :func:`valid_text`."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, dict):
+        return {valid_text(k): valid_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [valid_data(v) for v in value]
+    return value
 
 
 @dataclass
@@ -27,6 +71,7 @@ class Report:
     seconds: float = 0.0
     load_output: str = ""
     interrupted: bool = False
+    isolation: str = ""  # how the worker was confined (isolation.BUBBLEWRAP or PROCESS)
 
     @property
     def all_passed(self) -> bool:
@@ -59,7 +104,7 @@ def _printed(text: str, label: str) -> list[str]:
 
 def format_report(report: Report, width: int | None = None) -> str:
     """The text the command prints; with ``width``, long lines wrap under their own indent."""
-    text = _report_text(report)
+    text = printable(_report_text(report))
     if width is None:
         return text
     return "\n".join(_wrap(line, width) for line in text.splitlines())
@@ -148,6 +193,7 @@ def report_to_dict(report: Report) -> dict:
         "load_error": report.load_error,
         "load_output": report.load_output,
         "interrupted": report.interrupted,
+        "isolation": report.isolation,
         "seconds": round(report.seconds, 4),
         "checks": [result_record(r) for r in report.results],
     }
@@ -155,7 +201,7 @@ def report_to_dict(report: Report) -> dict:
 
 def report_to_json(report: Report) -> str:
     """The machine-readable report (``--json``)."""
-    return json.dumps(report_to_dict(report), indent=2, ensure_ascii=False)
+    return json.dumps(valid_data(report_to_dict(report)), indent=2, ensure_ascii=False)
 
 
 def report_from_dict(data: dict) -> Report:
@@ -189,6 +235,7 @@ def report_from_dict(data: dict) -> Report:
         data.get("seconds", 0.0),
         data.get("load_output", ""),
         data.get("interrupted", False),
+        data.get("isolation", ""),
     )
 
 
@@ -225,10 +272,15 @@ def gradescope_results(report: Report) -> dict:
         if report.load_error is None
         else f"Could not load the file: {report.load_error}"
     )
-    return {"score": sum(t["score"] for t in tests), "output": output, "tests": tests}
+    results = {"score": sum(t["score"] for t in tests), "output": output, "tests": tests}
+    return valid_data(results)
 
 
 __all__ = [
+    "printable",
+    "spreadsheet_cell",
+    "valid_data",
+    "valid_text",
     "Report",
     "format_report",
     "report_to_json",

@@ -116,22 +116,48 @@ def check_module(module: types.ModuleType, only: Sequence[str] = ()) -> list[Che
     return results
 
 
-def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Report) -> None:
+def _run_in_worker(
+    path: Path, checks: list[Check], limits: Limits, report: Report, hidden: Sequence[str]
+) -> None:
     """Run ``checks`` on the file at ``path`` in a worker; fill ``report`` (Ctrl-C stops with
-    the report so far)."""
-    import transformer_lab.tokenizer  # noqa: F401 - loaded once here, so a forked worker need not load it
+    the report so far, and ends the worker first).
 
-    with Worker(path, [check.name for check in checks], limits) as worker:
-        try:
-            _load_and_check(worker, checks, limits, report)
-        except KeyboardInterrupt:
-            report.interrupted = True
-            done = {result.name for result in report.results}
-            report.results += [
-                CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
-                for c in checks
-                if c.name not in done
-            ]
+    A check may name ``book_modules`` the student's code builds on (e.g. a class of the book to
+    subclass) and set ``library_attention`` when PyTorch's attention may run (inside the book's
+    model): checks with the same needs share a worker, and the others never run next to them."""
+    groups: dict[tuple, list[Check]] = {}
+    for check in checks:
+        needs = (
+            tuple(getattr(check, "book_modules", ())),
+            bool(getattr(check, "library_attention", False)),
+        )
+        groups.setdefault(needs, []).append(check)
+    for (modules, library), group in groups.items():
+        names = [check.name for check in group]
+        with Worker(path, names, limits, tuple(hidden), modules, library) as worker:
+            report.isolation = worker.isolation.level
+            try:
+                _load_and_check(worker, group, limits, report)
+            except KeyboardInterrupt:
+                report.interrupted = True
+        if report.interrupted or report.load_error is not None:
+            break
+    order = {check.name: i for i, check in enumerate(checks)}
+    done = {result.name for result in report.results}
+    if report.interrupted:
+        report.results += [
+            CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
+            for c in checks
+            if c.name not in done
+        ]
+    elif report.load_error is not None:
+        report.results = [
+            CheckResult(
+                c.name, c.exercise, NOT_RUN, f"the file did not load: {report.load_error}"
+            )
+            for c in checks
+        ]
+    report.results.sort(key=lambda result: order.get(result.name, len(order)))
 
 
 def _load_and_check(
@@ -220,12 +246,14 @@ def check_file(
     display: str | None = None,
     limits: Limits | None = None,
     isolated: bool = True,
+    hidden: Sequence[str] = (),
 ) -> Report:
     """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
     one-line error. ``display`` is the name the report prints for the file (default: ``path``).
 
     The student's code runs in a worker process with ``limits`` (time per check, memory, output);
-    ``isolated=False`` runs it in this process instead (trusted code only)."""
+    ``isolated=False`` runs it in this process instead (trusted code only). ``hidden``: more
+    paths the worker must not see (the results), besides the file's folder and the package."""
     start = time.perf_counter()
     path = Path(path)
     display = display or str(path)
@@ -235,7 +263,7 @@ def check_file(
         return _check_in_fresh_process(path, only, display, limits)
     report = Report(display)
     if isolated:
-        _run_in_worker(path, checks, limits, report)
+        _run_in_worker(path, checks, limits, report, hidden)
     else:
         try:
             module = load_module(path)

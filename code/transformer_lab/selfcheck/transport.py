@@ -3,7 +3,8 @@
 Unpickling runs whatever a pickle names, so a student's function could return an object whose
 pickle calls ``exec`` in the parent. The worker therefore encodes results as plain data: every
 value becomes a tagged tuple of strings, numbers, bytes, lists and tuples; tensors and arrays
-travel as raw bytes with a dtype from a short list; a tokenizer as its JSON. The parent
+travel as raw bytes with a dtype from a short list; a tokenizer stays in the worker, which
+sends a handle the parent calls it through (``worker.RemoteObject``). The parent
 unpickles that with :class:`PlainUnpickler`, which refuses every global, and rebuilds the values.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import io
 import pickle
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -45,8 +47,12 @@ class ModuleState:
         return dict(self._state)
 
 
-def encode(value: object, depth: int = 0) -> object:
-    """``value`` as plain data (see the module docstring)."""
+def encode(
+    value: object, depth: int = 0, keep: Callable[[object], int | None] | None = None
+) -> object:
+    """``value`` as plain data (see the module docstring). In a worker, ``keep`` may hold on to
+    an object that is not plain data (a tokenizer) and return a handle: the parent then gets a
+    ``("remote", handle, module, class name)`` node and calls it through the worker."""
     if (
         value is None
         or isinstance(value, (bool, int, float, str))
@@ -77,26 +83,31 @@ def encode(value: object, depth: int = 0) -> object:
     if isinstance(value, np.generic) and value.dtype.kind in NUMPY_KINDS:
         return ("npscalar", value.dtype.str, value.tobytes())
     if depth < DEPTH and type(value) in (list, tuple):
-        return (type(value).__name__, [encode(item, depth + 1) for item in value])
+        return (type(value).__name__, [encode(item, depth + 1, keep) for item in value])
     if depth < DEPTH and type(value) is dict:
         return (
             "dict",
-            [(encode(k, depth + 1), encode(v, depth + 1)) for k, v in value.items()],
+            [
+                (encode(k, depth + 1, keep), encode(v, depth + 1, keep))
+                for k, v in value.items()
+            ],
         )
     if isinstance(value, torch.nn.Module):
         return (
             "module",
             type_name(value),
-            [(name, encode(t, depth + 1)) for name, t in value.state_dict().items()],
+            [(name, encode(t, depth + 1, keep)) for name, t in value.state_dict().items()],
         )
     if isinstance(value, GradientReport):
         return ("gradient", value.requires_grad, dict(value.reached))
+    handle = keep(value) if keep is not None else None
+    if handle is not None:
+        kind = type(value)
+        return ("remote", handle, str(kind.__module__), str(kind.__name__))
     try:
-        from tokenizers import Tokenizer, models, trainers
+        from tokenizers import models, trainers
     except ImportError:  # pragma: no cover
-        Tokenizer = models = trainers = None
-    if Tokenizer is not None and isinstance(value, Tokenizer):
-        return ("tokenizer", value.to_str())
+        models = trainers = None
     category = ""
     if trainers is not None and isinstance(value, trainers.Trainer):
         category = "trainer"
@@ -109,8 +120,9 @@ def encode(value: object, depth: int = 0) -> object:
     return ("opaque", type_name(value), text, category)
 
 
-def decode(node: object) -> object:
-    """Rebuild a value from :func:`encode`'s plain data."""
+def decode(node: object, remote: Callable[[int, str, str], object] | None = None) -> object:
+    """Rebuild a value from :func:`encode`'s plain data; ``remote`` makes the stand-in of an
+    object that stayed in the worker (without it, such an object is refused)."""
     tag = node[0]
     if tag == "plain":
         return node[1]
@@ -135,19 +147,17 @@ def decode(node: object) -> object:
             raise ValueError(f"unexpected scalar dtype {dtype}")
         return np.frombuffer(node[2], dtype=dtype)[0]
     if tag == "list":
-        return [decode(item) for item in node[1]]
+        return [decode(item, remote) for item in node[1]]
     if tag == "tuple":
-        return tuple(decode(item) for item in node[1])
+        return tuple(decode(item, remote) for item in node[1])
     if tag == "dict":
-        return {decode(k): decode(v) for k, v in node[1]}
+        return {decode(k, remote): decode(v, remote) for k, v in node[1]}
     if tag == "module":
-        return ModuleState(node[1], {name: decode(t) for name, t in node[2]})
+        return ModuleState(node[1], {str(name): decode(t, remote) for name, t in node[2]})
     if tag == "gradient":
         return GradientReport(bool(node[1]), {str(k): str(v) for k, v in node[2].items()})
-    if tag == "tokenizer":
-        from tokenizers import Tokenizer
-
-        return Tokenizer.from_str(node[1])
+    if tag == "remote" and remote is not None:
+        return remote(int(node[1]), str(node[2]), str(node[3]))
     if tag == "opaque":
         return Opaque(str(node[1]), str(node[2]), str(node[3]))
     raise ValueError(f"unexpected tag {tag!r}")

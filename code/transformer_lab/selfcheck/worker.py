@@ -1,35 +1,40 @@
 """Student code runs in a worker process, so that it cannot hang, end or fool the self-check.
 
-The worker loads the student's file and calls its functions on request; the checks (and the
-reference implementations they compare with) stay in the parent, which never imports the
-student's file. Each check has a time limit: a worker that overruns it is killed and a fresh one
-is started for the next check. ``sys.exit``, ``os._exit``, a crash or ``KeyboardInterrupt`` in
-student code end at most that check. The worker's output goes to a capped file (a flood of
-prints cannot reach the report), and on Linux its memory is capped too.
-
-On Linux the worker is forked from the parent, which has already imported torch, so starting one
-costs milliseconds; elsewhere it is spawned (one more import of torch).
+The worker (:mod:`transformer_lab.selfcheck.sandbox`) is a fresh interpreter started in the
+strongest sandbox the machine offers (:mod:`transformer_lab.selfcheck.isolation`), on a copy of
+the student's file in a fresh temporary folder. The checks, and the reference implementations
+they compare with, stay in this process, which never imports the student's file nor runs any
+object it returned: a returned tokenizer stays in the worker and :class:`RemoteObject` calls its
+methods there. Each check has a time limit: a worker that overruns it is killed with everything
+it started, and a fresh one is started for the next check. ``sys.exit``, ``os._exit``, a crash or
+``KeyboardInterrupt`` in student code end at most that check. The worker's output goes to a
+capped file (a flood of prints cannot reach the report), and on Linux its memory is capped too.
 """
 
 from __future__ import annotations
 
-import faulthandler
-import importlib.util
-import io
-import multiprocessing
+import fcntl
+import json
 import os
 import pickle
+import shutil
 import signal
+import socket
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 import types
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 
 from transformer_lab.selfcheck.core import (
     ENDED,
     TIMED_OUT,
+    Failed,
+    Finding,
     StudentNotDone,
     StudentRaised,
     StudentStopped,
@@ -39,18 +44,92 @@ from transformer_lab.selfcheck.execution import (
     GradientReport,
     Returned,
     StudentFunction,
-    execute,
-    execute_gradient,
-    install_library_spies,
-    static_library_use,
+    load_source,
 )
-from transformer_lab.selfcheck.transport import decode, encode, loads_plain
+from transformer_lab.selfcheck.isolation import (
+    BUBBLEWRAP,
+    data_folders,
+    hidden_paths,
+    isolation,
+    runs_folder,
+    with_imports,
+    worker_command,
+)
+from transformer_lab.selfcheck.sandbox import BOOK_PREFIX, STUDENT_MODULE
+from transformer_lab.selfcheck.transport import decode, loads_plain
 
-STUDENT_MODULE = "student_submission"
 DEFAULT_SECONDS = 10.0
 DEFAULT_MEMORY_MB = 2048
 DEFAULT_OUTPUT_BYTES = 4_000_000
-SPAWN_SECONDS = 60.0  # extra time to load the file in a spawned (not forked) worker
+START_SECONDS = (
+    60.0  # extra time for a fresh worker to import torch before it loads the file
+)
+MAX_REPLY_BYTES = 64 * 2**20  # a bigger reply is refused (a flood of data, not an answer)
+
+
+_LIVE: set = set()  # workers with a process, so that Ctrl-C can end them all
+_LIVE_LOCK = threading.Lock()
+_STOPPING = threading.Event()
+_SUBREAPER: list[bool] = []  # [True] once this process adopts orphaned worker processes
+WORKER_MARK = b"transformer_lab.selfcheck.sandbox"  # in every worker's command line
+
+
+def kill_all_workers() -> None:
+    """End every worker of this process (Ctrl-C while grading) and start no new one until
+    :func:`allow_workers`."""
+    _STOPPING.set()
+    with _LIVE_LOCK:
+        workers = list(_LIVE)
+    for worker in workers:
+        worker.kill()
+
+
+def allow_workers() -> None:
+    _STOPPING.clear()
+
+
+def _become_subreaper() -> bool:
+    """Linux: orphaned descendants of our workers (a ``setsid`` daemon) become our children, so
+    that :func:`end_orphans` can end them (the ``process`` level has no PID namespace)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None).prctl(36, 1) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def end_orphans(rounds: int = 20) -> None:
+    """End every orphaned worker process adopted by this one (a daemon a student started), and
+    any it started meanwhile."""
+    me = str(os.getpid())
+    for _ in range(rounds):
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+                command = (entry / "cmdline").read_bytes()
+            except (OSError, IndexError):
+                continue
+            if fields[1] == me and WORKER_MARK in command:
+                with _LIVE_LOCK:
+                    ours = any(
+                        w.process and w.process.pid == int(entry.name) for w in _LIVE
+                    )
+                if not ours:
+                    found.append(int(entry.name))
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
 
 
 @dataclass(frozen=True)
@@ -64,13 +143,9 @@ class Limits:
 
 
 def load_module(path: Path | str, name: str = STUDENT_MODULE) -> types.ModuleType:
-    """Import a Python file by path (without running its ``if __name__ == "__main__"`` block)."""
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """Import a Python file by path (without running its ``if __name__ == "__main__"`` block),
+    in this process: for trusted code only."""
+    return load_source(path, name)
 
 
 class LoadFailed(Exception):
@@ -78,156 +153,8 @@ class LoadFailed(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-# The worker process
-# ---------------------------------------------------------------------------------------------
-
-
-def _reply(conn, message: tuple) -> None:
-    """Send plain data only (see ``transport``)."""
-    try:
-        data = pickle.dumps(message)
-    except Exception as error:  # noqa: BLE001
-        data = pickle.dumps(
-            ("raised", "the result could not be sent back: " + summarise_exception(error))
-        )
-    conn.send_bytes(data)
-
-
-def _serve(module: types.ModuleType, message: tuple) -> tuple:
-    op, name, args, options = message
-    function = getattr(module, name)
-    try:
-        if op == "gradient":
-            report = execute_gradient(
-                function,
-                args,
-                options["names"],
-                options["pick"],
-                options.get("hints", ()),
-                catch_interrupt=True,
-            )
-            return ("gradient", encode(report))
-        returned = execute(
-            function,
-            args,
-            options.get("hints", ()),
-            options.get("watch_library", False),
-            catch_interrupt=True,
-            quiet=options.get("quiet", False),
-        )
-        return (
-            "returned",
-            encode(returned.result),
-            encode(returned.args),
-            list(returned.library),
-        )
-    except NotImplementedError as error:
-        return ("not_done", str(error).strip())
-    except StudentRaised as raised:
-        return ("raised", raised.line)
-
-
-def _describe_functions(module: types.ModuleType, names: list[str]) -> dict[str, dict]:
-    info = {}
-    for name in names:
-        function = getattr(module, name, None)
-        if function is None:
-            continue
-        info[name] = {
-            "callable": callable(function),
-            "module": getattr(function, "__module__", "") or "",
-            "library": static_library_use(function) if callable(function) else [],
-        }
-    return info
-
-
-def _isolate(limits: Limits, output_path: str) -> None:
-    """Own session, output to the capped file, no keyboard, and (Linux) a memory cap."""
-    if hasattr(os, "setsid"):
-        try:
-            os.setsid()
-        except OSError:
-            pass
-    fd = os.open(output_path, os.O_WRONLY | os.O_APPEND)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.close(null)
-    sys.stdin = open(os.devnull)  # noqa: SIM115
-    sys.stdout = io.TextIOWrapper(
-        os.fdopen(1, "wb", buffering=0, closefd=False),
-        line_buffering=True,
-        errors="replace",
-        write_through=True,
-    )
-    sys.stderr = io.TextIOWrapper(
-        os.fdopen(2, "wb", buffering=0, closefd=False),
-        line_buffering=True,
-        errors="replace",
-        write_through=True,
-    )
-    if faulthandler.is_enabled():  # e.g. pytest's, still writing to the parent's terminal
-        faulthandler.enable(file=sys.stderr)
-    try:
-        import resource
-    except ImportError:  # Windows
-        return
-    if hasattr(signal, "SIGXFSZ"):
-        signal.signal(
-            signal.SIGXFSZ, signal.SIG_IGN
-        )  # too much output: a write fails, no kill
-    try:
-        resource.setrlimit(
-            resource.RLIMIT_FSIZE, (limits.output_bytes, limits.output_bytes)
-        )
-    except (ValueError, OSError):
-        pass
-    if limits.memory_mb is not None and sys.platform.startswith("linux"):
-        try:
-            pages = int(Path("/proc/self/statm").read_text().split()[0])
-            cap = pages * resource.getpagesize() + limits.memory_mb * 2**20
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        except (ValueError, OSError):
-            pass
-
-
-def _child_main(
-    conn, path: str, names: list[str], limits: Limits, output_path: str
-) -> None:
-    """The worker: load the file, say which functions it has, then serve calls until told to stop."""
-    _isolate(limits, output_path)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    install_library_spies()
-    try:
-        module = load_module(path)
-    except BaseException as error:  # noqa: BLE001 - SystemExit and KeyboardInterrupt too
-        _reply(conn, ("load_error", summarise_exception(error, path)))
-        return
-    _reply(conn, ("loaded", _describe_functions(module, names)))
-    while True:
-        try:
-            message = pickle.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            return
-        if message[0] == "stop":
-            return
-        try:
-            reply = _serve(module, message)
-        except BaseException as error:  # noqa: BLE001 - e.g. SystemExit raised while summarising
-            reply = ("raised", summarise_exception(error, path))
-        _reply(conn, reply)
-
-
-# ---------------------------------------------------------------------------------------------
 # The parent's side
 # ---------------------------------------------------------------------------------------------
-
-
-def _context():
-    method = "fork" if sys.platform.startswith("linux") else "spawn"
-    return multiprocessing.get_context(method)
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -253,38 +180,104 @@ def describe_exit(exitcode: int | None) -> str:
 
 
 class Worker:
-    """One worker process for one student file, restarted after a time-out or a crash."""
+    """One worker process for one student file, restarted after a time-out or a crash.
 
-    def __init__(self, path: Path | str, names: list[str], limits: Limits = Limits()):
-        self.path, self.names, self.limits = str(path), list(names), limits
-        handle, self.output_path = tempfile.mkstemp(prefix="selfcheck-", suffix=".out")
+    ``hidden``: more paths the worker must not see (the submissions folder, the results).
+    ``book_modules``: package modules the student's code may import (a check whose exercise
+    builds on the book's classes, e.g. ``transformer_lab.char_transformer``); they and what they
+    import are real in that worker, and the book's data folder is readable when they load it.
+    ``library_attention``: leave PyTorch's attention usable (no tripwires for it)."""
+
+    def __init__(
+        self,
+        path: Path | str,
+        names: list[str],
+        limits: Limits = Limits(),
+        hidden: tuple[str, ...] = (),
+        book_modules: tuple[str, ...] = (),
+        library_attention: bool = False,
+    ):
+        self.path, self.names, self.limits = Path(path), list(names), limits
+        self.book_modules = tuple(book_modules)
+        self.library_attention = library_attention
+        self.isolation = isolation()
+        self.hidden = hidden_paths((str(self.path.resolve().parent), *hidden))
+        self.visible = data_folders(self.book_modules)
+        handle, self.output_path = tempfile.mkstemp(suffix=".out", dir=runs_folder())
         os.close(handle)
         self.read_offset = 0
-        self.process = None
-        self.conn = None
+        self.process: subprocess.Popen | None = None
+        self.conn: Connection | None = None
+        self.alarm = -1
+        self.workdir: str | None = None
         self.functions: dict[str, dict] = {}
         self.deadline = float("inf")
         self.limit = limits.seconds
+        self.alarms: list[str] = []
 
     # -- life cycle -----------------------------------------------------------------------------
+
+    def _launch(self) -> None:
+        if _STOPPING.is_set():
+            raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        if self.isolation.level != BUBBLEWRAP and not _SUBREAPER:
+            _SUBREAPER.append(_become_subreaper())
+        self.workdir = tempfile.mkdtemp(prefix="run-", dir=runs_folder())
+        copy = Path(self.workdir) / self.path.name
+        shutil.copyfile(self.path, copy)
+        ours, theirs = socket.socketpair()
+        alarm_read, alarm_write = os.pipe()
+        fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
+        config = {
+            "names": self.names,
+            "limits": {
+                "output_bytes": self.limits.output_bytes,
+                "memory_mb": self.limits.memory_mb,
+            },
+            "hidden": self.hidden,
+            "level": self.isolation.level,
+            "book_modules": with_imports(self.book_modules),
+            "library_tripwires": not self.library_attention,
+            "visible": self.visible,
+        }
+        command, seen = worker_command(
+            self.isolation.level,
+            self.workdir,
+            self.hidden,
+            [str(theirs.fileno()), str(alarm_write), "", json.dumps(config)],
+            self.book_modules,
+            tuple(self.visible),
+        )
+        command[-2] = os.path.join(seen, self.path.name)
+        with open(self.output_path, "ab") as output:
+            self.process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=output,
+                pass_fds=(theirs.fileno(), alarm_write),
+                start_new_session=True,
+                cwd=self.workdir,
+                env={
+                    **_clean_environment(self.visible),
+                    "TMPDIR": self.workdir,
+                    "HOME": self.workdir,
+                },
+            )
+        theirs.close()
+        os.close(alarm_write)
+        self.conn = Connection(ours.detach())
+        self.alarm = alarm_read
 
     def start(self) -> dict[str, dict]:
         """Start a worker and load the file; ``LoadFailed`` if it does not load in time."""
         self.kill()
-        context = _context()
-        self.conn, child = context.Pipe()
-        self.process = context.Process(
-            target=_child_main,
-            daemon=True,
-            args=(child, self.path, self.names, self.limits, self.output_path),
-        )
-        self.process.start()
-        child.close()
-        # A spawned worker imports torch again before it loads the file: allow for that.
-        self.limit = self.limits.seconds + (
-            0 if context.get_start_method() == "fork" else SPAWN_SECONDS
-        )
-        self.deadline = time.monotonic() + self.limit
+        self._launch()
+        # A fresh worker imports torch before it loads the file: allow for that.
+        self.limit = self.limits.seconds
+        self.deadline = time.monotonic() + self.limits.seconds + START_SECONDS
         try:
             reply = self._receive()
         except StudentStopped as stopped:
@@ -293,15 +286,21 @@ class Worker:
                 if stopped.status == TIMED_OUT
                 else f"while loading the file, {stopped.line}"
             ) from None
-        if reply[0] == "load_error":
+        except StudentRaised as raised:
             self.kill()
-            raise LoadFailed(reply[1])
-        self.functions = reply[1]
+            raise LoadFailed(raised.line) from None
+        if reply[0] == "tripped":
+            self.kill()
+            raise LoadFailed(f"the file calls {_label(reply[1][0])} while loading")
+        if reply[0] != "loaded" or not isinstance(reply[1], dict):
+            self.kill()
+            raise LoadFailed(str(reply[1]) if reply[0] == "load_error" else "no answer")
+        self.functions = _functions(reply[1])
         return self.functions
 
     @property
     def alive(self) -> bool:
-        return self.process is not None and self.process.is_alive()
+        return self.process is not None and self.process.poll() is None
 
     def begin_check(self, seconds: float) -> None:
         """Give the next requests ``seconds`` in total (restarting a worker that died)."""
@@ -311,26 +310,39 @@ class Worker:
         self.deadline = time.monotonic() + seconds
 
     def kill(self) -> None:
-        if self.process is None:
-            return
-        if self.process.is_alive():
+        """End the worker and everything it started, then remove its folder."""
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        process, self.process = self.process, None
+        if process is not None:
             try:
-                os.killpg(
-                    self.process.pid, signal.SIGKILL
-                )  # the worker and anything it started
-            except (AttributeError, OSError):
-                self.process.kill()
-        self.process.join(5)
-        if self.conn is not None:
-            self.conn.close()
-        self.process, self.conn = None, None
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                process.kill()
+            except OSError:
+                pass
+            process.wait()
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.close()
+        alarm, self.alarm = self.alarm, -1
+        if alarm >= 0:
+            self._drain(alarm)
+            os.close(alarm)
+        if process is not None and any(_SUBREAPER):
+            end_orphans()
+        workdir, self.workdir = self.workdir, None
+        if workdir is not None:
+            shutil.rmtree(workdir, onerror=_force_remove)
 
     def close(self) -> None:
         if self.alive:
             try:
                 self.conn.send_bytes(pickle.dumps(("stop",)))
-                self.process.join(1)
-            except OSError:
+                self.process.wait(1)
+            except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
         try:
@@ -346,6 +358,21 @@ class Worker:
 
     # -- requests ---------------------------------------------------------------------------------
 
+    def _drain(self, alarm: int | None = None) -> None:
+        """Tripwires the worker reported on its alarm pipe."""
+        alarm = self.alarm if alarm is None else alarm
+        chunks = b""
+        while alarm >= 0 and len(chunks) < 65536:
+            try:
+                chunk = os.read(alarm, 65536)
+            except (BlockingIOError, OSError):
+                break
+            if not chunk:
+                break
+            chunks += chunk
+        text = chunks.decode("utf-8", "replace")
+        self.alarms += [line for line in text.splitlines() if line][:20]
+
     def _receive(self) -> tuple:
         remaining = self.deadline - time.monotonic()
         ready = remaining > 0 and self.conn.poll(remaining)
@@ -357,23 +384,52 @@ class Worker:
                 "(an endless loop? a sleep? input()?)",
             )
         try:
-            data = self.conn.recv_bytes()
-        except (EOFError, OSError):
-            self.process.join(5)
-            exitcode = self.process.exitcode
+            data = self.conn.recv_bytes(MAX_REPLY_BYTES)
+        except (EOFError, ConnectionError):
+            exitcode = self._exitcode()
             self.kill()
             raise StudentStopped(ENDED, describe_exit(exitcode)) from None
+        except OSError:
+            self.kill()
+            raise StudentRaised(
+                "the result was too large to read back (over 64 MB)"
+            ) from None
         try:
-            return loads_plain(data)
+            reply = loads_plain(data)
+            if not isinstance(reply, tuple) or not reply or not isinstance(reply[0], str):
+                raise ValueError("not a reply")
         except Exception as error:  # noqa: BLE001
+            self.kill()
             raise StudentRaised(
                 "the result could not be read back: " + summarise_exception(error)
             ) from None
+        self._drain()
+        if self.alarms:  # a tripwire fired, whatever the reply says
+            labels, self.alarms = list(dict.fromkeys(self.alarms)), []
+            return ("tripped", labels)
+        return reply
 
-    def request(self, op: str, name: str, args: list, **options) -> tuple:
+    def _exitcode(self) -> int | None:
+        process = self.process
+        if process is None:
+            return None
+        try:
+            code = process.wait(5)
+        except subprocess.TimeoutExpired:
+            return None
+        if self.isolation.level == BUBBLEWRAP and code > 128:  # bwrap: 128 + the signal
+            return -(code - 128)
+        return code
+
+    def request(self, op: str, *fields) -> tuple:
         if not self.alive:
             raise StudentStopped(ENDED, "the process running your code had already ended")
-        self.conn.send_bytes(pickle.dumps((op, name, list(args), options)))
+        try:
+            self.conn.send_bytes(pickle.dumps((op, *fields)))
+        except OSError:
+            exitcode = self._exitcode()
+            self.kill()
+            raise StudentStopped(ENDED, describe_exit(exitcode)) from None
         return self._receive()
 
     def new_output(self, limit: int = 4000) -> str:
@@ -390,6 +446,75 @@ class Worker:
         return text + ("\n..." if len(data) > limit else "")
 
 
+def _clean_environment(visible: list[str]) -> dict[str, str]:
+    """The worker's environment: what Python and the numeric mode need, nothing of the grader's
+    (its command line, tokens or paths); the book's data folder when the worker may read it."""
+    keep = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    env = {
+        k: v for k, v in os.environ.items() if k in keep or k.startswith("TRANSFORMER_LAB")
+    }
+    if visible:
+        env["CLOUDWAVE_DATA_DIR"] = visible[0]
+    return env
+
+
+def _force_remove(function, path, _info) -> None:
+    try:
+        os.chmod(os.path.dirname(path), 0o700)
+        os.chmod(path, 0o700)
+        function(path)
+    except OSError:
+        pass
+
+
+def _functions(info: dict) -> dict[str, dict]:
+    """The worker's description of the file's functions, reduced to plain, well-formed fields."""
+    functions = {}
+    for name, fields in info.items():
+        if not isinstance(name, str) or not isinstance(fields, dict):
+            continue
+        library = fields.get("library", [])
+        functions[name] = {
+            "callable": bool(fields.get("callable")),
+            "module": str(fields.get("module", "")),
+            "library": [str(x) for x in library] if isinstance(library, list) else [],
+        }
+    return functions
+
+
+def _label(label: str) -> str:
+    return label[len(BOOK_PREFIX) :] if label.startswith(BOOK_PREFIX) else label
+
+
+def tripped(labels: list[str], watch_library: bool) -> Returned:
+    """A tripwire fired during a call: the book's own code is a failure of any check; library
+    attention is returned as ``Returned.library`` when the check watches for it."""
+    labels = [str(label) for label in labels]
+    book = [_label(x) for x in labels if x.startswith(BOOK_PREFIX)]
+    if book:
+        raise Failed(
+            Finding(
+                "book_implementation",
+                f"Your function uses the book's implementation ({book[0]}) instead of its own",
+                "your own code (the self-check compares it with the book's)",
+                f"a call to {book[0]}",
+                "write the function yourself; the book's code is not available while it runs",
+            )
+        )
+    if watch_library:
+        return Returned(None, [], labels)
+    raise Failed(
+        Finding(
+            "library_attention",
+            f"A library function ({labels[0]}) computes the attention for you; this exercise "
+            "asks you to write it by hand",
+            "your own code (no library attention call)",
+            f"a call to {labels[0]}",
+            "write the steps yourself: scores, mask, softmax, mix",
+        )
+    )
+
+
 class RemoteFunction(StudentFunction):
     """A student function that runs in a :class:`Worker`."""
 
@@ -397,13 +522,26 @@ class RemoteFunction(StudentFunction):
         self.worker, self.name = worker, name
         self.library_names = worker.functions.get(name, {}).get("library", [])
 
-    def _unpack(self, reply: tuple):
+    def _unpack(self, reply: tuple, watch_library: bool = False):
         kind = reply[0]
         if kind == "not_done":
-            raise StudentNotDone(reply[1])
+            raise StudentNotDone(str(reply[1]))
         if kind == "raised":
-            raise StudentRaised(reply[1])
+            raise StudentRaised(str(reply[1]))
+        if kind == "tripped":
+            return tripped(list(reply[1]), watch_library)
         return reply
+
+    def _decode(self, node):
+        try:
+            return decode(node, remote=self.worker_object)
+        except Exception as error:  # noqa: BLE001
+            raise StudentRaised(
+                "the result could not be read back: " + summarise_exception(error)
+            ) from None
+
+    def worker_object(self, handle: int, module: str, name: str) -> RemoteObject:
+        return remote_object(self.worker, handle, module, name)
 
     def call(
         self, *args, hints=(), watch_library: bool = False, quiet: bool = False
@@ -413,18 +551,18 @@ class RemoteFunction(StudentFunction):
                 "call",
                 self.name,
                 list(args),
-                hints=list(hints),
-                watch_library=watch_library,
-                quiet=quiet,
-            )
+                {"hints": list(hints), "quiet": quiet},
+            ),
+            watch_library,
         )
-        try:
-            result, arguments = decode(reply[1]), decode(reply[2])
-        except Exception as error:  # noqa: BLE001 - e.g. a tokenizer whose JSON does not load
-            raise StudentRaised(
-                "the result could not be read back: " + summarise_exception(error)
-            ) from None
-        return Returned(result, list(arguments), [str(name) for name in reply[3]])
+        if isinstance(reply, Returned):
+            return reply
+        if reply[0] != "returned" or len(reply) < 3:
+            raise StudentRaised("the worker sent an answer the self-check cannot read")
+        result, arguments = self._decode(reply[1]), self._decode(reply[2])
+        if not isinstance(arguments, list):
+            arguments = []
+        return Returned(result, arguments, [])
 
     def gradient(self, args, names, pick: str, hints=()) -> GradientReport:
         reply = self._unpack(
@@ -432,9 +570,64 @@ class RemoteFunction(StudentFunction):
                 "gradient",
                 self.name,
                 list(args),
-                names=list(names),
-                pick=pick,
-                hints=list(hints),
+                {"names": list(names), "pick": pick, "hints": list(hints)},
             )
         )
-        return decode(reply[1])
+        report = self._decode(reply[1]) if reply[0] == "gradient" else None
+        if not isinstance(report, GradientReport):
+            raise StudentRaised("the worker sent an answer the self-check cannot read")
+        return report
+
+
+class RemoteObject:
+    """Stands in for an object that stayed in the worker (a returned tokenizer, its model, an
+    encoding): attribute look-ups and calls run there, under the check's time limit, and come
+    back as plain data or as further stand-ins. Its class has the remote class's name, and
+    ``isinstance`` sees a ``tokenizers.Tokenizer`` stand-in as a ``Tokenizer``."""
+
+    _worker: Worker
+    _handle: int
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return _value(self._worker, self._worker.request("getattr", self._handle, name))
+
+    def __call__(self, *args):
+        return _value(
+            self._worker, self._worker.request("invoke", self._handle, list(args))
+        )
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__module__}.{type(self).__name__} in the worker>"
+
+
+def _value(worker: Worker, reply: tuple):
+    function = RemoteFunction(worker, "")
+    reply = function._unpack(reply)
+    if isinstance(reply, Returned) or reply[0] != "value":
+        raise StudentRaised("the worker sent an answer the self-check cannot read")
+    value = function._decode(reply[1])
+    if isinstance(value, str) and len(value) > 100_000:
+        raise StudentRaised("the object returned a string of over 100,000 characters")
+    return value
+
+
+_STAND_INS: dict[tuple[str, str], type] = {}
+
+
+def remote_object(worker: Worker, handle: int, module: str, name: str) -> RemoteObject:
+    """A :class:`RemoteObject` for ``handle``, of a class named after the remote one."""
+    key = (module[:100], name[:100])
+    if key not in _STAND_INS:
+        namespace: dict = {"__module__": key[0]}
+        if key == ("tokenizers", "Tokenizer"):
+            from tokenizers import Tokenizer
+
+            namespace["__class__"] = property(lambda self: Tokenizer)
+        identifier = name if name.isidentifier() else "RemoteObject"
+        _STAND_INS[key] = type(identifier, (RemoteObject,), namespace)
+    stand_in = object.__new__(_STAND_INS[key])
+    object.__setattr__(stand_in, "_worker", worker)
+    object.__setattr__(stand_in, "_handle", handle)
+    return stand_in

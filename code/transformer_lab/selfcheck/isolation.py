@@ -1,0 +1,284 @@
+"""Where a worker runs: a sandbox that holds no answers, sees no other file and leaves nothing behind.
+
+Every worker is a fresh Python interpreter (never a fork of the checking process, which holds the
+book's reference implementations in memory). It imports its code from a *skeleton*: a temporary
+copy of the few modules a worker needs (:data:`WORKER_MODULES`: statuses, error summaries, the
+call and transport code, the worker loop), so ``transformer_lab.attention`` and the other answers
+are not importable from it under any name. Its working folder is a fresh temporary folder holding
+a copy of the student's file and nothing else.
+
+Two levels, the strongest one available is used (:func:`isolation`):
+
+- ``bubblewrap`` (Linux, Debian's ``bwrap``): the worker sees the file system read-only, with the
+  project, the package's source, the submissions folder and the results hidden behind empty
+  folders; it has its own PID namespace (``--unshare-pid``: it cannot see or signal the grader or
+  another submission, and every process it starts, ``setsid`` daemons included, ends with it),
+  no network, no capabilities, and it dies with the grader (``--die-with-parent``).
+- ``process`` (no working bubblewrap): a fresh interpreter in its own session, with an audit hook
+  (:mod:`transformer_lab.selfcheck.sandbox`) that refuses to open the hidden paths, to write
+  outside its folder, to start programs, to load native code through ``ctypes`` or to signal other
+  processes, and the grader ends the daemons a worker leaves (it adopts orphans). That stops
+  mistakes and the usual attacks, not a determined one: the hook's rules live in the same
+  interpreter as the student's code, which can rewrite them. The grader says so in one line.
+
+``SELFCHECK_ISOLATION=process`` forces the second level (tests of the fallback use it).
+"""
+
+from __future__ import annotations
+
+import ast
+import atexit
+import functools
+import os
+import shutil
+import site
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import transformer_lab
+
+BUBBLEWRAP, PROCESS = "bubblewrap", "process"
+LEVEL_LINES = {
+    BUBBLEWRAP: "isolation: bubblewrap (own file-system view, PID namespace and network; "
+    "the project, the submissions and the results hidden)",
+    PROCESS: "isolation: process only (bubblewrap is not available: a fresh interpreter with an "
+    "audit hook, which a determined submission can get round; install bubblewrap, e.g. "
+    "apt-get install bubblewrap, for real isolation)",
+}
+
+PACKAGE = Path(transformer_lab.__file__).resolve().parent
+# The modules a worker imports (paths relative to the package). None of them holds an answer:
+# tests/selfcheck/test_isolation.py checks that they import nothing else from the package.
+WORKER_MODULES = (
+    "__init__.py",
+    "reproducibility.py",
+    "validation.py",
+    "selfcheck/core.py",
+    "selfcheck/errors.py",
+    "selfcheck/execution.py",
+    "selfcheck/transport.py",
+    "selfcheck/sandbox.py",
+)
+SKELETON_INIT = '"""The worker\'s part of the self-check (see isolation.py)."""\n'
+# Inside a bubblewrap sandbox: where the skeleton and the working folder appear.
+SANDBOX_SKELETON, SANDBOX_WORKDIR = "/tmp/selfcheck-worker", "/tmp/submission"
+
+
+@dataclass(frozen=True)
+class Isolation:
+    level: str
+    line: str
+
+
+def project_root() -> Path | None:
+    """The checkout holding the package (a folder with ``pyproject.toml`` above it), if any."""
+    for folder in PACKAGE.parents:
+        if (folder / "pyproject.toml").is_file():
+            return folder
+    return None
+
+
+def hidden_paths(extra: tuple[str, ...] = ()) -> list[str]:
+    """What a worker must not see: the package, the project around it, and ``extra`` (the
+    submissions folder, the results)."""
+    paths = [PACKAGE, project_root(), Path(runs_folder()), *map(Path, extra)]
+    seen = []
+    for path in paths:
+        if path is None:
+            continue
+        text = os.path.realpath(path)
+        if text not in seen and text != "/":
+            seen.append(text)
+    return seen
+
+
+def module_file(name: str) -> Path | None:
+    """The source file of package module ``name`` (``transformer_lab.x.y``), if there is one."""
+    parts = name.split(".")[1:]
+    for candidate in (
+        PACKAGE.joinpath(*parts).with_suffix(".py"),
+        PACKAGE.joinpath(*parts, "__init__.py"),
+    ):
+        if parts and candidate.is_file():
+            return candidate
+    return None
+
+
+def with_imports(names: tuple[str, ...]) -> list[str]:
+    """``names`` and every package module they import (directly or not), parents included."""
+    found: list[str] = []
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        path = module_file(name)
+        if name in found or path is None:
+            continue
+        found.append(name)
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(2, len(parts))]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                todo.append(node.module)
+                todo += [f"{node.module}.{alias.name}" for alias in node.names]
+            elif isinstance(node, ast.Import):
+                todo += [alias.name for alias in node.names]
+    return sorted(n for n in found if n.startswith("transformer_lab."))
+
+
+def data_folders(book_modules: tuple[str, ...]) -> list[str]:
+    """The book's data folder, when one of ``book_modules`` loads it (``datasets``)."""
+    if "transformer_lab.datasets" not in with_imports(book_modules):
+        return []
+    from transformer_lab.datasets import find_data_dir
+
+    try:
+        return [os.path.realpath(find_data_dir())]
+    except (FileNotFoundError, OSError):
+        return []
+
+
+def book_files(book_modules: tuple[str, ...]) -> list[str]:
+    """Paths (relative to the package) of ``book_modules`` and what they import."""
+    return [
+        module_file(name).relative_to(PACKAGE).as_posix()
+        for name in with_imports(book_modules)
+    ]
+
+
+@functools.cache
+def skeleton(book_modules: tuple[str, ...] = ()) -> str:
+    """A temporary folder holding ``transformer_lab`` with only :data:`WORKER_MODULES`, plus the
+    ``book_modules`` a check lets students import (and what they import), removed when this
+    process ends."""
+    root = Path(tempfile.mkdtemp(prefix="selfcheck-skeleton-"))
+    atexit.register(shutil.rmtree, root, True)
+    for relative in dict.fromkeys([*WORKER_MODULES, *book_files(book_modules)]):
+        target = root / "transformer_lab" / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(PACKAGE / relative, target)
+    (root / "transformer_lab" / "selfcheck" / "__init__.py").write_text(
+        SKELETON_INIT, encoding="utf-8"
+    )
+    for folder in (root, *root.rglob("*")):
+        os.chmod(folder, 0o555 if folder.is_dir() else 0o444)
+    atexit.register(
+        _writable, root
+    )  # so that rmtree (registered first, run last) can remove it
+    return str(root)
+
+
+@functools.cache
+def runs_folder() -> str:
+    """The folder that holds every worker's folder and output file of this process: hidden from
+    each worker (which sees only its own folder), removed when this process ends."""
+    root = tempfile.mkdtemp(prefix="selfcheck-runs-")
+    atexit.register(shutil.rmtree, root, True)
+    return root
+
+
+def _writable(root: Path) -> None:
+    for folder in (root, *root.rglob("*")):
+        if folder.is_dir():
+            os.chmod(folder, 0o755)
+
+
+def _bwrap_base() -> list[str]:
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return []
+    command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    command += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+    command += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    return command
+
+
+@functools.cache
+def _bwrap_works() -> bool:
+    base = _bwrap_base()
+    if not base:
+        return False
+    try:
+        done = subprocess.run(
+            [*base, "--tmpfs", "/tmp", os.path.abspath(sys.executable), "-I", "-c", "pass"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def isolation() -> Isolation:
+    """The strongest isolation this machine offers (see the module docstring)."""
+    if os.environ.get("SELFCHECK_ISOLATION", "") == PROCESS:
+        return Isolation(PROCESS, "isolation: process only (SELFCHECK_ISOLATION=process)")
+    level = BUBBLEWRAP if _bwrap_works() else PROCESS
+    return Isolation(level, LEVEL_LINES[level])
+
+
+def worker_command(
+    level: str,
+    workdir: str,
+    hidden: list[str],
+    arguments: list[str],
+    book_modules: tuple[str, ...] = (),
+    visible: tuple[str, ...] = (),
+) -> tuple[list[str], str]:
+    """The command that starts a worker, and the working folder as the worker sees it.
+
+    ``arguments`` follow ``python -I -c <start>``; the student's file is in ``workdir``;
+    ``visible``: folders inside the hidden ones the worker may read (the book's data)."""
+    root = skeleton(book_modules)
+    start = (
+        "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+        "from transformer_lab.selfcheck.sandbox import main; main()"
+    )
+    prefix = launcher()
+    python = [os.path.abspath(sys.executable), "-I", "-c", start]
+    if level != BUBBLEWRAP:
+        return [*prefix, *python, root, *arguments], workdir
+    command = [*prefix, *_bwrap_base()]
+    for path in _outermost(hidden):
+        if os.path.isdir(path):
+            command += ["--tmpfs", path]
+        elif os.path.exists(path):
+            command += ["--ro-bind", "/dev/null", path]
+    # The interpreter and its packages stay visible even when they live inside the project.
+    for path in dict.fromkeys([sys.prefix, sys.base_prefix, *site.getsitepackages()]):
+        real = os.path.realpath(path)
+        package = str(PACKAGE)
+        if os.path.isdir(real) and any(_inside(real, h) for h in hidden):
+            if not (_inside(real, package) or _inside(package, real)):
+                command += ["--ro-bind", real, real]
+    command += [arg for path in visible for arg in ("--ro-bind", path, path)]
+    command += ["--tmpfs", "/tmp", "--ro-bind", root, SANDBOX_SKELETON]
+    command += ["--bind", workdir, SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
+    command += ["--setenv", "TMPDIR", SANDBOX_WORKDIR, "--setenv", "HOME", SANDBOX_WORKDIR]
+    return [*command, *python, SANDBOX_SKELETON, *arguments], SANDBOX_WORKDIR
+
+
+# Linux: the launcher asks for SIGKILL when the grader dies (prctl PR_SET_PDEATHSIG), then
+# becomes the worker (or bubblewrap), so that killing the grader (kill -9, SIGHUP) ends it too.
+LAUNCHER = (
+    "import ctypes, os, sys; ctypes.CDLL(None).prctl(1, 9); "
+    "os.getppid() == int(sys.argv[1]) or os._exit(1); os.execv(sys.argv[2], sys.argv[2:])"
+)
+
+
+def launcher() -> list[str]:
+    if not sys.platform.startswith("linux"):
+        return []
+    return [os.path.abspath(sys.executable), "-I", "-S", "-c", LAUNCHER, str(os.getpid())]
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """``paths`` without those inside another of them."""
+    return [p for p in paths if not any(q != p and _inside(p, q) for q in paths)]
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
