@@ -469,6 +469,8 @@ SURVEY = r"""async () => {
         if (node.nodeType === Node.TEXT_NODE) return node.data;
         if (node.nodeType !== Node.ELEMENT_NODE) return '';
         if (node.matches(MATH)) return ' ';
+        // jupyterlab-myst's number of a display equation, "(1)" (see LIMITS)
+        if (node.matches('.select-none') && /^\(\d+\)$/.test(node.textContent.trim())) return ' ';
         if (node.matches('style, script')) return '';
         const inner = Array.from(node.childNodes).map(textOf).join('');
         if (/^H[1-6]$/.test(node.tagName)) return '\n\u00a7\u00a7' + inner + '\u00a7\u00a7\n';
@@ -1441,6 +1443,12 @@ LIMITS = [
         "Maths",
         "jupyterlab-myst typesets with KaTeX, the HTML with MathJax: the same TeX, drawn by two "
         "engines; the section comparison leaves maths out.",
+    ),
+    (
+        "Equation numbers",
+        "jupyterlab-myst numbers every display equation, (1), (2), ..., at its right; the HTML "
+        "numbers none. Neither Markdown nor jupyterlab-myst's settings turn that off for `$$` "
+        "blocks; the section comparison leaves the numbers out.",
     ),
     (
         "Figure alt text",
