@@ -203,7 +203,11 @@ def drawn_from(notebook) -> dict:
         reader = cell.metadata.get("reader", "")
         if cell.cell_type == "markdown":
             fenced = re.findall(r"^```[a-z]*\n(.*?)^```", cell.source, flags=re.M | re.S)
-            source = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " ", cell.source, flags=re.S)
+            # jupyterlab-myst consumes targets and draws its dropdowns as <details>
+            source = re.sub(
+                r"^\([^()\s]+\)=$|^:{3,}(\{dropdown\})?", " ", cell.source, flags=re.M
+            )
+            source = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " ", source, flags=re.S)
             prose = re.sub(
                 r"`[^`]*`", " ", re.sub(r"^```.*?^```", " ", source, flags=re.M | re.S)
             )
@@ -225,7 +229,8 @@ def drawn_from(notebook) -> dict:
                             r"\[([^\]]*)\]\(([^)\s]*)\)", cell.source
                         )
                     ],
-                    "details": cell.source.count("<details>"),
+                    "details": cell.source.count("<details>")
+                    + cell.source.count("{dropdown}"),
                     "open_details": cell.source.count("<details open"),
                 }
             )
@@ -240,7 +245,10 @@ def drawn_from(notebook) -> dict:
                     "source": cell.source,
                 }
             )
-    ids = re.findall(r'<a id="([^"]+)">', "\n".join(c.source for c in notebook.cells))
+    everything = "\n".join(c.source for c in notebook.cells)
+    ids = re.findall(r'<a id="([^"]+)">', everything) + re.findall(
+        r"^\(([^()\s]+)\)=$", everything, flags=re.M
+    )
     return {"markdown": markdown, "code": code, "unrendered": 0, "errors": [], "ids": ids}
 
 

@@ -25,7 +25,9 @@ import reader_notebooks as rn  # noqa: E402
 PAGES = rn.reader_pages()
 FENCED = re.compile(r"^(`{3,}|~{3,}).*?^\1\s*$", flags=re.M | re.S)
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-ANCHOR = re.compile(r'<a id="([^"]+)"></a>')
+ANCHOR = re.compile(r'<a id="([^"]+)"></a>|^\(([^()\s]+)\)=$', flags=re.M)
+# What jupyterlab-myst draws in Binder's notebooks (targets and its own dropdowns); nothing else.
+BINDER_MYST = re.compile(r"^\([^()\s]+\)=$|^:{3,}(\{dropdown\}.*)?$", flags=re.M)
 
 
 @pytest.fixture(scope="module")
@@ -52,13 +54,17 @@ def prose(notebook) -> str:
 
 
 def anchors(notebook) -> set[str]:
-    return set(ANCHOR.findall("\n".join(c.source for c in notebook.cells)))
+    found = ANCHOR.findall("\n".join(c.source for c in notebook.cells))
+    return {html or myst for html, myst in found}
 
 
+@pytest.mark.parametrize("links", ["notebook", "html"])
 @pytest.mark.parametrize("page", PAGES, ids=rn.page_id)
-def test_no_glue_key_and_no_raw_myst_in_the_prose(page, notebooks):
-    notebook = notebooks["notebook"][rn.page_id(page)]
+def test_no_glue_key_and_no_raw_myst_in_the_prose(page, links, notebooks):
+    notebook = notebooks[links][rn.page_id(page)]
     text = prose(notebook)
+    if links == "notebook":
+        text = BINDER_MYST.sub("", text)
     reference = nbformat.read(reference_path(page), as_version=4)
     keys = sorted(rn.glue_values(reference))
     shown = [key for key in keys if re.search(rf"\b{re.escape(key)}\b", text)]
@@ -69,9 +75,10 @@ def test_no_glue_key_and_no_raw_myst_in_the_prose(page, notebooks):
     assert not raw, f"raw MyST roles or directives in the prose: {raw}"
 
 
+@pytest.mark.parametrize("links", ["notebook", "html"])
 @pytest.mark.parametrize("page", PAGES, ids=rn.page_id)
-def test_every_listing_dropdown_and_caption_is_there(page, notebooks):
-    notebook = notebooks["notebook"][rn.page_id(page)]
+def test_every_listing_dropdown_and_caption_is_there(page, links, notebooks):
+    notebook = notebooks[links][rn.page_id(page)]
     markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     source = page.read_text(encoding="utf-8")
     for obj in re.findall(r"^:pyobject:\s*(\S+)", source, flags=re.M):
@@ -80,8 +87,9 @@ def test_every_listing_dropdown_and_caption_is_there(page, notebooks):
             f"the listing of {obj} is missing"
         )
     dropdowns = len(re.findall(r"^\s*(?:`{3,}|:{3,})\{dropdown\}", source, flags=re.M))
-    assert markdown.count("<details>") == dropdowns
-    assert "<details open" not in markdown
+    drawn = "<details>" if links == "html" else "{dropdown}"
+    assert markdown.count(drawn) == dropdowns
+    assert "<details open" not in markdown and ":open:" not in markdown
     captions = [
         rn.figure_caption(cell)
         for cell in read_page(page).cells
@@ -90,7 +98,9 @@ def test_every_listing_dropdown_and_caption_is_there(page, notebooks):
     shown = [c for c in notebook.cells if c.metadata.get("reader") == rn.CAPTION]
     assert len(shown) == len(captions)
     for (caption, _), cell in zip(captions, shown):
-        assert re.match(r"(<a id=\"[^\"]+\"></a>)?\*\*Fig\. \d+\*\* ", cell.source)
+        assert re.match(
+            r"(<a id=\"[^\"]+\"></a>|\([^()\s]+\)=)?\n?\*\*Fig\. \d+\*\* ", cell.source
+        )
         assert caption.split()[-1] in cell.source
 
 
@@ -116,6 +126,9 @@ def test_every_link_resolves(page, links, notebooks, book):
         elif path.startswith("http"):
             continue  # an external link the page itself makes
         elif not path:
+            assert links == "notebook", (
+                f"{target}: a same-page link in a downloadable notebook"
+            )
             ids = anchors(notebook)
         else:
             assert links == "notebook", (
@@ -188,7 +201,9 @@ def write_page(tmp_path: Path, markdown: str, code: str = "print(1)") -> Path:
     return page
 
 
-def convert(tmp_path, book, markdown: str, glue: dict | None = None):
+def convert(
+    tmp_path, book, markdown: str, glue: dict | None = None, links: str = "notebook"
+):
     page = write_page(tmp_path, markdown)
     cell = nbformat.v4.new_code_cell("print(1)", execution_count=1)
     for key, value in (glue or {}).items():
@@ -205,9 +220,7 @@ def convert(tmp_path, book, markdown: str, glue: dict | None = None):
             )
         )
     reference = nbformat.v4.new_notebook(cells=[cell])
-    return rn.make_reader_notebook(
-        page, "notebook", book, rn.repository_settings({}), reference
-    )
+    return rn.make_reader_notebook(page, links, book, rn.repository_settings({}), reference)
 
 
 def test_glue_formats_as_myst_nb_does(tmp_path, book):
@@ -232,19 +245,21 @@ def test_an_unknown_glue_key_role_or_directive_is_an_error(tmp_path, book):
 
 
 def test_dropdowns_admonitions_and_listings(tmp_path, book):
-    notebook = convert(
-        tmp_path,
-        book,
+    markdown = (
         "```{admonition} Predict\n:class: tip\nOne.\n```\n\n:::{dropdown} Hint 1\nTwo `{x}`.\n\n"
         "```{literalinclude} ../../../code/transformer_lab/metrics.py\n:pyobject: accuracy\n```\n:::\n\n"
-        "See {ref}`the masks <fig-masks>`.",
+        "See {ref}`the masks <fig-masks>`."
     )
-    text = notebook.cells[1].source
-    assert "> **Predict**\n>\n> One." in text
-    assert "<details>\n<summary>Hint 1</summary>\n\nTwo `{x}`." in text
-    assert "```python\ndef accuracy(" in text and text.count("</details>") == 1
+    download = convert(tmp_path, book, markdown, links="html").cells[1].source
+    assert "> **Predict**\n>\n> One." in download
+    assert "<details>\n<summary>Hint 1</summary>\n\nTwo `{x}`." in download
+    assert "```python\ndef accuracy(" in download and download.count("</details>") == 1
+    html = rn.repository_settings({})["html"]
+    assert f"[the masks]({html}/chapters/01-soft-join.html#fig-masks)" in download
+    binder = convert(tmp_path, book, markdown).cells[1].source
+    assert ":::{dropdown} Hint 1\nTwo `{x}`." in binder and binder.count("\n:::\n") == 1
     assert re.search(
-        r"\[the masks\]\((\.\./)+chapters/01-soft-join\.ipynb#fig-masks\)", text
+        r"\[the masks\]\((\.\./)+chapters/01-soft-join\.ipynb#fig-masks\)", binder
     )
 
 

@@ -599,9 +599,14 @@ def expected_view(page: Path, notebook) -> Expected:
     )
 
 
+# A wall-clock time in prose ("0.71 s"): it differs from run to run, as nbval's sanitizer knows.
+WALL_TIME = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:ms|s|min)\b")
+
+
 def words(text: str) -> list[str]:
-    """Visible text normalised for comparison: words and numbers only (maths left out before)."""
-    return re.findall(r"[^\W_]+", text.replace("\u2212", "-"))
+    """Visible text normalised for comparison: words and numbers only (maths left out before),
+    wall-clock times masked."""
+    return re.findall(r"[^\W_]+", WALL_TIME.sub(" wall time ", text.replace("\u2212", "-")))
 
 
 def judge_view(
@@ -679,7 +684,12 @@ def link_problem(link: dict, notebook_path: Path, ids: set[str], html_root: Path
     there = (notebook_path.parent / target).resolve()
     if not there.is_file():
         return f"{target} does not exist in the Binder home"
-    if fragment and f'id=\\"{fragment}\\"' not in there.read_text(encoding="utf-8"):
+    content = there.read_text(encoding="utf-8")
+    if (
+        fragment
+        and f'id=\\"{fragment}\\"' not in content
+        and f"({fragment})=" not in content
+    ):
         return f"{target} has no anchor #{fragment}"
     return ""
 

@@ -252,10 +252,17 @@ class Context:
         return f"{page_id(self.page)}: {what}"
 
 
+def anchor_markup(label: str, context: Context) -> str:
+    """Where a link may land: a MyST target for jupyterlab-myst (Binder), which resolves
+    ``#label`` links to it across the notebook's cells, or an HTML anchor (downloads)."""
+    return f"({label})=" if context.links == "notebook" else f'<a id="{label}"></a>'
+
+
 def link_to(target: Target, context: Context) -> str:
-    """A link to ``target`` from ``context.page`` that resolves for this kind of notebook."""
+    """A link to ``target`` from ``context.page`` that resolves for this kind of notebook:
+    Binder's go to the same notebook or a sibling, a download's to the published HTML page."""
     anchor = f"#{target.anchor}" if target.anchor else ""
-    if target.page.resolve() == context.page.resolve():
+    if context.links == "notebook" and target.page.resolve() == context.page.resolve():
         return anchor or "#"
     if context.links == "notebook" and page_id(target.page) in context.book.with_code:
         here = (NOTEBOOKS / context.page.resolve().relative_to(ROOT)).parent
@@ -407,19 +414,19 @@ def directive(name: str, argument: str, body: list[str], context: Context) -> st
     """A MyST directive as plain Markdown (HTML only for ``<details>`` and anchors)."""
     options, content = split_options(body)
     inner = convert_markdown("\n".join(content), context) if content else ""
-    anchor = f'<a id="{options["name"]}"></a>\n\n' if options.get("name") else ""
+    anchor = anchor_markup(options["name"], context) + "\n\n" if options.get("name") else ""
     if name in ADMONITIONS:
         title = argument.strip() if name == "admonition" else ADMONITIONS[name]
         if name != "admonition" and argument.strip():
             inner = convert_markdown(argument.strip(), context) + "\n\n" + inner
         title_md = convert_inline(title, context)
         if "dropdown" in options.get("class", "").split():
-            return anchor + details(title_md, inner)
+            return anchor + details(title_md, inner, context)
         return anchor + indent_quote(f"**{title_md}**\n\n{inner}".rstrip())
     if name == "dropdown":
         if "open" in options:
             raise ReaderError(context.where("an open dropdown: hints start closed"))
-        return anchor + details(convert_inline(argument.strip(), context), inner)
+        return anchor + details(convert_inline(argument.strip(), context), inner, context)
     if name == "literalinclude":
         return anchor + literalinclude(argument, options, context)
     if name in {"glue", "glue:md", "glue:any", "glue:text"}:
@@ -435,8 +442,13 @@ def directive(name: str, argument: str, body: list[str], context: Context) -> st
     raise ReaderError(context.where(f"the directive {{{name}}} has no plain-notebook form"))
 
 
-def details(summary: str, inner: str) -> str:
-    """A closed dropdown; blank lines around the body so that Markdown inside it renders."""
+def details(summary: str, inner: str, context: Context) -> str:
+    """A closed dropdown: jupyterlab-myst's own (Binder: it typesets the maths inside, which it
+    does not inside raw HTML), else ``<details>`` with blank lines so that Markdown inside renders."""
+    if context.links == "notebook":
+        colons = max([len(m) for m in re.findall(r"^\s*(:{3,})", inner, flags=re.M)] + [2])
+        fence = ":" * (colons + 1)
+        return f"{fence}{{dropdown}} {summary}\n{inner.strip()}\n{fence}"
     return f"<details>\n<summary>{summary}</summary>\n\n{inner.strip()}\n\n</details>"
 
 
@@ -486,7 +498,7 @@ def convert_markdown(source: str, context: Context) -> str:
         label = LABEL.match(line)
         fence = FENCE.match(line)
         if label:
-            prose.append(f'<a id="{label.group("label")}"></a>\n')
+            prose.append(anchor_markup(label.group("label"), context) + "\n")
         elif line.lstrip().startswith("%"):
             pass  # a MyST comment
         elif fence:
@@ -702,14 +714,20 @@ def make_reader_notebook(
 
     # What each hidden cell must leave defined: the names a later visible cell reads before it
     # binds them, unless a visible cell in between binds them first.
-    later_reads: list[set[str]] = []
+    # A kept part of a hidden cell counts as a reader of the cells before it, too.
+    kept_code: dict[int, str] = {}
     reads: set[str] = set()
-    for cell in reversed(source.cells):
-        later_reads.append(set(reads))
-        if cell.cell_type == "code" and "remove-cell" not in cell.metadata.get("tags", []):
-            free, binds = free_and_bound(strip_glue(cell.source))
-            reads = (reads - binds) | free
-    later_reads.reverse()
+    for index in reversed(range(len(source.cells))):
+        cell = source.cells[index]
+        if cell.cell_type != "code":
+            continue
+        if "remove-cell" in cell.metadata.get("tags", []):
+            kept_code[index] = needed_part(cell.source, reads)
+            code = kept_code[index]
+        else:
+            code = strip_glue(cell.source)
+        free, binds = free_and_bound(code)
+        reads = (reads - binds) | free
 
     cells = [nbformat.v4.new_markdown_cell(preamble(page, context, page_text(page)))]
     cells[0].metadata["reader"] = PREAMBLE
@@ -723,7 +741,7 @@ def make_reader_notebook(
             continue
         tags = set(cell.metadata.get("tags", []))
         if "remove-cell" in tags:
-            code = needed_part(cell.source, later_reads[index])
+            code = kept_code[index]
             if code.strip():
                 kept = nbformat.v4.new_code_cell(code)
                 kept.metadata.update(
@@ -754,7 +772,7 @@ def make_reader_notebook(
         caption = figure_caption(cell)
         if caption:
             number = book.figure_numbers[(page_id(page), index)]
-            anchor = f'<a id="{caption[1]}"></a>' if caption[1] else ""
+            anchor = anchor_markup(caption[1], context) + "\n" if caption[1] else ""
             text = f"{anchor}**Fig. {number}** {convert_inline(caption[0], context)}"
             cells.append(nbformat.v4.new_markdown_cell(text))
             cells[-1].metadata["reader"] = CAPTION
