@@ -599,8 +599,9 @@ def expected_view(page: Path, notebook) -> Expected:
     )
 
 
-# A wall-clock time in prose ("0.71 s"): it differs from run to run, as nbval's sanitizer knows.
-WALL_TIME = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:ms|s|min)\b")
+# A wall-clock time in prose ("0.71 s", "0.71 seconds of wall-clock time", the formats of
+# transformer_lab.timing): it differs from run to run, as nbval's sanitizer knows.
+WALL_TIME = re.compile(r"\b\d+(?:[.,]\d+)?\s*(?:ms|s|min|seconds?|minutes?)\b")
 
 
 def words(text: str) -> list[str]:

@@ -815,7 +815,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("pages", nargs="*")
     parser.add_argument("--links", choices=["notebook", "html"], default="notebook")
     parser.add_argument("--out", type=Path, default=NOTEBOOKS)
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     pages = [Path(p).resolve() for p in args.pages] or reader_pages()
     try:
         if args.command == "write":
