@@ -266,7 +266,7 @@ def test_dropdowns_admonitions_and_listings(tmp_path, book):
 def test_a_page_whose_code_changed_is_stale(tmp_path, book):
     page = write_page(tmp_path, "Text.", code="print(2)")
     reference = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
-    with pytest.raises(rn.ReaderError, match="no longer matches"):
+    with pytest.raises(rn.StaleReference, match="no longer matches"):
         rn.make_reader_notebook(
             page, "notebook", book, rn.repository_settings({}), reference
         )

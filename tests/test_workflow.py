@@ -243,3 +243,28 @@ def test_the_launch_link_opens_the_reader_notebook(book_html_extension, tmp_path
         encoding="utf-8"
     )
     assert '"links": "html"' in offered and "myst_nb" not in offered
+
+
+def test_a_stale_reference_does_not_stop_the_build(
+    book_html_extension, tmp_path, monkeypatch
+):
+    """`make test` fails on a stale reference (nbval); `make book` still builds the page."""
+    page = ROOT / "chapters" / "01-soft-join.md"
+
+    def stale(*args, **kwargs):
+        raise book_html_extension.reader_notebooks.StaleReference("chapters/01: stale")
+
+    monkeypatch.setattr(book_html_extension.reader_notebooks, "make_reader_notebook", stale)
+    app = type(
+        "App",
+        (),
+        {
+            "outdir": str(tmp_path),
+            "env": type("Env", (), {"doc2path": lambda self, name: page})(),
+        },
+    )()
+    context = {"header_buttons": [], "ipynb_source": "chapters/01-soft-join.ipynb"}
+    book_html_extension.offer_reader_notebook(
+        app, "chapters/01-soft-join", "page.html", context, None
+    )
+    assert not (tmp_path / "_sources").exists()

@@ -85,6 +85,10 @@ class ReaderError(ValueError):
     """A page uses MyST this module cannot turn into a plain notebook; the message names it."""
 
 
+class StaleReference(ReaderError):
+    """The page's code no longer matches its committed reference (refresh it)."""
+
+
 # --------------------------------------------------------------------------- where things live
 
 
@@ -696,7 +700,7 @@ def make_reader_notebook(
     if reference is None:
         path = reference_path(page)
         if not path.exists():
-            raise ReaderError(
+            raise StaleReference(
                 f"{page_id(page)}: no reference {path.relative_to(ROOT)} (make refresh)"
             )
         reference = nbformat.read(path, as_version=4)
@@ -704,7 +708,7 @@ def make_reader_notebook(
     page_code = [cell for cell in source.cells if cell.cell_type == "code"]
     ref_code = [cell for cell in reference.cells if cell.cell_type == "code"]
     if [c.source for c in page_code] != [c.source for c in ref_code]:
-        raise ReaderError(
+        raise StaleReference(
             f"{page_id(page)}: its code no longer matches {reference_path(page).relative_to(ROOT)} "
             "(refresh it: python tools/book_pages.py refresh PAGE)"
         )
