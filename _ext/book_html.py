@@ -16,6 +16,16 @@ sphinx-multitoc-numbering only replaces how section numbers are assigned from th
 of contents, in the main process after every page is read, and keeps no per-page state;
 sphinx-jupyterbook-latex acts only for the LaTeX builders. Both are declared read-safe here.
 
+Launch links and downloads of the reader notebooks. JupyterLab and a downloaded ``.ipynb`` know
+nothing of glue, ``literalinclude`` or cross-page references, so the rocket button and the
+download button offer each page's *reader notebook* (tools/reader_notebooks.py) instead of the
+page's MyST source and MyST-NB's executed copy: the Binder link's ``urlpath`` opens
+``notebooks/<page>.ipynb`` (written there by binder/postBuild), and ``_sources/<page>.ipynb``
+(the ".ipynb" download) is the reader notebook whose links go to the published HTML. In a GitHub
+Actions run, the repository and branch of the launch links, the repository button and the
+notebooks' links are the run's (``reader_notebooks.repository_settings``), so a fork's book
+launches the fork; elsewhere ``_config.yml``'s ``repository`` decides.
+
 Long lines of code outside executed cells. Code shown from the package (``literalinclude``) and
 in exercise hints may be wider than the page's code column; ``static/book_code.css`` wraps it
 inside the column instead of cutting it off behind a scroll bar.
@@ -23,10 +33,22 @@ inside the column instead of cutting it off behind a scroll bar.
 
 from __future__ import annotations
 
+import functools
+import re
+import sys
 from pathlib import Path
 from typing import Any
 
+import nbformat
 from sphinx.application import Sphinx
+from sphinx.util import logging
+
+# tools/ holds the reader-notebook generator (one home for how a page becomes a notebook).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+
+import reader_notebooks  # noqa: E402
+
+LOGGER = logging.getLogger(__name__)
 
 
 def _script_key(script: Any) -> tuple:
@@ -70,10 +92,60 @@ def declare_parallel_safe(app: Sphinx, config: Any) -> None:
             extension.parallel_read_safe = True
 
 
+def follow_repository(app: Sphinx, config: Any) -> None:
+    """The repository and branch of the launch and repository buttons: the GitHub run's, if any."""
+    settings = reader_notebooks.repository_settings()
+    config.html_theme_options["repository_url"] = settings["url"]
+    config.html_theme_options["repository_branch"] = settings["branch"]
+
+
+@functools.cache
+def _book() -> tuple[frozenset[Path], Any, dict[str, str]]:
+    """The pages with reader notebooks, the book's targets, the repository: read once a build."""
+    pages = frozenset(page.resolve() for page in reader_notebooks.reader_pages())
+    return pages, reader_notebooks.read_book(), reader_notebooks.repository_settings()
+
+
+def offer_reader_notebook(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
+    """Point the Binder link at the page's reader notebook, and put it behind ".ipynb"."""
+    source = Path(app.env.doc2path(pagename)).resolve()
+    pages, book, settings = _book()
+    if source not in pages:
+        return
+    urlpath = reader_notebooks.binder_urlpath(source)
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "launch-buttons":
+            continue
+        for button in group.get("buttons", []):
+            if "url" in button and "?urlpath=" in button["url"]:
+                button["url"] = re.sub(r"\?urlpath=.*$", f"?urlpath={urlpath}", button["url"])
+    if context.get("ipynb_source"):
+        target = Path(app.outdir) / "_sources" / context["ipynb_source"]
+        try:
+            notebook = reader_notebooks.make_reader_notebook(
+                source, links="html", book=book, settings=settings
+            )
+        except reader_notebooks.StaleReference as error:
+            # The page changed since its reference was refreshed: `make test` fails on that
+            # (nbval); the build itself goes on, with MyST-NB's executed copy behind ".ipynb".
+            LOGGER.info(f"no reader notebook for the download button: {error}")
+            return
+        except reader_notebooks.ReaderError as error:
+            LOGGER.warning(f"no reader notebook for the download button: {error}")
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(notebook, target)
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     # config-inited comes after every extension's setup().
     app.connect("config-inited", add_static_folder)
     app.connect("config-inited", declare_parallel_safe)
+    app.connect("config-inited", follow_repository)
+    # After sphinx-book-theme (priority 501) has made the buttons and copied the executed page.
+    app.connect("html-page-context", offer_reader_notebook, priority=600)
     app.add_css_file("book_code.css")
     # Late (priority 900): after myst-nb and the theme have added their per-page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)

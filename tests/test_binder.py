@@ -132,3 +132,23 @@ def test_postbuild_installs_the_package_and_opens_md_as_notebooks():
     assert viewer and {"markdown", "myst"} <= set(viewer[0].split()[2:]), (
         "postBuild must make jupytext JupyterLab's default viewer for markdown and myst"
     )
+
+
+def test_postbuild_writes_the_reader_notebooks_the_launch_links_open():
+    """The rocket opens notebooks/<page>.ipynb (tools/reader_notebooks.py): postBuild writes them."""
+    commands = [
+        line.strip()
+        for line in (BINDER / "postBuild").read_text(encoding="utf-8").splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    writes = [
+        line
+        for line in commands
+        if line.startswith("python tools/reader_notebooks.py write")
+    ]
+    assert writes == ["python tools/reader_notebooks.py write --links notebook"], (
+        "postBuild must write the reader notebooks with links between the notebooks"
+    )
+    assert commands.index(writes[0]) > next(
+        i for i, line in enumerate(commands) if "pip install" in line
+    ), "the reader notebooks are written after the package is installed"

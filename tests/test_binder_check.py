@@ -9,7 +9,9 @@ MyST source, and which path it opens.
 from __future__ import annotations
 
 import copy
+import re
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -19,8 +21,10 @@ from book_pages import ROOT, reference_path
 sys.path.insert(0, str(ROOT / "tools"))
 
 import binder_check  # noqa: E402 (needs the path above)
+import reader_notebooks as rn  # noqa: E402
 
 PAGE = ROOT / "chapters" / "01-soft-join.md"
+HOMEWORK = ROOT / "exercises" / "homework" / "index.md"
 
 
 def as_lab_cells(notebook) -> list[dict]:
@@ -42,7 +46,8 @@ def as_lab_cells(notebook) -> list[dict]:
 
 @pytest.fixture()
 def reference_cells() -> list[dict]:
-    return as_lab_cells(nbformat.read(reference_path(PAGE), as_version=4))
+    """The reader notebook's code cells holding the reference's outputs, as JupyterLab gives them."""
+    return as_lab_cells(rn.make_reader_notebook(PAGE))
 
 
 def first_stdout(cells: list[dict]) -> tuple[int, dict]:
@@ -58,7 +63,13 @@ def first_stdout(cells: list[dict]) -> tuple[int, dict]:
 def test_the_reference_itself_compares_equal(reference_cells):
     result = binder_check.compare_with_reference(PAGE, reference_cells)
     assert result.ok, result.differences or result.stale
-    assert result.compared == result.equal == len(reference_cells)
+    reference = nbformat.read(reference_path(PAGE), as_version=4)
+    visible = [
+        cell
+        for cell in reference.cells
+        if cell.cell_type == "code" and "remove-cell" not in cell.metadata.get("tags", [])
+    ]
+    assert result.compared == result.equal == len(visible)
 
 
 def test_a_changed_digit_is_a_difference_naming_the_cell(reference_cells):
@@ -163,34 +174,11 @@ def test_changed_code_makes_the_reference_stale(reference_cells):
     assert not result.ok and "make refresh" in result.stale
 
 
-def test_page_markup_counts_what_myst_must_draw(tmp_path):
-    page = tmp_path / "page.md"
-    page.write_text(
-        "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
-        "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n\n"
-        "# Title\n\nInline $x^2$ and {glue:text}`ch_gap:.2f` and {glue}`ch_plain`.\n\n$$\nA = QK^\\top\n$$\n\n"
-        "```{admonition} Predict\n:class: tip\nText.\n```\n\n"
-        ":::{dropdown} Hint\nA hint.\n:::\n\n"
-        "```{literalinclude} ../code/x.py\n:pyobject: f\n```\n\n"
-        "```{code-cell} ipython3\nprint(1)\n```\n",
-        encoding="utf-8",
-    )
-    markup = binder_check.page_markup(page)
-    assert markup["code_cells"] == 1
-    assert (
-        markup["admonitions"],
-        markup["dropdowns"],
-        markup["math"],
-        markup["literalincludes"],
-    ) == (1, 1, 2, 1)
-    assert markup["glue_keys"] == ["ch_gap", "ch_plain"]
-
-
 def test_launch_path_is_read_from_the_built_link(tmp_path, monkeypatch):
     monkeypatch.setattr(binder_check, "BUILD", tmp_path)
     assert binder_check.launch_urlpath(PAGE) == (
-        "lab/tree/chapters/01-soft-join.md",
-        "_config.yml",
+        "lab/tree/notebooks/chapters/01-soft-join.ipynb",
+        "reader_notebooks.binder_urlpath",
     )
     built = tmp_path / "html" / "chapters" / "01-soft-join.html"
     built.parent.mkdir(parents=True)
@@ -202,3 +190,189 @@ def test_launch_path_is_read_from_the_built_link(tmp_path, monkeypatch):
         "lab/tree/elsewhere.md",
         "built launch link",
     )
+
+
+# --------------------------------------------------------------------------- what the reader sees
+
+
+def drawn_from(notebook) -> dict:
+    """What JupyterLab's survey reports for ``notebook``, approximated from its Markdown: the
+    judge's input, so that its verdict can be tested without a browser."""
+    markdown, code = [], []
+    for index, cell in enumerate(notebook.cells, start=1):
+        reader = cell.metadata.get("reader", "")
+        if cell.cell_type == "markdown":
+            fenced = re.findall(r"^```[a-z]*\n(.*?)^```", cell.source, flags=re.M | re.S)
+            # jupyterlab-myst consumes targets and draws its dropdowns as <details>
+            source = re.sub(
+                r"^\([^()\s]+\)=$|^:{3,}(\{dropdown\})?", " ", cell.source, flags=re.M
+            )
+            source = re.sub(r"\$\$.*?\$\$|\$[^$\n]+\$", " ", source, flags=re.S)
+            prose = re.sub(
+                r"`[^`]*`", " ", re.sub(r"^```.*?^```", " ", source, flags=re.M | re.S)
+            )
+            text = re.sub(
+                r"^#+ (.*)$", "\n\u00a7\u00a7\\1\u00a7\u00a7\n", cell.source, flags=re.M
+            )
+            markdown.append(
+                {
+                    "index": index,
+                    "reader": reader,
+                    "text": re.sub(
+                        r"<[^>]+>|\$\$.*?\$\$|\$[^$\n]+\$", " ", text, flags=re.S
+                    ),
+                    "prose": prose,
+                    "pre": fenced,
+                    "links": [
+                        {"raw": href, "href": href, "text": label}
+                        for label, href in re.findall(
+                            r"\[([^\]]*)\]\(([^)\s]*)\)", cell.source
+                        )
+                    ],
+                    "details": cell.source.count("<details>")
+                    + cell.source.count("{dropdown}"),
+                    "open_details": cell.source.count("<details open"),
+                }
+            )
+        else:
+            code.append(
+                {
+                    "index": index,
+                    "reader": reader,
+                    "input_hidden": cell.metadata.get("jupyter", {}).get(
+                        "source_hidden", False
+                    ),
+                    "source": cell.source,
+                }
+            )
+    everything = "\n".join(c.source for c in notebook.cells)
+    ids = re.findall(r'<a id="([^"]+)">', everything) + re.findall(
+        r"^\(([^()\s]+)\)=$", everything, flags=re.M
+    )
+    return {"markdown": markdown, "code": code, "unrendered": 0, "errors": [], "ids": ids}
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    """The reader notebooks as binder/postBuild writes them, in a stand-in for Binder's home."""
+    folder = tmp_path_factory.mktemp("home") / "notebooks"
+    rn.write(rn.reader_pages(), folder, "notebook")
+    return folder
+
+
+def judge(page: Path, home: Path, plant=None) -> list[str]:
+    path = home / page.resolve().relative_to(ROOT).with_suffix(".ipynb")
+    notebook = nbformat.read(path, as_version=4)
+    drawn = drawn_from(notebook)
+    if plant:
+        plant(drawn)
+    expected = binder_check.expected_view(page, notebook)
+    return binder_check.judge_view(page, path, drawn, expected, ROOT / "_build" / "html")
+
+
+@pytest.mark.parametrize("page", [PAGE, HOMEWORK], ids=["ch1", "homework"])
+def test_the_reader_notebooks_pass_the_judge(page, home):
+    assert judge(page, home) == []
+
+
+def test_a_planted_glue_key_fails(home):
+    def plant(drawn):
+        cell = next(c for c in drawn["markdown"] if "merge" in c["prose"])
+        cell["prose"] += " ch1_coldest_gap "
+
+    assert judge(PAGE, home, plant) == [
+        "glue keys in the rendered prose: ['ch1_coldest_gap']"
+    ]
+
+
+def test_a_planted_hidden_cell_in_view_fails(home):
+    hidden = next(
+        cell.source
+        for cell in rn.read_page(HOMEWORK).cells
+        if "remove-cell" in cell.metadata.get("tags", [])
+    )
+
+    def plant(drawn):
+        drawn["code"].insert(
+            1, {"index": 3, "reader": "", "input_hidden": False, "source": hidden}
+        )
+
+    problems = judge(HOMEWORK, home, plant)
+    assert len(problems) == 1 and problems[0].startswith(
+        "book-keeping cell in view: cell 3"
+    )
+
+
+def test_a_collapsed_bookkeeping_cell_opened_fails(home):
+    def plant(drawn):
+        for cell in drawn["code"]:
+            if cell["reader"] == rn.BOOKKEEPING:
+                cell["input_hidden"] = False
+
+    by_hand = ROOT / "exercises" / "by-hand" / "index.md"
+    notebook = nbformat.read(home / "exercises" / "by-hand" / "index.ipynb", as_version=4)
+    assert any(cell.metadata.get("reader") == rn.BOOKKEEPING for cell in notebook.cells)
+    assert judge(by_hand, home) == []
+    assert any(
+        p.startswith("book-keeping cell in view") for p in judge(by_hand, home, plant)
+    )
+
+
+def test_a_missing_listing_caption_dropdown_and_a_dead_link_fail(home):
+    def plant(drawn):
+        for cell in drawn["markdown"]:
+            cell["pre"] = []
+            cell["text"] = cell["text"].replace("Fig. 2", "Fig.")
+            cell["details"] = 0
+        drawn["markdown"][3]["links"].append({"raw": "#", "href": "", "text": "chapter 2"})
+        drawn["markdown"][3]["links"].append(
+            {"raw": "#nowhere", "href": "", "text": "there"}
+        )
+        drawn["markdown"][3]["prose"] += " {ref}`sec-x` "
+
+    problems = judge(PAGE, home, plant)
+    assert "listing missing: ../code/transformer_lab/attention.py attention" in problems
+    assert any(p.startswith("caption missing: 'Fig. 2 ") for p in problems)
+    assert "0 dropdowns drawn, the page has 1" in problems
+    assert any(p.endswith("link 'chapter 2': goes to '#'") for p in problems)
+    assert any(p.endswith("no anchor #nowhere on this notebook") for p in problems)
+    assert "raw MyST in the rendered prose: ['{ref}']" in problems
+
+
+def test_sections_of_the_html_and_their_differences(tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text(
+        '<html><body><nav>Menu</nav><article class="bd-article"><section><h1>Title'
+        '<a class="headerlink" href="#t">#</a></h1><p>It scores <span class="math">\\(x\\)</span>'
+        " 0.983.</p>"
+        '<div class="cell docutils"><div class="cell_input"><pre>print(1)</pre></div>'
+        '<div class="cell_output"><img src="a.png"/><figure><figcaption><span>Fig. 1 </span>'
+        "A caption.</figcaption></figure></div></div><h2>Next</h2><p>More.</p></section>"
+        "</article><footer>Foot</footer></body></html>",
+        encoding="utf-8",
+    )
+    built = binder_check.html_sections(page)
+    assert built == [("Title", "It scores 0 983 Fig 1 A caption"), ("Next", "More")]
+    shown = binder_check.sections(
+        "\n\u00a7\u00a7Title\u00a7\u00a7\nIt scores 0.652. Fig. 1 A caption\n\u00a7\u00a7Next\u00a7\u00a7\nMore."
+    )
+    differences = binder_check.compare_sections(shown, built)
+    assert differences == ["section 'Title': HTML '983' / notebook '652'"]
+
+
+def test_wall_clock_times_in_prose_are_masked():
+    built = [
+        (
+            "Run",
+            " ".join(binder_check.words("trees train in 0.71 seconds of wall-clock time")),
+        )
+    ]
+    shown = [
+        (
+            "Run",
+            " ".join(binder_check.words("trees train in 0.10 seconds of wall-clock time")),
+        )
+    ]
+    assert binder_check.compare_sections(shown, built) == []
+    other = [("Run", " ".join(binder_check.words("trees train in 0.10 of the time")))]
+    assert binder_check.compare_sections(other, built) != []

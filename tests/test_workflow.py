@@ -165,3 +165,106 @@ def test_the_readme_badge_is_built_from_the_configured_repository():
     assert badge in README.read_text(encoding="utf-8"), (
         f"README.md should show the workflow's status badge {badge} (from repository.url in _config.yml)"
     )
+
+
+# --------------------------------------------------------------------------- launch links of a fork
+
+
+@pytest.fixture()
+def book_html_extension(monkeypatch):
+    """The book's Sphinx extension (_ext/book_html.py), imported as Sphinx imports it."""
+    monkeypatch.syspath_prepend(str(ROOT / "_ext"))
+    import book_html
+
+    book_html._book.cache_clear()
+    yield book_html
+    book_html._book.cache_clear()
+
+
+def fake_config() -> object:
+    return type(
+        "Config",
+        (),
+        {"html_theme_options": {"repository_url": "x", "repository_branch": "y"}},
+    )()
+
+
+def test_a_github_run_builds_launch_links_for_its_own_repository(
+    book_html_extension, monkeypatch
+):
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("GITHUB_SERVER_URL", "https://github.com")
+    monkeypatch.setenv("GITHUB_REPOSITORY", "a-student/week20-fork")
+    monkeypatch.setenv("GITHUB_REF_NAME", "my-branch")
+    monkeypatch.delenv("GITHUB_HEAD_REF", raising=False)
+    config = fake_config()
+    book_html_extension.follow_repository(None, config)
+    assert config.html_theme_options == {
+        "repository_url": "https://github.com/a-student/week20-fork",
+        "repository_branch": "my-branch",
+    }
+
+
+def test_a_local_build_takes_the_repository_of_config(book_html_extension, monkeypatch):
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    config = fake_config()
+    book_html_extension.follow_repository(None, config)
+    repository = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))[
+        "repository"
+    ]
+    assert config.html_theme_options == {
+        "repository_url": repository["url"],
+        "repository_branch": repository["branch"],
+    }
+
+
+def test_the_launch_link_opens_the_reader_notebook(book_html_extension, tmp_path):
+    page = ROOT / "chapters" / "01-soft-join.md"
+    app = type(
+        "App",
+        (),
+        {
+            "outdir": str(tmp_path),
+            "env": type("Env", (), {"doc2path": lambda self, name: page})(),
+        },
+    )()
+    binder = "https://mybinder.org/v2/gh/o/n/main?urlpath=lab/tree/chapters/01-soft-join.md"
+    context = {
+        "header_buttons": [{"label": "launch-buttons", "buttons": [{"url": binder}]}],
+        "ipynb_source": "chapters/01-soft-join.ipynb",
+    }
+    book_html_extension.offer_reader_notebook(
+        app, "chapters/01-soft-join", "page.html", context, None
+    )
+    assert context["header_buttons"][0]["buttons"][0]["url"] == (
+        "https://mybinder.org/v2/gh/o/n/main?urlpath=lab/tree/notebooks/chapters/01-soft-join.ipynb"
+    )
+    offered = (tmp_path / "_sources" / "chapters" / "01-soft-join.ipynb").read_text(
+        encoding="utf-8"
+    )
+    assert '"links": "html"' in offered and "myst_nb" not in offered
+
+
+def test_a_stale_reference_does_not_stop_the_build(
+    book_html_extension, tmp_path, monkeypatch
+):
+    """`make test` fails on a stale reference (nbval); `make book` still builds the page."""
+    page = ROOT / "chapters" / "01-soft-join.md"
+
+    def stale(*args, **kwargs):
+        raise book_html_extension.reader_notebooks.StaleReference("chapters/01: stale")
+
+    monkeypatch.setattr(book_html_extension.reader_notebooks, "make_reader_notebook", stale)
+    app = type(
+        "App",
+        (),
+        {
+            "outdir": str(tmp_path),
+            "env": type("Env", (), {"doc2path": lambda self, name: page})(),
+        },
+    )()
+    context = {"header_buttons": [], "ipynb_source": "chapters/01-soft-join.ipynb"}
+    book_html_extension.offer_reader_notebook(
+        app, "chapters/01-soft-join", "page.html", context, None
+    )
+    assert not (tmp_path / "_sources").exists()

@@ -13,28 +13,27 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import threading
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import yaml
 
 from book_pages import ROOT, read_page
 
+# The browser itself (where chromium is, its flags, the 127.0.0.1-only guard) lives in
+# tools/chromium.py, shared with the Binder rehearsal; re-exported for the browser tests.
+from chromium import (  # noqa: F401 (re-exported)
+    CHROMIUM_ARGS,
+    HOST,
+    block_third_party,
+    chromium_path,
+    is_local,
+)
+
 HTML_DIR_VARIABLE = "BOOK_HTML"
-HOST = "127.0.0.1"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-]
 # axe-core findings that come from the theme's own chrome, not from the book's content, and that
 # _config.yml and CSS cannot fix. Each entry: axe rule id -> {CSS selector of the theme element:
 # why it is excused}. A finding is excused only if its element matches the selector. The
@@ -95,16 +94,6 @@ def book_config() -> dict:
     return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
 
 
-def chromium_path() -> str:
-    path = shutil.which("chromium")
-    if path is None:
-        raise RuntimeError(
-            "Debian's `chromium` is not installed: run `make test` (its set-up installs it with "
-            "apt-get), or `apt-get install -y chromium`. Never `playwright install`."
-        )
-    return path
-
-
 class _RecordingHandler(SimpleHTTPRequestHandler):
     """Serve files quietly, recording every (path, status) on the server (``server.served``)."""
 
@@ -149,14 +138,6 @@ class BookServer:
             for path, status in self.served[start:end]
             if status >= 400
         ]
-
-
-def is_local(url: str) -> bool:
-    """Requests the book may make: to the test server (127.0.0.1) or not over the network at all."""
-    parts = urlsplit(url)
-    if parts.scheme in {"data", "blob", "about", "file"}:
-        return True
-    return parts.hostname == HOST
 
 
 @dataclass
@@ -228,20 +209,6 @@ def watch(page, console_errors: list[str], failed: list[str]) -> None:
 
     page.on("requestfailed", on_failed)
     page.on("response", on_response)
-
-
-def block_third_party(context, third_party: list[str]) -> None:
-    """Abort, and record, every request that leaves 127.0.0.1 (it must not happen at all)."""
-
-    def handle(route) -> None:
-        url = route.request.url
-        if is_local(url):
-            route.continue_()
-        else:
-            third_party.append(url)
-            route.abort("blockedbyclient")
-
-    context.route("**/*", handle)
 
 
 def wait_for_math(page) -> None:

@@ -4,9 +4,10 @@ Internal links are the ``<a href>`` of each page as rendered in chromium (so lin
 with JavaScript count too) that point at the book's own server. Each target must answer HTTP 200,
 and a ``#fragment`` must name an element (``id`` or ``<a name>``) of the target page.
 
-Launch links are read from the built HTML and compared with the URL built independently from
-``_config.yml``: ``repository.url`` (the one place that names the repository), ``repository.branch``,
-``launch_buttons.binderhub_url`` and the page's path in the repository.
+Launch links are read from the built HTML and compared with the URL built from
+``_config.yml``'s ``launch_buttons.binderhub_url``, the repository and branch being built
+(``reader_notebooks.repository_settings``: a GitHub run's own, else ``_config.yml``'s
+``repository``) and the page's reader notebook (``notebooks/<page>.ipynb``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import html as html_module
 import re
 import urllib.error
 import urllib.request
+from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
 from book_pages import ROOT, toc_pages
 from book_site import anchors_of, book_config, is_notebook, page_html, page_id
+from reader_notebooks import repository_settings
 
 pytestmark = pytest.mark.browser
 
@@ -70,21 +73,19 @@ def test_internal_links_resolve(visit, server, relative):
 
 
 def expected_launch_url(page) -> str:
+    """The page's reader notebook (notebooks/<page>.ipynb, written by binder/postBuild) on the
+    repository and branch being built (``reader_notebooks.repository_settings``: the GitHub run's
+    in CI, else ``_config.yml``'s)."""
     config = book_config()
-    repository = config["repository"]["url"].rstrip("/")
-    owner_and_name = urlsplit(repository).path.strip("/")
-    assert (
-        urlsplit(repository).hostname == "github.com" and owner_and_name.count("/") == 1
-    ), (
-        f"repository.url in _config.yml should be https://github.com/OWNER/NAME, not {repository!r}"
-    )
+    settings = repository_settings()
     binderhub = config["launch_buttons"]["binderhub_url"].rstrip("/")
-    branch = config["repository"].get("branch", "main")
     interface = config["launch_buttons"].get("notebook_interface", "classic")
-    assert interface == "jupyterlab", (
-        "launch in JupyterLab, where jupytext opens .md pages as notebooks"
+    assert interface == "jupyterlab", "launch in JupyterLab"
+    notebook = Path("notebooks") / Path(page_id(page)).with_suffix(".ipynb")
+    return (
+        f"{binderhub}/v2/gh/{settings['owner']}/{settings['name']}/{settings['branch']}"
+        f"?urlpath=lab/tree/{notebook.as_posix()}"
     )
-    return f"{binderhub}/v2/gh/{owner_and_name}/{branch}?urlpath=lab/tree/{page_id(page)}"
 
 
 def binder_links(html: str, binderhub: str) -> list[str]:

@@ -1,0 +1,293 @@
+"""The reader notebooks (tools/reader_notebooks.py) show the lesson the HTML shows, and no book-keeping.
+
+Every page with code is converted here from its source and committed reference, as Binder's
+postBuild and the HTML's download button do, and what a reader would see is checked: no glue key
+or raw MyST in the prose, every listing, caption and dropdown there, every link resolving, no
+book-keeping in view. `make binder-check` then runs them in JupyterLab; these tests are the fast
+half (no kernel).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from book_pages import ROOT, read_page, reference_path
+
+sys.path.insert(0, str(ROOT / "tools"))
+
+import reader_notebooks as rn  # noqa: E402
+
+PAGES = rn.reader_pages()
+FENCED = re.compile(r"^(`{3,}|~{3,}).*?^\1\s*$", flags=re.M | re.S)
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+ANCHOR = re.compile(r'<a id="([^"]+)"></a>|^\(([^()\s]+)\)=$', flags=re.M)
+# What jupyterlab-myst draws in Binder's notebooks (targets and its own dropdowns); nothing else.
+BINDER_MYST = re.compile(r"^\([^()\s]+\)=$|^:{3,}(\{dropdown\}.*)?$", flags=re.M)
+
+
+@pytest.fixture(scope="module")
+def book() -> rn.Book:
+    return rn.read_book()
+
+
+@pytest.fixture(scope="module")
+def notebooks(book) -> dict[str, dict[str, nbformat.NotebookNode]]:
+    settings = rn.repository_settings({})
+    return {
+        links: {
+            rn.page_id(page): rn.make_reader_notebook(page, links, book, settings)
+            for page in PAGES
+        }
+        for links in ("notebook", "html")
+    }
+
+
+def prose(notebook) -> str:
+    """The Markdown a reader sees, without fenced code (listings may quote anything)."""
+    text = "\n\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    return re.sub(r"`[^`\n]*`", "", FENCED.sub("", text))
+
+
+def anchors(notebook) -> set[str]:
+    found = ANCHOR.findall("\n".join(c.source for c in notebook.cells))
+    return {html or myst for html, myst in found}
+
+
+@pytest.mark.parametrize("links", ["notebook", "html"])
+@pytest.mark.parametrize("page", PAGES, ids=rn.page_id)
+def test_no_glue_key_and_no_raw_myst_in_the_prose(page, links, notebooks):
+    notebook = notebooks[links][rn.page_id(page)]
+    text = prose(notebook)
+    if links == "notebook":
+        text = BINDER_MYST.sub("", text)
+    reference = nbformat.read(reference_path(page), as_version=4)
+    keys = sorted(rn.glue_values(reference))
+    shown = [key for key in keys if re.search(rf"\b{re.escape(key)}\b", text)]
+    assert not shown, f"glue keys shown as names: {shown}"
+    raw = re.findall(
+        r"\{[a-z][\w:-]*\}`|^(?:`{3,}|:{3,})\{|^\([\w-]+\)=$", text, flags=re.M
+    )
+    assert not raw, f"raw MyST roles or directives in the prose: {raw}"
+
+
+@pytest.mark.parametrize("links", ["notebook", "html"])
+@pytest.mark.parametrize("page", PAGES, ids=rn.page_id)
+def test_every_listing_dropdown_and_caption_is_there(page, links, notebooks):
+    notebook = notebooks[links][rn.page_id(page)]
+    markdown = "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+    source = page.read_text(encoding="utf-8")
+    for obj in re.findall(r"^:pyobject:\s*(\S+)", source, flags=re.M):
+        name = obj.split(".")[-1]
+        assert re.search(rf"^\s*(def|class) {name}\b", markdown, flags=re.M), (
+            f"the listing of {obj} is missing"
+        )
+    dropdowns = len(re.findall(r"^\s*(?:`{3,}|:{3,})\{dropdown\}", source, flags=re.M))
+    drawn = "<details>" if links == "html" else "{dropdown}"
+    assert markdown.count(drawn) == dropdowns
+    assert "<details open" not in markdown and ":open:" not in markdown
+    captions = [
+        rn.figure_caption(cell)
+        for cell in read_page(page).cells
+        if cell.cell_type == "code" and rn.figure_caption(cell)
+    ]
+    shown = [c for c in notebook.cells if c.metadata.get("reader") == rn.CAPTION]
+    assert len(shown) == len(captions)
+    for (caption, _), cell in zip(captions, shown):
+        assert re.match(
+            r"(<a id=\"[^\"]+\"></a>|\([^()\s]+\)=)?\n?\*\*Fig\. \d+\*\* ", cell.source
+        )
+        assert caption.split()[-1] in cell.source
+
+
+@pytest.mark.parametrize("links", ["notebook", "html"])
+@pytest.mark.parametrize("page", PAGES, ids=rn.page_id)
+def test_every_link_resolves(page, links, notebooks, book):
+    these = notebooks[links]
+    notebook = these[rn.page_id(page)]
+    here = (ROOT / "notebooks" / rn.page_id(page)).parent
+    html = rn.repository_settings({})["html"] + "/"
+    for target in LINK.findall(prose(notebook).replace("\n", " ")):
+        path, _, fragment = target.partition("#")
+        assert target != "#", "a link to '#'"
+        if path.startswith(html):
+            page_html = path[len(html) :]
+            source = [
+                p
+                for p in rn.toc_pages()
+                if rn.page_id(p).rsplit(".", 1)[0] + ".html" == page_html
+            ]
+            assert source, f"{target}: not a page of the book"
+            ids = {t.anchor for t in book.targets.values() if t.page == source[0]}
+        elif path.startswith("http"):
+            continue  # an external link the page itself makes
+        elif not path:
+            assert links == "notebook", (
+                f"{target}: a same-page link in a downloadable notebook"
+            )
+            ids = anchors(notebook)
+        else:
+            assert links == "notebook", (
+                f"{target}: a relative link in a downloadable notebook"
+            )
+            other = (
+                (here / path).resolve().relative_to(ROOT / "notebooks").with_suffix(".md")
+            )
+            assert other.as_posix() in these, f"{target}: no such reader notebook"
+            ids = anchors(these[other.as_posix()])
+        assert not fragment or fragment in ids, f"{target}: no anchor {fragment!r} there"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=rn.page_id)
+def test_no_bookkeeping_in_view_and_every_visible_cell_kept(page, notebooks):
+    notebook = notebooks["notebook"][rn.page_id(page)]
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    for cell in code:
+        assert "glue(" not in cell.source and "myst_nb" not in cell.source
+        if cell.metadata.get("reader") == rn.BOOKKEEPING:
+            assert cell.metadata["jupyter"] == {
+                "source_hidden": True,
+                "outputs_hidden": True,
+            }
+            assert not re.search(r"^\s*assert\b", cell.source, flags=re.M)
+    visible = [
+        c
+        for c in read_page(page).cells
+        if c.cell_type == "code" and "remove-cell" not in c.metadata.get("tags", [])
+    ]
+    shown = [c for c in code if c.metadata.get("reader") != rn.BOOKKEEPING]
+    assert len(shown) == len(visible)
+    for cell in shown:
+        if set(cell.metadata.get("tags", [])) & {"remove-input", "hide-input"}:
+            assert cell.metadata["jupyter"]["source_hidden"] is True
+
+
+def test_a_hidden_cell_keeps_only_what_later_cells_read():
+    source = (
+        "import torch\nfrom myst_nb import glue\nscale = 2\nunused = 3\n"
+        "torch.manual_seed(0)\nassert scale > 1\nglue('k', scale, display=False)\n"
+    )
+    assert (
+        rn.needed_part(source, {"scale"}) == "import torch\nscale = 2\ntorch.manual_seed(0)"
+    )
+    assert rn.needed_part("x = 1\nassert x\n", set()) == ""
+    free, bound = rn.free_and_bound("import torch\ny = torch.ones(2) * scale\n")
+    assert free == {"torch", "scale"} - {"torch"} and bound == {"torch", "y"}
+
+
+@pytest.fixture()
+def tmp_path(tmp_path_factory) -> Path:
+    """A folder inside the repository (pages are placed relative to it), under the ignored _build/."""
+    folder = ROOT / "_build" / "reader-test" / tmp_path_factory.mktemp("page").name
+    folder.mkdir(parents=True, exist_ok=True)
+    yield folder
+    for child in folder.iterdir():
+        child.unlink()
+    folder.rmdir()
+
+
+def write_page(tmp_path: Path, markdown: str, code: str = "print(1)") -> Path:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "---\njupytext:\n  text_representation:\n    extension: .md\n    format_name: myst\n"
+        "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n---\n\n"
+        f"# A page\n\n{markdown}\n\n```{{code-cell}} ipython3\n{code}\n```\n",
+        encoding="utf-8",
+    )
+    return page
+
+
+def convert(
+    tmp_path, book, markdown: str, glue: dict | None = None, links: str = "notebook"
+):
+    page = write_page(tmp_path, markdown)
+    cell = nbformat.v4.new_code_cell("print(1)", execution_count=1)
+    for key, value in (glue or {}).items():
+        cell.outputs.append(
+            nbformat.v4.new_output(
+                "display_data",
+                data={"application/papermill.record/text/plain": repr(value)},
+                metadata={
+                    "scrapbook": {
+                        "name": key,
+                        "mime_prefix": "application/papermill.record/",
+                    }
+                },
+            )
+        )
+    reference = nbformat.v4.new_notebook(cells=[cell])
+    return rn.make_reader_notebook(page, links, book, rn.repository_settings({}), reference)
+
+
+def test_glue_formats_as_myst_nb_does(tmp_path, book):
+    notebook = convert(
+        tmp_path,
+        book,
+        "Gap {glue:text}`g:.2f`, count {glue:text}`n:,`, word {glue:text}`w`.",
+        {"g": 0.456, "n": 2048, "w": "larger"},
+    )
+    assert "Gap 0.46, count 2,048, word larger." in notebook.cells[1].source
+
+
+def test_an_unknown_glue_key_role_or_directive_is_an_error(tmp_path, book):
+    with pytest.raises(rn.ReaderError, match="no glued value 'missing'"):
+        convert(tmp_path, book, "{glue:text}`missing`")
+    with pytest.raises(rn.ReaderError, match="role {numref}"):
+        convert(tmp_path, book, "{numref}`fig-masks`")
+    with pytest.raises(rn.ReaderError, match="directive {tab-set}"):
+        convert(tmp_path, book, ":::{tab-set}\nx\n:::")
+    with pytest.raises(rn.ReaderError, match="no such label"):
+        convert(tmp_path, book, "{ref}`no-such-label`")
+
+
+def test_dropdowns_admonitions_and_listings(tmp_path, book):
+    markdown = (
+        "```{admonition} Predict\n:class: tip\nOne.\n```\n\n:::{dropdown} Hint 1\nTwo `{x}`.\n\n"
+        "```{literalinclude} ../../../code/transformer_lab/metrics.py\n:pyobject: accuracy\n```\n:::\n\n"
+        "See {ref}`the masks <fig-masks>`."
+    )
+    download = convert(tmp_path, book, markdown, links="html").cells[1].source
+    assert "> **Predict**\n>\n> One." in download
+    assert "<details>\n<summary>Hint 1</summary>\n\nTwo `{x}`." in download
+    assert "```python\ndef accuracy(" in download and download.count("</details>") == 1
+    html = rn.repository_settings({})["html"]
+    assert f"[the masks]({html}/chapters/01-soft-join.html#fig-masks)" in download
+    binder = convert(tmp_path, book, markdown).cells[1].source
+    assert ":::{dropdown} Hint 1\nTwo `{x}`." in binder and binder.count("\n:::\n") == 1
+    assert re.search(
+        r"\[the masks\]\((\.\./)+chapters/01-soft-join\.ipynb#fig-masks\)", binder
+    )
+
+
+def test_a_page_whose_code_changed_is_stale(tmp_path, book):
+    page = write_page(tmp_path, "Text.", code="print(2)")
+    reference = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(1)")])
+    with pytest.raises(rn.StaleReference, match="no longer matches"):
+        rn.make_reader_notebook(
+            page, "notebook", book, rn.repository_settings({}), reference
+        )
+
+
+def test_the_repository_follows_the_github_run_and_else_the_config():
+    local = rn.repository_settings({})
+    assert local["url"] == "https://github.com/cloudwave-academy/week20-transformers"
+    assert local["branch"] == "main"
+    assert local["html"] == "https://cloudwave-academy.github.io/week20-transformers"
+    fork = rn.repository_settings(
+        {
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_REPOSITORY": "Student/w20",
+            "GITHUB_REF_NAME": "fix",
+        }
+    )
+    assert (fork["url"], fork["branch"], fork["html"]) == (
+        "https://github.com/Student/w20",
+        "fix",
+        "https://student.github.io/w20",
+    )
+    # Not in a GitHub run: a stray variable changes nothing.
+    assert rn.repository_settings({"GITHUB_REPOSITORY": "x/y"}) == local

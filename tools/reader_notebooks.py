@@ -1,0 +1,845 @@
+"""Reader notebooks: each page with code as a plain Jupyter notebook that shows the book's lesson.
+
+JupyterLab (even with jupyterlab-myst) and a downloaded ``.ipynb`` know nothing of MyST-NB: glue,
+``literalinclude`` and cross-page references are Sphinx's. So the notebook a reader launches on
+Binder or downloads from a page is made here, from the page (``chapters/NN-slug.md``) and its
+committed, executed reference (``tests/references/...ipynb``):
+
+- every glued value (``{glue:text}`key```, ``{glue}``, ``{glue:md}``) is replaced by its value,
+  read from the reference's glue outputs, formatted as MyST-NB formats it;
+- every ``literalinclude`` becomes a fenced code listing of the included source (``:pyobject:``,
+  ``:lines:``), read from the package as it is;
+- every ``{ref}``/``{doc}`` becomes a Markdown link that resolves: ``#label`` on the same page,
+  the sibling notebook (``links="notebook"``, Binder) or the published HTML page and anchor
+  (``links="html"``, the download button), each target marked with ``<a id="label"></a>``;
+- admonitions become block quotes with their title, dropdowns closed ``<details>``, definition
+  lists bullet lists, every figure's caption a Markdown cell under its code cell ("Fig. N", numbered
+  across the book in the order of ``_toc.yml``, as Sphinx numbers them);
+- the book-keeping the HTML hides is out of view: ``glue`` calls and ``from myst_nb import glue``
+  go everywhere; a ``remove-cell`` cell loses its asserts and every statement no later cell needs,
+  and what is left (if anything) stays as a collapsed cell; ``remove-input`` / ``hide-input``
+  cells show only their output; ``remove-output`` cells keep their code and no output.
+
+Visible cells keep the reference's outputs, so a downloaded notebook reads like the HTML before it
+runs; Run All recomputes them with only the package (no myst_nb, no Jupyter Book). A MyST construct
+this module does not know is an error naming the page and the construct, never a silent copy.
+
+    python tools/reader_notebooks.py write [--links notebook|html] [--out DIR] [PAGE.md ...]
+    python tools/reader_notebooks.py check     # every page converts; prints what each holds
+
+Binder: ``binder/postBuild`` writes them into ``notebooks/`` (the launch links open them there);
+the HTML build (``_ext/book_html.py``) writes the ``links="html"`` variant behind each page's
+download button. The repository and branch the links name come from ``repository_settings``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import sys
+import textwrap
+from ast import literal_eval
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from book_pages import ROOT, has_code, read_page, reference_path, toc_pages  # noqa: E402
+
+NOTEBOOKS = ROOT / "notebooks"
+# What the generated cells are, in ``cell.metadata["reader"]`` (the rehearsal reads it).
+PREAMBLE, CAPTION, BOOKKEEPING = "preamble", "caption", "bookkeeping"
+HIDE_INPUT_TAGS = {"remove-input", "hide-input"}
+HIDE_OUTPUT_TAGS = {"remove-output", "hide-output"}
+ADMONITIONS = {
+    "admonition": "",
+    "note": "Note",
+    "tip": "Tip",
+    "hint": "Hint",
+    "important": "Important",
+    "warning": "Warning",
+    "caution": "Caution",
+    "attention": "Attention",
+    "danger": "Danger",
+    "error": "Error",
+    "seealso": "See also",
+}
+# A role (``{name}`content```) or a code span, whichever starts first: roles in code spans stay.
+INLINE = re.compile(
+    r"(?P<role>\{(?P<name>[A-Za-z][\w:-]*)\}`(?P<body>[^`]*)`)|(?P<code>(?P<ticks>`+).+?(?<!`)(?P=ticks)(?!`))",
+    flags=re.S,
+)
+LABEL = re.compile(r"^\((?P<label>[^()\s]+)\)=\s*$")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+FENCE = re.compile(r"^(?P<indent> *)(?P<fence>`{3,}|:{3,})(?P<info>.*)$")
+DIRECTIVE = re.compile(r"^\{(?P<name>[\w:-]+)\}\s*(?P<argument>.*)$")
+
+
+class ReaderError(ValueError):
+    """A page uses MyST this module cannot turn into a plain notebook; the message names it."""
+
+
+class StaleReference(ReaderError):
+    """The page's code no longer matches its committed reference (refresh it)."""
+
+
+# --------------------------------------------------------------------------- where things live
+
+
+def repository_settings(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The repository the links and launch buttons name: ``url``, ``branch``, ``html`` (Pages).
+
+    In a GitHub Actions run (``GITHUB_ACTIONS=true``) the run decides: ``GITHUB_SERVER_URL`` /
+    ``GITHUB_REPOSITORY``, the branch ``GITHUB_HEAD_REF`` (a pull request's source) or
+    ``GITHUB_REF_NAME``; so a fork's book launches the fork. Elsewhere ``_config.yml``'s
+    ``repository`` (url, branch). The published HTML is GitHub Pages' address of that repository.
+    """
+    environ = dict(os.environ if environ is None else environ)
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    url = config["repository"]["url"].rstrip("/")
+    branch = str(config["repository"].get("branch", "main"))
+    if environ.get("GITHUB_ACTIONS") == "true" and environ.get("GITHUB_REPOSITORY"):
+        server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+        url = f"{server}/{environ['GITHUB_REPOSITORY']}"
+        branch = environ.get("GITHUB_HEAD_REF") or environ.get("GITHUB_REF_NAME") or branch
+    match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?", url)
+    if not match:
+        raise ReaderError(
+            f"the repository URL {url!r} is not https://github.com/OWNER/NAME"
+        )
+    owner, name = match.groups()
+    html = f"https://{owner.lower()}.github.io/{name}"
+    return {"url": url, "branch": branch, "owner": owner, "name": name, "html": html}
+
+
+def page_id(page: Path) -> str:
+    return page.resolve().relative_to(ROOT).as_posix()
+
+
+def notebook_relpath(page: Path) -> str:
+    """The reader notebook's path in the repository's Binder home (``notebooks/chapters/x.ipynb``)."""
+    return (
+        NOTEBOOKS.relative_to(ROOT) / page.resolve().relative_to(ROOT).with_suffix(".ipynb")
+    ).as_posix()
+
+
+def binder_urlpath(page: Path) -> str:
+    """The ``urlpath`` a page's rocket button asks Binder for: its reader notebook in JupyterLab."""
+    return f"lab/tree/{notebook_relpath(page)}"
+
+
+# --------------------------------------------------------------------------- the book's targets
+
+
+@dataclass
+class Target:
+    page: Path
+    anchor: str  # "" for the page itself
+    title: str
+
+
+@dataclass
+class Book:
+    """Every cross-reference target of the book, each page's figures' numbers, the pages with code."""
+
+    targets: dict[str, Target] = field(default_factory=dict)
+    figure_numbers: dict[tuple[str, int], int] = field(default_factory=dict)  # (page, cell)
+    with_code: set[str] = field(default_factory=set)
+    titles: dict[str, str] = field(default_factory=dict)
+
+
+def plain_title(markdown: str) -> str:
+    """A heading or caption as the text Sphinx shows in a link to it (markup stripped)."""
+    text = re.sub(r"\{[\w:-]+\}`([^`]*)`", r"\1", markdown)
+    text = re.sub(r"[*_]{1,2}([^*_]+)[*_]{1,2}", r"\1", text)
+    return text.replace("`", "").strip()
+
+
+def figure_caption(cell: nbformat.NotebookNode) -> tuple[str, str] | None:
+    figure = cell.metadata.get("mystnb", {}).get("figure")
+    if not figure or not figure.get("caption"):
+        return None
+    return figure["caption"], figure.get("name", "")
+
+
+def read_book() -> Book:
+    """Labels (before headings), figure names and captions, page titles, of every page of _toc.yml."""
+    book = Book()
+    figure = 0
+    for page in toc_pages():
+        notebook = read_page(page)
+        if any(cell.cell_type == "code" for cell in notebook.cells):
+            book.with_code.add(page_id(page))
+        for index, cell in enumerate(notebook.cells):
+            if cell.cell_type == "markdown":
+                lines = cell.source.splitlines()
+                for number, line in enumerate(lines):
+                    heading = HEADING.match(line)
+                    if heading and page_id(page) not in book.titles:
+                        book.titles[page_id(page)] = plain_title(heading.group(2))
+                    label = LABEL.match(line)
+                    if not label:
+                        continue
+                    title = ""
+                    for following in lines[number + 1 :]:
+                        if following.strip() and not LABEL.match(following):
+                            found = HEADING.match(following)
+                            title = plain_title(found.group(2)) if found else ""
+                            break
+                    book.targets[label.group("label")] = Target(
+                        page, label.group("label"), title
+                    )
+            elif cell.cell_type == "code" and figure_caption(cell):
+                figure += 1
+                caption, name = figure_caption(cell)
+                book.figure_numbers[(page_id(page), index)] = figure
+                if name:
+                    book.targets[name] = Target(page, name, plain_title(caption))
+    return book
+
+
+# --------------------------------------------------------------------------- glue
+
+
+def glue_values(reference: nbformat.NotebookNode) -> dict[str, dict]:
+    """``{key: mime bundle}`` of every value the executed reference glued (MyST-NB's outputs)."""
+    values: dict[str, dict] = {}
+    for cell in reference.cells:
+        for output in cell.get("outputs", []):
+            meta = output.get("metadata", {}).get("scrapbook")
+            if not meta:
+                continue
+            prefix = len(meta.get("mime_prefix", ""))
+            values[meta["name"]] = {
+                mime[prefix:]: value for mime, value in output.get("data", {}).items()
+            }
+    return values
+
+
+def format_plain_text(text: str, spec: str) -> str:
+    """MyST-NB's ``{glue:text}`` formatting of a glued ``text/plain`` value (quotes removed)."""
+    try:
+        value = literal_eval(text)
+    except (SyntaxError, ValueError):
+        value = text
+    if not spec:
+        return str(value)
+    kind = spec[-1]
+    if kind == "s":
+        value = str(value)
+    elif kind in "bcdoxX":
+        value = int(value)
+    elif kind in "eEfFgGn%":
+        value = float(value)
+    return format(value, spec)
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+@dataclass
+class Context:
+    page: Path
+    book: Book
+    glue: dict[str, dict]
+    links: str  # "notebook" or "html"
+    settings: dict[str, str]
+    used_glue: set[str] = field(default_factory=set)
+
+    def where(self, what: str) -> str:
+        return f"{page_id(self.page)}: {what}"
+
+
+def anchor_markup(label: str, context: Context) -> str:
+    """Where a link may land: a MyST target for jupyterlab-myst (Binder), which resolves
+    ``#label`` links to it across the notebook's cells, or an HTML anchor (downloads)."""
+    return f"({label})=" if context.links == "notebook" else f'<a id="{label}"></a>'
+
+
+def link_to(target: Target, context: Context) -> str:
+    """A link to ``target`` from ``context.page`` that resolves for this kind of notebook:
+    Binder's go to the same notebook or a sibling, a download's to the published HTML page."""
+    anchor = f"#{target.anchor}" if target.anchor else ""
+    if context.links == "notebook" and target.page.resolve() == context.page.resolve():
+        return anchor or "#"
+    if context.links == "notebook" and page_id(target.page) in context.book.with_code:
+        here = (NOTEBOOKS / context.page.resolve().relative_to(ROOT)).parent
+        there = NOTEBOOKS / target.page.resolve().relative_to(ROOT).with_suffix(".ipynb")
+        return os.path.relpath(there, here).replace(os.sep, "/") + anchor
+    html = target.page.resolve().relative_to(ROOT).with_suffix(".html").as_posix()
+    return f"{context.settings['html']}/{html}{anchor}"
+
+
+def role(name: str, body: str, context: Context) -> str:
+    """A MyST role as plain Markdown."""
+    if name in {"glue", "glue:text", "glue:md", "glue:any"}:
+        key, _, spec = body.partition(":") if name == "glue:text" else (body, "", "")
+        key = key.strip()
+        if key not in context.glue:
+            raise ReaderError(context.where(f"{{{name}}}`{body}`: no glued value {key!r}"))
+        context.used_glue.add(key)
+        data = context.glue[key]
+        if name == "glue:md" or (name != "glue:text" and "text/markdown" in data):
+            return "".join(data["text/markdown"])
+        if "text/plain" not in data:
+            raise ReaderError(context.where(f"{key!r} was glued without text/plain"))
+        return format_plain_text("".join(data["text/plain"]), spec)
+    if name in {"ref", "doc"}:
+        explicit = re.fullmatch(r"(?s)(?P<text>.*?)\s*<(?P<target>[^<>]+)>", body)
+        text, name_ = (explicit["text"], explicit["target"]) if explicit else ("", body)
+        if name == "ref":
+            target = context.book.targets.get(name_.strip())
+            if target is None:
+                raise ReaderError(context.where(f"{{ref}}`{body}`: no such label"))
+        else:
+            path = (context.page.parent / name_.strip()).resolve()
+            found = [p for p in toc_pages() if p.resolve().with_suffix("") == path]
+            if not found:
+                raise ReaderError(context.where(f"{{doc}}`{body}`: no such page"))
+            target = Target(found[0], "", context.book.titles.get(page_id(found[0]), ""))
+        text = text or target.title
+        if not text:
+            raise ReaderError(context.where(f"{{{name}}}`{body}`: the target has no title"))
+        return f"[{convert_inline(text, context)}]({link_to(target, context)})"
+    if name == "math":
+        return f"${body}$"
+    if name in {"kbd", "code"}:
+        return f"`{body}`"
+    raise ReaderError(context.where(f"the role {{{name}}} has no plain-notebook form"))
+
+
+def convert_inline(text: str, context: Context) -> str:
+    """Roles replaced; code spans (and the roles quoted in them) kept as they are."""
+
+    def replace(match: re.Match) -> str:
+        if match.group("code"):
+            return match.group("code")
+        return role(match.group("name"), match.group("body"), context)
+
+    return INLINE.sub(replace, text)
+
+
+def closing_fence(lines: list[str], start: int, fence: str) -> int:
+    """Index of the line that closes the fence opened at ``lines[start]``."""
+    char, length = fence[0], len(fence)
+    index = start + 1
+    while index < len(lines):
+        stripped = lines[index].strip()
+        if re.fullmatch(re.escape(char) + f"{{{length},}}", stripped):
+            return index
+        inner = FENCE.match(lines[index])
+        if char == ":" and inner and inner.group("fence")[0] == "`" and inner.group("info"):
+            index = closing_fence(lines, index, inner.group("fence"))
+        index += 1
+    raise ReaderError(f"a {fence} fence opened on line {start + 1} is never closed")
+
+
+def split_options(body: list[str]) -> tuple[dict[str, str], list[str]]:
+    """A directive's ``:option: value`` lines (or a ``---`` YAML block) and its content."""
+    options: dict[str, str] = {}
+    if body and body[0].strip() == "---":
+        end = body.index("---", 1) if "---" in body[1:] else 0
+        options = {
+            key: str(value) for key, value in yaml.safe_load("\n".join(body[1:end])).items()
+        }
+        return options, body[end + 1 :]
+    index = 0
+    while index < len(body) and re.match(r"^\s*:[\w-]+:", body[index]):
+        key, _, value = body[index].strip()[1:].partition(":")
+        options[key] = value.strip()
+        index += 1
+    return options, body[index:]
+
+
+def python_object(source: str, dotted: str) -> tuple[int, int]:
+    """1-based first and last line of ``dotted`` (a function or class, ``Class.method``), with
+    its decorators, as Sphinx's ``:pyobject:`` includes it."""
+    nodes = ast.parse(source).body
+    found = None
+    for part in dotted.split("."):
+        found = next(
+            (
+                node
+                for node in nodes
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                and node.name == part
+            ),
+            None,
+        )
+        if found is None:
+            raise KeyError(dotted)
+        nodes = found.body
+    first = min([found.lineno, *(d.lineno for d in found.decorator_list)])
+    return first, found.end_lineno
+
+
+def literalinclude(argument: str, options: dict[str, str], context: Context) -> str:
+    path = (context.page.parent / argument.strip()).resolve()
+    if not path.is_file():
+        raise ReaderError(context.where(f"literalinclude {argument}: no such file"))
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    known = {"language", "pyobject", "lines", "dedent"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ReaderError(context.where(f"literalinclude options {unknown} not supported"))
+    if "pyobject" in options:
+        try:
+            first, last = python_object(source, options["pyobject"])
+        except KeyError:
+            raise ReaderError(
+                context.where(f"literalinclude: no {options['pyobject']} in {argument}")
+            ) from None
+        lines = lines[first - 1 : last]
+    if "lines" in options:
+        chosen: list[str] = []
+        for part in options["lines"].split(","):
+            low, _, high = part.strip().partition("-")
+            chosen += lines[int(low) - 1 : int(high or low)]
+        lines = chosen
+    text = "\n".join(lines)
+    if "dedent" in options:
+        text = textwrap.dedent(text)
+    language = options.get("language", "python" if path.suffix == ".py" else "")
+    return f"```{language}\n{text}\n```"
+
+
+def indent_quote(markdown: str) -> str:
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in markdown.splitlines())
+
+
+def directive(name: str, argument: str, body: list[str], context: Context) -> str:
+    """A MyST directive as plain Markdown (HTML only for ``<details>`` and anchors)."""
+    options, content = split_options(body)
+    inner = convert_markdown("\n".join(content), context) if content else ""
+    anchor = anchor_markup(options["name"], context) + "\n\n" if options.get("name") else ""
+    if name in ADMONITIONS:
+        title = argument.strip() if name == "admonition" else ADMONITIONS[name]
+        if name != "admonition" and argument.strip():
+            inner = convert_markdown(argument.strip(), context) + "\n\n" + inner
+        title_md = convert_inline(title, context)
+        if "dropdown" in options.get("class", "").split():
+            return anchor + details(title_md, inner, context)
+        return anchor + indent_quote(f"**{title_md}**\n\n{inner}".rstrip())
+    if name == "dropdown":
+        if "open" in options:
+            raise ReaderError(context.where("an open dropdown: hints start closed"))
+        return anchor + details(convert_inline(argument.strip(), context), inner, context)
+    if name == "literalinclude":
+        return anchor + literalinclude(argument, options, context)
+    if name in {"glue", "glue:md", "glue:any", "glue:text"}:
+        key = argument.strip()
+        text = role("glue:md" if name == "glue:md" else "glue", key, context)
+        return anchor + (
+            convert_markdown(text, context) if options.get("format") == "myst" else text
+        )
+    if name in {"math", "equation"}:
+        return anchor + "$$\n" + "\n".join(content).strip() + "\n$$"
+    if name in {"code-block", "code", "sourcecode"}:
+        return anchor + f"```{argument.strip()}\n" + "\n".join(content) + "\n```"
+    raise ReaderError(context.where(f"the directive {{{name}}} has no plain-notebook form"))
+
+
+def details(summary: str, inner: str, context: Context) -> str:
+    """A closed dropdown: jupyterlab-myst's own (Binder: it typesets the maths inside, which it
+    does not inside raw HTML), else ``<details>`` with blank lines so that Markdown inside renders."""
+    if context.links == "notebook":
+        colons = max([len(m) for m in re.findall(r"^\s*(:{3,})", inner, flags=re.M)] + [2])
+        fence = ":" * (colons + 1)
+        return f"{fence}{{dropdown}} {summary}\n{inner.strip()}\n{fence}"
+    return f"<details>\n<summary>{summary}</summary>\n\n{inner.strip()}\n\n</details>"
+
+
+def definition_lists(text: str) -> str:
+    """MyST's ``Term`` / ``: definition`` pairs as bullets ``- **Term**: definition``."""
+    lines = text.splitlines()
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if (
+            line.strip()
+            and index + 1 < len(lines)
+            and lines[index + 1].startswith(": ")
+            and not line.startswith((" ", "-", "*", "#", ">", "|"))
+        ):
+            definition = [lines[index + 1][2:]]
+            index += 2
+            while (
+                index < len(lines)
+                and lines[index].startswith("  ")
+                and lines[index].strip()
+            ):
+                definition.append(lines[index].strip())
+                index += 1
+            out.append(f"- **{line.strip()}**: " + " ".join(definition))
+            continue
+        out.append(line)
+        index += 1
+    return "\n".join(out)
+
+
+def convert_markdown(source: str, context: Context) -> str:
+    """A MyST markdown cell's source as plain Markdown (see the module docstring)."""
+    lines = source.splitlines()
+    out: list[str] = []
+    prose: list[str] = []
+
+    def flush() -> None:
+        if prose:
+            out.append(convert_inline(definition_lists("\n".join(prose)), context))
+            prose.clear()
+
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        label = LABEL.match(line)
+        fence = FENCE.match(line)
+        if label:
+            prose.append(anchor_markup(label.group("label"), context) + "\n")
+        elif line.lstrip().startswith("%"):
+            pass  # a MyST comment
+        elif fence:
+            end = closing_fence(lines, index, fence.group("fence"))
+            indent = fence.group("indent")
+            info = fence.group("info").strip()
+            named = DIRECTIVE.match(info)
+            if named:
+                flush()
+                body = [part[len(indent) :] for part in lines[index + 1 : end]]
+                converted = directive(named["name"], named["argument"], body, context)
+                out.append(textwrap.indent(converted, indent))
+            else:
+                flush()
+                out.append("\n".join(lines[index : end + 1]))
+            index = end
+        else:
+            prose.append(line)
+        index += 1
+    flush()
+    text = "\n\n".join(part.strip("\n") for part in out if part.strip())
+    return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+
+
+# --------------------------------------------------------------------------- code
+
+
+def is_glue(node: ast.stmt) -> bool:
+    """``glue(...)`` calls and ``from myst_nb import glue`` (MyST-NB's, absent for a reader)."""
+    if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("myst_nb"):
+        return True
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "glue"
+    )
+
+
+def contains_glue(node: ast.stmt) -> bool:
+    return any(
+        isinstance(sub, ast.Call)
+        and isinstance(sub.func, ast.Name)
+        and sub.func.id == "glue"
+        for sub in ast.walk(node)
+    )
+
+
+def bound_names(node: ast.stmt) -> set[str]:
+    """Names a statement binds (assignments, imports, defs, loop targets, with ... as)."""
+    names: set[str] = set()
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        for alias in node.names:
+            names.add((alias.asname or alias.name).split(".")[0])
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        names.add(node.name)
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store | ast.Del):
+            names.add(sub.id)
+    return names
+
+
+def loaded_names(source: str) -> set[str]:
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return set(re.findall(r"[A-Za-z_]\w*", source))
+    return {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    } | {
+        node.value.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+    }
+
+
+def free_and_bound(source: str) -> tuple[set[str], set[str]]:
+    """Names a cell reads before binding them itself, and every name it binds."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return loaded_names(source), set()
+    free: set[str] = set()
+    bound: set[str] = set()
+    for node in tree.body:
+        free |= loaded_names(ast.unparse(node)) - bound
+        bound |= bound_names(node)
+    return free, bound
+
+
+def statement_text(lines: list[str], node: ast.stmt, previous_end: int) -> str:
+    """The statement's lines, with the comment lines right above it."""
+    start = node.lineno - 1
+    if hasattr(node, "decorator_list") and node.decorator_list:
+        start = min(d.lineno for d in node.decorator_list) - 1
+    while start - 1 >= previous_end and lines[start - 1].lstrip().startswith("#"):
+        start -= 1
+    return "\n".join(lines[start : node.end_lineno])
+
+
+def strip_glue(source: str) -> str:
+    """``source`` without its glue statements (unchanged when there are none or it won't parse)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    if not any(is_glue(node) or contains_glue(node) for node in tree.body):
+        return source
+    lines = source.splitlines()
+    kept, end = [], 0
+    for node in tree.body:
+        if not is_glue(node) and not contains_glue(node):
+            kept.append(statement_text(lines, node, end))
+        end = node.end_lineno
+    return "\n".join(kept)
+
+
+def needed_part(source: str, needed: set[str]) -> str:
+    """What a hidden book-keeping cell must still run for the visible cells after it.
+
+    Glue and asserts go; then, backwards, a statement stays only if it binds a name that a later
+    cell (or a statement kept after it) reads. Statements that bind nothing and are not glue or
+    asserts (a seed, a call for its effect) stay too, so that later outputs do not change.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return source
+    lines = source.splitlines()
+    chosen: list[ast.stmt] = []
+    wanted = set(needed)
+    for node in reversed(tree.body):
+        if is_glue(node) or contains_glue(node) or isinstance(node, ast.Assert):
+            continue
+        binds = bound_names(node)
+        if (binds & wanted) or not binds:
+            if (
+                not binds
+                and isinstance(node, ast.Expr)
+                and isinstance(node.value, ast.Constant)
+            ):
+                continue  # a bare string
+            chosen.append(node)
+            wanted |= loaded_names(ast.unparse(node))
+    chosen.reverse()
+    kept, end = [], 0
+    for node in tree.body:
+        if node in chosen:
+            kept.append(statement_text(lines, node, end))
+        end = node.end_lineno
+    return "\n".join(kept)
+
+
+# --------------------------------------------------------------------------- the notebook
+
+
+def preamble(page: Path, context: Context, page_source: str) -> str:
+    """The first cell: what this notebook is, where it comes from, how to run it."""
+    settings = context.settings
+    html = f"{settings['html']}/{page.resolve().relative_to(ROOT).with_suffix('.html').as_posix()}"
+    lines = [
+        f"*This notebook is the page [{context.book.titles.get(page_id(page), page_id(page))}]({html}) "
+        "of the book, made to be run: Run All reproduces the page's outputs. It needs only the "
+        "book's package `transformer_lab` and its dependencies: on Binder they are installed; "
+        f"elsewhere clone [the repository]({settings['url']}), run `make book` (or "
+        "`pip install -e .`) and open this notebook from the clone.*",
+    ]
+    starters = sorted(set(re.findall(r"exercises/[\w./-]+?\.py", page_source)))
+    if starters:
+        files = ", ".join(f"`{name}`" for name in starters)
+        lines.append(
+            f"*Your own code goes in {files} of the repository. The package finds it from this "
+            "notebook's folder upwards, or next to the package when it is installed with "
+            "`pip install -e .` from the clone; a downloaded notebook outside the clone cannot see "
+            "it: download the file from the repository and keep it at that path.*"
+        )
+    return "\n\n".join(lines)
+
+
+def make_reader_notebook(
+    page: Path,
+    links: str = "notebook",
+    book: Book | None = None,
+    settings: dict[str, str] | None = None,
+    reference: nbformat.NotebookNode | None = None,
+) -> nbformat.NotebookNode:
+    """The reader notebook of ``page`` (a page of _toc.yml with code)."""
+    if links not in {"notebook", "html"}:
+        raise ValueError(f"links must be 'notebook' or 'html', not {links!r}")
+    book = book or read_book()
+    settings = settings or repository_settings()
+    source = read_page(page)
+    if reference is None:
+        path = reference_path(page)
+        if not path.exists():
+            raise StaleReference(
+                f"{page_id(page)}: no reference {path.relative_to(ROOT)} (make refresh)"
+            )
+        reference = nbformat.read(path, as_version=4)
+    context = Context(page, book, glue_values(reference), links, settings)
+    page_code = [cell for cell in source.cells if cell.cell_type == "code"]
+    ref_code = [cell for cell in reference.cells if cell.cell_type == "code"]
+    if [c.source for c in page_code] != [c.source for c in ref_code]:
+        raise StaleReference(
+            f"{page_id(page)}: its code no longer matches {reference_path(page).relative_to(ROOT)} "
+            "(refresh it: python tools/book_pages.py refresh PAGE)"
+        )
+    outputs = {
+        id(page_cell): ref.get("outputs", []) for page_cell, ref in zip(page_code, ref_code)
+    }
+
+    # What each hidden cell must leave defined: the names a later visible cell reads before it
+    # binds them, unless a visible cell in between binds them first.
+    # A kept part of a hidden cell counts as a reader of the cells before it, too.
+    kept_code: dict[int, str] = {}
+    reads: set[str] = set()
+    for index in reversed(range(len(source.cells))):
+        cell = source.cells[index]
+        if cell.cell_type != "code":
+            continue
+        if "remove-cell" in cell.metadata.get("tags", []):
+            kept_code[index] = needed_part(cell.source, reads)
+            code = kept_code[index]
+        else:
+            code = strip_glue(cell.source)
+        free, binds = free_and_bound(code)
+        reads = (reads - binds) | free
+
+    cells = [nbformat.v4.new_markdown_cell(preamble(page, context, page_text(page)))]
+    cells[0].metadata["reader"] = PREAMBLE
+    for index, cell in enumerate(source.cells):
+        if cell.cell_type == "markdown":
+            text = convert_markdown(cell.source, context)
+            if text:
+                cells.append(nbformat.v4.new_markdown_cell(text))
+            continue
+        if cell.cell_type != "code":
+            continue
+        tags = set(cell.metadata.get("tags", []))
+        if "remove-cell" in tags:
+            code = kept_code[index]
+            if code.strip():
+                kept = nbformat.v4.new_code_cell(code)
+                kept.metadata.update(
+                    reader=BOOKKEEPING,
+                    jupyter={"source_hidden": True, "outputs_hidden": True},
+                    tags=sorted(tags),
+                )
+                cells.append(kept)
+            continue
+        code = strip_glue(cell.source)
+        new = nbformat.v4.new_code_cell(code)
+        if tags:
+            new.metadata["tags"] = sorted(tags)
+        hidden = {}
+        if tags & HIDE_INPUT_TAGS:
+            hidden["source_hidden"] = True
+        if tags & HIDE_OUTPUT_TAGS:
+            hidden["outputs_hidden"] = True
+        if hidden:
+            new.metadata["jupyter"] = hidden
+        if not tags & {"remove-output"}:
+            new.outputs = [
+                output
+                for output in outputs[id(cell)]
+                if "scrapbook" not in output.get("metadata", {})
+            ]
+        cells.append(new)
+        caption = figure_caption(cell)
+        if caption:
+            number = book.figure_numbers[(page_id(page), index)]
+            anchor = anchor_markup(caption[1], context) + "\n" if caption[1] else ""
+            text = f"{anchor}**Fig. {number}** {convert_inline(caption[0], context)}"
+            cells.append(nbformat.v4.new_markdown_cell(text))
+            cells[-1].metadata["reader"] = CAPTION
+    unused = sorted(set(context.glue) - context.used_glue)
+    notebook = nbformat.v4.new_notebook(cells=cells)
+    notebook.metadata = {
+        "kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+        "language_info": {"name": "python"},
+        "reader": {"page": page_id(page), "links": links, "glue_not_in_prose": unused},
+    }
+    for number, cell in enumerate(notebook.cells):
+        cell.id = f"cell-{number}"
+    return notebook
+
+
+def page_text(page: Path) -> str:
+    return page.read_text(encoding="utf-8")
+
+
+def reader_pages() -> list[Path]:
+    """The pages of _toc.yml that get a reader notebook: those with code."""
+    return [page for page in toc_pages() if has_code(page)]
+
+
+def write(pages: list[Path], out: Path, links: str) -> list[Path]:
+    """Write the reader notebooks of ``pages`` under ``out`` (mirroring the pages' paths)."""
+    book, settings = read_book(), repository_settings()
+    written = []
+    for page in pages:
+        target = out / page.resolve().relative_to(ROOT).with_suffix(".ipynb")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(make_reader_notebook(page, links, book, settings), target)
+        written.append(target)
+    return written
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["write", "check"])
+    parser.add_argument("pages", nargs="*")
+    parser.add_argument("--links", choices=["notebook", "html"], default="notebook")
+    parser.add_argument("--out", type=Path, default=NOTEBOOKS)
+    args = parser.parse_intermixed_args(argv)
+    pages = [Path(p).resolve() for p in args.pages] or reader_pages()
+    try:
+        if args.command == "write":
+            for path in write(pages, args.out.resolve(), args.links):
+                print(f"wrote {path}")
+        else:
+            book = read_book()
+            for page in pages:
+                notebook = make_reader_notebook(page, args.links, book)
+                shown = sum(c.metadata.get("reader") != BOOKKEEPING for c in notebook.cells)
+                print(
+                    f"{page_id(page)}: {len(notebook.cells)} cells ({shown} in view), "
+                    f"{json.dumps(notebook.metadata['reader']['glue_not_in_prose'])} glued "
+                    "but not in the prose"
+                )
+    except ReaderError as error:
+        print(f"reader_notebooks: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
