@@ -34,8 +34,10 @@ help:
 	@echo "              (UPGRADE=1: indirect dependencies move to their newest releases too)"
 	@echo "make clean    remove _build (keeps .venv)"
 
+# tools/check_python.py: PYTHON must be 3.11, and a .venv made with another Python is removed
+# (with a line saying so) and rebuilt, instead of failing later in pip with no hint.
 $(STAMP): requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (set PYTHON=python3.11)")'
+	@$(PYTHON) tools/check_python.py $(VENV)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	if [ "$$(uname -s)-$$(uname -m)" = Linux-x86_64 ]; then \
 	  $(PY) -m pip install --quiet --disable-pip-version-check --retries 0 --no-deps \
@@ -51,9 +53,12 @@ $(NPM_STAMP): package.json package-lock.json
 
 setup: $(STAMP) $(NPM_STAMP)
 
-# Debian's chromium for the browser tests, driven by Playwright (never `playwright install`).
+# Debian's chromium for the browser tests, driven by Playwright (never `playwright install`), and
+# Debian's colour emoji font, without which chromium draws the data's emoji as empty boxes.
+EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 browser:
 	command -v chromium >/dev/null || { $(APT_INSTALL) update && $(APT_INSTALL) install -y chromium; }
+	test -f $(EMOJI_FONT) || { $(APT_INSTALL) update && $(APT_INSTALL) install -y fonts-noto-color-emoji; }
 
 book: setup
 	$(JUPYTER_BOOK) build . $(BOOK_FLAGS)
