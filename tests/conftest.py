@@ -74,7 +74,7 @@ def pytest_xdist_make_scheduler(config, log):
     browser file would load every page again. Every other file stays one work unit, as loadfile
     makes it: the cells of a reference notebook must run in order, in one kernel. (Not
     ``--dist loadgroup`` with ``xdist_group`` marks: with pytest 9.2 and pytest-xdist 3.8 the
-    groups are silently ignored, pytest-dev/pytest-xdist#1386.)
+    groups are silently ignored: https://github.com/pytest-dev/pytest-xdist/issues/1386.)
     """
     if config.getvalue("dist") == "loadfile":
         return BrowserTestsAsOneFile(config, log)
