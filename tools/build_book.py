@@ -116,7 +116,8 @@ class IPCKernelManager(AsyncKernelManager):
 def kernel_options() -> dict[str, object]:
     """The NotebookClient options the build adds to MyST-NB's execution of every page."""
     options: dict[str, object] = {"shutdown_kernel": "immediate"}
-    if os.name == "posix":  # Unix sockets; elsewhere the kernel keeps TCP on 127.0.0.1
+    # Unix sockets; elsewhere the kernel keeps TCP on 127.0.0.1.
+    if os.name == "posix":
         options["kernel_manager_class"] = IPCKernelManager
     return options
 

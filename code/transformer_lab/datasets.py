@@ -56,7 +56,8 @@ DATA_FILES = (FEEDBACK_FILE, CUSTOMER360_FILE)
 REGENERATE_HINT = (
     "run `make data` (or `python -m transformer_lab.cloudwave`) from the repository root"
 )
-ENCODING = "utf-8-sig"  # UTF-8; a byte-order mark at the start is skipped (the same for every format)
+# UTF-8; a byte-order mark at the start is skipped (the same for every format).
+ENCODING = "utf-8-sig"
 # Allowed values of the numeric Customer 360 columns: (lowest, highest or None, whole numbers only).
 CUSTOMER360_RANGES: dict[str, tuple[float, float | None, bool]] = {
     "tenure_months": (0, None, True),

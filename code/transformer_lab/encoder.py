@@ -127,9 +127,8 @@ def identity_attention(d_model: int) -> nn.MultiheadAttention:
     check_heads(d_model, 1)
     layer = nn.MultiheadAttention(d_model, 1, dropout=0.0, bias=False, batch_first=True)
     with torch.no_grad():
-        layer.in_proj_weight.copy_(
-            torch.eye(d_model).repeat(3, 1)
-        )  # (3D, D): Q, K, V stacked
+        # (3D, D): the Q, K and V projections stacked.
+        layer.in_proj_weight.copy_(torch.eye(d_model).repeat(3, 1))
         layer.out_proj.weight.copy_(torch.eye(d_model))
     return layer
 
