@@ -89,16 +89,21 @@ def tiny_book(folder, failing_source):
     )
 
 
-def test_a_failing_page_is_named_in_the_builds_last_lines(tmp_path):
-    message = "no data/ folder holding feedback.json; run `make data`"
-    tiny_book(tmp_path, f"raise FileNotFoundError({message!r})")
-    completed = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_book.py"), "build", str(tmp_path)]
+def build_tiny_book(folder, failing_source) -> subprocess.CompletedProcess:
+    """Build ``tiny_book`` as `make book` builds the book."""
+    tiny_book(folder, failing_source)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_book.py"), "build", str(folder)]
         + ["-W", "-n", "--keep-going", "--all"],
         capture_output=True,
         text=True,
         timeout=300,
     )
+
+
+def test_a_failing_page_is_named_in_the_builds_last_lines(tmp_path):
+    message = "no data/ folder holding feedback.json; run `make data`"
+    completed = build_tiny_book(tmp_path, f"raise FileNotFoundError({message!r})")
     assert completed.returncode == 1
     last = completed.stderr.strip().splitlines()[-8:]
     assert "  page:  breaks.md" in last, last
@@ -111,14 +116,7 @@ def test_a_failing_page_is_named_in_the_builds_last_lines(tmp_path):
 
 
 def test_a_build_that_works_writes_no_failure_report(tmp_path):
-    tiny_book(tmp_path, "print('fine')")
-    completed = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "build_book.py"), "build", str(tmp_path)]
-        + ["-W", "-n", "--keep-going", "--all"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    completed = build_tiny_book(tmp_path, "print('fine')")
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert "did not build" not in completed.stderr
     assert "without encryption" not in completed.stdout + completed.stderr
