@@ -31,6 +31,7 @@ Usage: python tools/build_book.py build . -W -n --keep-going --all
 
 import functools
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -240,6 +241,11 @@ def main() -> None:
             failures = read_failures(Path(folder))
             if not failures:
                 raise
+            # The build is over: stop the workers still executing other pages, so that their
+            # log lines do not come after the report.
+            for worker in multiprocessing.active_children():
+                worker.terminate()
+                worker.join()
             sys.stdout.flush()
             print(failure_report(failures, source_folder(arguments)), file=sys.stderr)
             raise SystemExit(1) from None
