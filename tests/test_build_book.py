@@ -12,13 +12,12 @@ from myst_nb.core.execute import direct
 from book_pages import ROOT, has_code, toc_pages
 from build_book import (
     SLOWEST_FIRST,
-    IPCKernelManager,
     failure_report,
-    kernel_options,
     one_page_per_chunk,
     record_failure,
     stop_kernels_at_once,
 )
+from kernels import IPCKernelManager, kernel_options
 
 DOCNAMES = [page.relative_to(ROOT).with_suffix("").as_posix() for page in toc_pages()]
 

@@ -102,7 +102,7 @@ def test_no_file_refers_to_an_issue_number():
     if not tracked:
         pytest.skip("not a git checkout")
     kinds = (".md", ".py", ".yml", ".yaml", ".cfg", ".toml", ".txt", ".in")
-    # data/ holds synthetic customer comments, which may mention "issue 3" as customers do.
+    # data/ holds synthetic customer comments, which may number their problems as customers do.
     checked = [
         path
         for path in tracked

@@ -15,10 +15,8 @@ When a page's last cell has replied, its kernel is stopped at once (``shutdown_k
 as nbval does) instead of being asked to exit: a kernel that imported torch spends about 0.5 s
 tearing its interpreter down, which added that much to every page and nothing to its outputs.
 
-Kernels talk to the build over Unix sockets in a private temporary folder (``IPCKernelManager``)
-rather than over TCP on 127.0.0.1. Both stay on this machine; over TCP, every kernel logs "Kernel
-is running over TCP without encryption ... susceptible to eavesdropping" into the build log,
-which reads like a security problem to a newcomer, and over IPC it has no reason to.
+Kernels listen on Unix sockets rather than TCP (``kernels.kernel_options``), so none logs a
+warning about unencrypted TCP into the build log.
 
 When a page's cell raises, Sphinx prints some 70 lines of its own traceback and Jupyter Book ends
 with "Look above for the cause". So the build records each failing page, cell and exception
@@ -34,7 +32,6 @@ import json
 import multiprocessing
 import os
 import re
-import shutil
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -45,8 +42,9 @@ import jupyter_cache.executors.utils
 import nbclient
 import sphinx.builders
 from jupyter_book.cli.main import main as jupyter_book_main
-from jupyter_client.manager import AsyncKernelManager
 from myst_nb.core.execute.direct import NotebookClientDirect
+
+from kernels import kernel_options
 
 JOBS_VARIABLE = "BOOK_JOBS"
 # Where the workers that execute pages write what failed (one JSON file per failing page).
@@ -90,37 +88,6 @@ def one_page_per_chunk(
     rank = {docname: place for place, docname in enumerate(SLOWEST_FIRST)}
     ordered = sorted(arguments, key=lambda docname: rank.get(docname, len(rank)))
     return [[docname] for docname in ordered]
-
-
-class IPCKernelManager(AsyncKernelManager):
-    """A kernel manager whose kernel listens on Unix sockets in a private temporary folder.
-
-    The default, TCP on 127.0.0.1, never leaves the machine either, but makes every kernel log a
-    warning about unencrypted TCP into the build log. The folder is removed with the kernel.
-    """
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self._socket_folder = tempfile.mkdtemp(prefix="book-kernel-")
-        self.transport = "ipc"
-        self.connection_file = os.path.join(self._socket_folder, "kernel.json")
-        self.ip = os.path.join(self._socket_folder, "kernel-ipc")
-
-    async def _async_cleanup_resources(self, restart: bool = False) -> None:
-        await super()._async_cleanup_resources(restart=restart)
-        if not restart:
-            shutil.rmtree(self._socket_folder, ignore_errors=True)
-
-    cleanup_resources = _async_cleanup_resources
-
-
-def kernel_options() -> dict[str, object]:
-    """The NotebookClient options the build adds to MyST-NB's execution of every page."""
-    options: dict[str, object] = {"shutdown_kernel": "immediate"}
-    # Unix sockets; elsewhere the kernel keeps TCP on 127.0.0.1.
-    if os.name == "posix":
-        options["kernel_manager_class"] = IPCKernelManager
-    return options
 
 
 def stop_kernels_at_once() -> None:
