@@ -23,7 +23,7 @@ TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
 help:
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
-	@echo "make test     set up (and Debian's chromium), build the book with -W, then run every test"
+	@echo "make test     set up (and Debian's chromium and emoji font), build the book with -W, then run every test"
 	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
