@@ -550,3 +550,15 @@ def test_bad_event_ids_and_moments_name_the_line(tmp_path, changes, message):
     path = write_lines(tmp_path / "events.json", [json.dumps(EVENT_LINE | changes)])
     with pytest.raises(ValueError, match=message):
         load_events(path)
+
+
+def test_a_csv_row_with_a_field_too_few_names_file_and_line(tmp_path):
+    lines = (REPO_DATA / schema.CUSTOMER360_FILE).read_text(encoding="utf-8").splitlines()
+    lines = lines[:20]
+    lines[10] = lines[10].rsplit(",", 1)[0]
+    path = write_lines(tmp_path / "customer360.csv", lines)
+    with pytest.raises(
+        ValueError,
+        match=r"customer360.csv, line 11 \(data row 10\): 8 fields; the header has 9",
+    ):
+        load_customer360(path)

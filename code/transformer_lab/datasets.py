@@ -303,8 +303,12 @@ def load_customer360(path: Path | str | None = None) -> pd.DataFrame:
 
 
 def _require_no_missing(path: Path, frame: pd.DataFrame) -> None:
-    """Raise ``ValueError`` naming the file, column and data row of the first empty cell."""
+    """Raise ``ValueError`` naming the file, column and data row of the first empty cell (or the
+    line of a row with fewer fields than the header, which pandas fills with empty cells)."""
     if frame.isna().any().any():
+        ragged = _ragged_row(path)
+        if ragged:
+            raise ValueError(ragged)
         column = frame.columns[frame.isna().any()][0]
         row = int(frame[column].isna().to_numpy().nonzero()[0][0])
         raise ValueError(
