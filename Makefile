@@ -23,7 +23,7 @@ TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
 help:
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
-	@echo "make test     set up (and Debian's chromium), build the book with -W, then run every test"
+	@echo "make test     set up (and Debian's chromium and emoji font), build the book with -W, then run every test"
 	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
@@ -35,8 +35,10 @@ help:
 	@echo "              (UPGRADE=1: indirect dependencies move to their newest releases too)"
 	@echo "make clean    remove _build (keeps .venv)"
 
+# tools/check_python.py: PYTHON must be 3.11, and a .venv made with another Python is removed
+# (with a line saying so) and rebuilt, instead of failing later in pip with no hint.
 $(STAMP): requirements.txt pyproject.toml
-	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "Python 3.11 is required (set PYTHON=python3.11)")'
+	@$(PYTHON) tools/check_python.py $(VENV)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	if [ "$$(uname -s)-$$(uname -m)" = Linux-x86_64 ]; then \
 	  $(PY) -m pip install --quiet --disable-pip-version-check --retries 0 --no-deps \
@@ -52,9 +54,12 @@ $(NPM_STAMP): package.json package-lock.json
 
 setup: $(STAMP) $(NPM_STAMP) sandbox
 
-# Debian's chromium for the browser tests, driven by Playwright (never `playwright install`).
+# Debian's chromium for the browser tests, driven by Playwright (never `playwright install`), and
+# Debian's colour emoji font, without which chromium draws the data's emoji as empty boxes.
+EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 browser:
 	command -v chromium >/dev/null || { $(APT_INSTALL) update && $(APT_INSTALL) install -y chromium; }
+	test -f $(EMOJI_FONT) || { $(APT_INSTALL) update && $(APT_INSTALL) install -y fonts-noto-color-emoji; }
 
 # Debian's bubblewrap: the self-check's workers run in it (code/transformer_lab/selfcheck/isolation.py).
 sandbox:

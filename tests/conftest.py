@@ -1,4 +1,5 @@
-"""Session-wide hooks: which numeric mode ran (header, failing page cells); the work units of -n."""
+"""Session-wide hooks: which numeric mode ran (header, failing page cells), page tests that fail
+at once where the references cannot be reproduced; the work units of -n."""
 
 import pytest
 from xdist.scheduler import LoadFileScheduling
@@ -7,15 +8,40 @@ import transformer_lab  # noqa: F401  (pins the canonical numeric mode before an
 from transformer_lab.reproducibility import numeric_mode_problem, numeric_mode_summary
 
 BROWSER_TESTS = "tests/browser/"
+PAGE_TESTS = "tests/references/"
 
 
 def pytest_report_header(config):
     return numeric_mode_summary()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    """Where the numeric mode is not canonical (no AVX2, ARM, opted out), fail each page at once
+    with the reason, before nbval starts the page's kernel: its first cell fails with that line,
+    its other cells are skipped.
+
+    Its outputs after training would differ from the references anyway; running the pages would
+    only add their time (or, on a CPU that crashes, a wait for every cell's timeout) to the
+    verdict. Every other test runs as everywhere.
+    """
+    if PAGE_TESTS not in item.nodeid or numeric_mode_problem() is None:
+        return
+    page = item.nodeid.split("::")[0]
+    if page in _PAGES_NOT_COMPARED:
+        pytest.skip(f"{page} is not compared on this machine (see its first cell)")
+    _PAGES_NOT_COMPARED.add(page)
+    pytest.fail(f"{page} not compared: {numeric_mode_summary()}", pytrace=False)
+
+
+_PAGES_NOT_COMPARED: set[str] = set()
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     """On a machine that cannot match the references, say in one line why page cells differ."""
-    failed = terminalreporter.stats.get("failed", [])
+    failed = terminalreporter.stats.get("failed", []) + terminalreporter.stats.get(
+        "error", []
+    )
     if not any("tests/references/" in report.nodeid for report in failed):
         return
     if numeric_mode_problem() is not None:
@@ -48,7 +74,7 @@ def pytest_xdist_make_scheduler(config, log):
     browser file would load every page again. Every other file stays one work unit, as loadfile
     makes it: the cells of a reference notebook must run in order, in one kernel. (Not
     ``--dist loadgroup`` with ``xdist_group`` marks: with pytest 9.2 and pytest-xdist 3.8 the
-    groups are silently ignored, pytest-dev/pytest-xdist#1386.)
+    groups are silently ignored: https://github.com/pytest-dev/pytest-xdist/issues/1386.)
     """
     if config.getvalue("dist") == "loadfile":
         return BrowserTestsAsOneFile(config, log)

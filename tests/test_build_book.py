@@ -1,12 +1,23 @@
 """tools/build_book.py (`make book`): pages in parallel, one per chunk, the slowest handed out first,
-each page's kernel stopped as soon as its last cell has replied."""
+each page's kernel stopped as soon as its last cell has replied, kernels on Unix sockets (no TCP
+warning in the log), and a failing page named in the build's last lines."""
+
+import subprocess
+import sys
 
 import nbclient
 import nbformat
 from myst_nb.core.execute import direct
 
 from book_pages import ROOT, has_code, toc_pages
-from build_book import SLOWEST_FIRST, one_page_per_chunk, stop_kernels_at_once
+from build_book import (
+    SLOWEST_FIRST,
+    failure_report,
+    one_page_per_chunk,
+    record_failure,
+    stop_kernels_at_once,
+)
+from kernels import IPCKernelManager, kernel_options
 
 DOCNAMES = [page.relative_to(ROOT).with_suffix("").as_posix() for page in toc_pages()]
 
@@ -38,6 +49,96 @@ def test_myst_nb_executes_pages_with_kernels_stopped_at_once():
     # an upgrade that routes execution elsewhere fails here instead of silently slowing the build.
     executor = direct.single_nb_execution.__globals__["executenb"]
     assert executor.func is nbclient.execute
-    assert executor.keywords == {"shutdown_kernel": "immediate"}
+    assert executor.keywords == kernel_options()
+    assert executor.keywords["shutdown_kernel"] == "immediate"
+    assert executor.keywords["kernel_manager_class"] is IPCKernelManager
     client = nbclient.NotebookClient(nbformat.v4.new_notebook(), **executor.keywords)
     assert client.shutdown_kernel == "immediate"
+
+
+PAGE_HEADER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+
+
+def tiny_book(folder, failing_source):
+    """A two-page book whose second page's second cell runs ``failing_source``."""
+    (folder / "_config.yml").write_text(
+        "title: tiny\nonly_build_toc_files: true\n"
+        "execute:\n  execute_notebooks: force\n"
+        "sphinx:\n  config:\n    nb_execution_raise_on_error: true\n"
+    )
+    (folder / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n  - file: works\n  - file: breaks\n"
+    )
+    (folder / "intro.md").write_text("# Intro\n\nA tiny book.\n")
+    cell = "```{code-cell} ipython3\n%s\n```\n"
+    (folder / "works.md").write_text(PAGE_HEADER + "# Works\n\n" + cell % "print(1 + 1)")
+    (folder / "breaks.md").write_text(
+        PAGE_HEADER + "# Breaks\n\n" + cell % "x = 1" + "\n" + cell % failing_source
+    )
+
+
+def build_tiny_book(folder, failing_source) -> subprocess.CompletedProcess:
+    """Build ``tiny_book`` as `make book` builds the book."""
+    tiny_book(folder, failing_source)
+    return subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_book.py"), "build", str(folder)]
+        + ["-W", "-n", "--keep-going", "--all"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_failing_page_is_named_in_the_builds_last_lines(tmp_path):
+    message = "no data/ folder holding feedback.json; run `make data`"
+    completed = build_tiny_book(tmp_path, f"raise FileNotFoundError({message!r})")
+    assert completed.returncode == 1
+    last = completed.stderr.strip().splitlines()[-8:]
+    assert "  page:  breaks.md" in last, last
+    assert any(
+        line.startswith("  cell:  code cell 2 of 2, which starts: raise") for line in last
+    )
+    assert f"  error: FileNotFoundError: {message}" in last, last
+    # The kernels run over Unix sockets, so none warns about unencrypted TCP.
+    assert "without encryption" not in completed.stdout + completed.stderr
+
+
+def test_a_build_that_works_writes_no_failure_report(tmp_path):
+    completed = build_tiny_book(tmp_path, "print('fine')")
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert "did not build" not in completed.stderr
+    assert "without encryption" not in completed.stdout + completed.stderr
+
+
+def test_the_failure_report_names_page_cell_and_message(tmp_path):
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_markdown_cell("# A page"),
+            nbformat.v4.new_code_cell("import os"),
+            nbformat.v4.new_code_cell("\nload_feedback()\nmore()"),
+        ]
+    )
+    notebook.cells[2].outputs = [
+        nbformat.v4.new_output("error", ename="ValueError", evalue="bad", traceback=[])
+    ]
+    error = nbclient.exceptions.CellExecutionError(
+        "traceback", "ValueError", "data/feedback.json, line 3: rating should be 1-5"
+    )
+    failure = record_failure(tmp_path / "chapters" / "04-x.md", notebook, error)
+    assert failure["cell"] == (2, 2, "load_feedback()")
+    report = failure_report([failure], tmp_path).splitlines()
+    assert "  page:  chapters/04-x.md" in report
+    assert "  cell:  code cell 2 of 2, which starts: load_feedback()" in report
+    assert "  error: ValueError: data/feedback.json, line 3: rating should be 1-5" in report
+    assert report[-2].startswith("Fix what the error says")

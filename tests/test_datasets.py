@@ -445,3 +445,120 @@ def test_loaders_name_the_missing_file_and_make_data(
     monkeypatch.setenv(DATA_DIR_ENV, str(make_data_dir(tmp_path / "only_two")))
     with pytest.raises(FileNotFoundError, match=rf"lacks {name}.*make data"):
         load()
+
+
+def corrupt_line(number: int, **changes) -> list[str]:
+    """The first lines of the committed feedback.json, with line ``number`` changed."""
+    lines = (REPO_DATA / schema.FEEDBACK_FILE).read_text(encoding="utf-8").splitlines()[:60]
+    record = json.loads(lines[number - 1])
+    lines[number - 1] = json.dumps(record | changes)
+    return lines
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            {"feedback_text": 42},
+            r"line 7: feedback_text should be a non-empty string, got 42",
+        ),
+        (
+            {"feedback_text": None},
+            r"line 7: feedback_text should be a non-empty string, got None",
+        ),
+        (
+            {"feedback_text": "  "},
+            r"line 7: feedback_text should be a non-empty string, got '  '",
+        ),
+        (
+            {"customer_id": None},
+            r"line 7: customer_id should be a non-empty string, got None",
+        ),
+        (
+            {"created_at": "not a date"},
+            r"line 7: created_at should be an ISO date like 2025-04-01, got 'not a date'",
+        ),
+        ({"created_at": "2026-02-30"}, r"line 7: created_at should be an ISO date"),
+        (
+            {"category": "complaint"},
+            r"line 7: category should be one of praise, .*'complaint'",
+        ),
+        ({"channel": ["chat"]}, r"line 7: channel should be one of email, .*\['chat'\]"),
+        ({"rating": True}, r"line 7: rating should be an integer 1-5, got True"),
+    ],
+)
+def test_each_corruption_of_a_feedback_row_names_file_line_and_field(
+    tmp_path, changes, message
+):
+    path = write_lines(tmp_path / "feedback.json", corrupt_line(7, **changes))
+    with pytest.raises(ValueError, match=rf"feedback.json, {message}"):
+        load_feedback(path)
+
+
+def test_a_repeated_feedback_id_names_both_lines(tmp_path):
+    first = json.loads(corrupt_line(1)[2])["feedback_id"]
+    path = write_lines(tmp_path / "feedback.json", corrupt_line(40, feedback_id=first))
+    with pytest.raises(
+        ValueError,
+        match=rf"feedback.json, line 40: feedback_id should be unique, got '{first}' again "
+        r"\(first on line 3\)",
+    ):
+        load_feedback(path)
+
+
+def test_the_committed_feedback_file_keeps_the_data_cards_rules():
+    frame = load_feedback()
+    assert frame["feedback_id"].is_unique
+    assert set(frame["category"]) <= set(schema.CATEGORIES)
+
+
+def test_a_csv_row_with_an_extra_field_names_file_and_line(tmp_path):
+    lines = (REPO_DATA / schema.CUSTOMER360_FILE).read_text(encoding="utf-8").splitlines()
+    lines = lines[:80]
+    lines[50] += ",surplus"
+    path = write_lines(tmp_path / "customer360.csv", lines)
+    with pytest.raises(
+        ValueError,
+        match=r"customer360.csv, line 51 \(data row 50\): 10 fields, the extra one\(s\) "
+        r"\['surplus'\]; the header has 9 \(customer_id, tenure_months",
+    ):
+        load_customer360(path)
+
+
+def test_a_missing_id_in_the_usage_grid_names_its_row(tmp_path):
+    header = ",".join(schema.USAGE_GRID_COLUMNS)
+    path = write_lines(tmp_path / "grid.csv", [header, ",0,0,3"] + grid_lines()[1:])
+    with pytest.raises(
+        ValueError, match=r"column customer_id has a missing value \(data row 1\)"
+    ):
+        load_usage_grid(path)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"session_id": 7}, r"line 1: session_id should be a non-empty string, got 7"),
+        ({"customer_id": ""}, r"line 1: customer_id should be a non-empty string, got ''"),
+        ({"timestamp": "now"}, r"line 1: timestamp should be ISO .*got 'now'"),
+        (
+            {"timestamp": "2026-03-02"},
+            r"line 1: timestamp should be ISO .*got '2026-03-02'",
+        ),
+    ],
+)
+def test_bad_event_ids_and_moments_name_the_line(tmp_path, changes, message):
+    path = write_lines(tmp_path / "events.json", [json.dumps(EVENT_LINE | changes)])
+    with pytest.raises(ValueError, match=message):
+        load_events(path)
+
+
+def test_a_csv_row_with_a_field_too_few_names_file_and_line(tmp_path):
+    lines = (REPO_DATA / schema.CUSTOMER360_FILE).read_text(encoding="utf-8").splitlines()
+    lines = lines[:20]
+    lines[10] = lines[10].rsplit(",", 1)[0]
+    path = write_lines(tmp_path / "customer360.csv", lines)
+    with pytest.raises(
+        ValueError,
+        match=r"customer360.csv, line 11 \(data row 10\): 8 fields; the header has 9",
+    ):
+        load_customer360(path)

@@ -17,6 +17,7 @@ from transformer_lab.diagrams import (
     mask_diagram,
     multi_head_diagram,
 )
+from transformer_lab.encoder import ENCODER_LAYER_BLOCKS
 
 DIAGRAMS = {
     "encoder": encoder_layer_diagram,
@@ -229,3 +230,9 @@ def test_mask_diagram_blocks_whole_key_columns_and_the_upper_triangle():
 def test_mask_diagram_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         mask_diagram(**kwargs)
+
+
+def test_the_diagram_draws_the_blocks_the_encoder_module_lists():
+    # One list of the encoder layer's blocks (encoder.ENCODER_LAYER_BLOCKS): the diagram's is
+    # read from it, so the picture and the table of submodules cannot disagree.
+    assert [block[:3] for block in ENCODER_LAYER_BLOCKS] == list(ENCODER_BLOCKS)

@@ -2,9 +2,11 @@
 
 import functools
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,6 +22,7 @@ from transformer_lab.reproducibility import (
     seed_everything,
 )
 
+ROOT = Path(__file__).resolve().parents[1]
 needs_x86_avx2 = pytest.mark.skipif(
     not reproducibility.is_x86_64() or reproducibility.cpu_has_avx2() is False,
     reason="the canonical mode pins x86-64 kernels that need AVX2",
@@ -169,6 +172,80 @@ def test_opting_out_is_reported_as_the_reason():
     summary = opted_out_run().splitlines()[-1]
     assert summary.startswith("numeric mode: NOT canonical, page outputs after training")
     assert "switched off" in summary
+
+
+# /proc/cpuinfo of an x86-64 CPU without AVX2 (Intel Westmere: SSE4.2, no AVX at all).
+NO_AVX2_CPUINFO = (
+    "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Westmere E56xx/L56xx/X56xx\n"
+    "flags\t\t: fpu vme de pse tsc msr pae mce cx8 apic sep mtrr pge mca cmov pat pse36 clflush "
+    "mmx fxsr sse sse2 ss syscall nx lm constant_tsc rep_good nopl pni pclmulqdq ssse3 cx16 "
+    "sse4_1 sse4_2 x2apic popcnt aes hypervisor lahf_lm\n"
+)
+
+
+@pytest.fixture
+def no_avx2_cpu(tmp_path):
+    """The environment of a process whose package reads a cpuinfo without AVX2."""
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(NO_AVX2_CPUINFO)
+    environment = {**os.environ, reproducibility.CPUINFO_VARIABLE: str(cpuinfo)}
+    environment.pop(OPT_OUT_VARIABLE, None)
+    return environment
+
+
+def test_a_cpu_without_avx2_gets_atens_default_kernels(monkeypatch, no_avx2_cpu):
+    monkeypatch.setattr(os, "environ", dict(no_avx2_cpu))
+    assert reproducibility.cpu_has_avx2() is False
+    reproducibility.apply_canonical_environment()
+    assert os.environ["ATEN_CPU_CAPABILITY"] == reproducibility.FALLBACK_CAPABILITY
+    assert os.environ["MKL_CBWR"] == "COMPATIBLE"
+    assert (
+        "OPENBLAS_CORETYPE" not in no_avx2_cpu
+        or os.environ["OPENBLAS_CORETYPE"] == (no_avx2_cpu["OPENBLAS_CORETYPE"])
+    )
+
+
+@pytest.mark.skipif(not reproducibility.is_x86_64(), reason="x86-64 kernels")
+def test_without_avx2_the_book_still_runs_and_says_why_its_numbers_differ(no_avx2_cpu):
+    script = textwrap.dedent(
+        """
+        import transformer_lab
+        import torch
+        from transformer_lab.reproducibility import numeric_mode_summary
+        print(float((torch.ones(4, 4) @ torch.ones(4)).sum()))
+        print(torch.backends.cpu.get_cpu_capability())
+        print(numeric_mode_summary())
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], env=no_avx2_cpu, capture_output=True, text=True
+    )
+    assert completed.returncode == 0, completed.stderr
+    total, capability, summary = completed.stdout.strip().splitlines()
+    assert (total, capability) == ("16.0", "DEFAULT")
+    assert summary.startswith("numeric mode: NOT canonical")
+    assert "cannot reproduce the book's references: it has no AVX2" in summary
+    warnings = [line for line in completed.stderr.splitlines() if "RuntimeWarning" in line]
+    assert len(warnings) == 1 and "no AVX2" in warnings[0], completed.stderr
+
+
+@pytest.mark.skipif(not reproducibility.is_x86_64(), reason="x86-64 kernels")
+def test_without_avx2_page_tests_fail_at_once_with_the_reason(no_avx2_cpu):
+    page = "tests/references/chapters/01-soft-join.ipynb"
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-q", page],
+        cwd=ROOT,
+        env=no_avx2_cpu,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 1, completed.stdout[-2000:]
+    # One error for the page (its first cell), its other cells skipped, in well under a minute.
+    assert re.search(r"\b\d+ skipped, 1 warning, 1 error in \d+\.\d+s\b", completed.stdout)
+    assert f"{page} not compared: numeric mode: NOT canonical" in completed.stdout
+    assert "Why page outputs differ: numeric mode: NOT canonical" in completed.stdout
+    assert "no AVX2" in completed.stdout
 
 
 def test_seed_everything_repeats_draws():

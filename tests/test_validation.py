@@ -15,6 +15,7 @@ from transformer_lab.validation import (
     require_finite,
     require_float_tensor,
     require_int,
+    require_logits_and_labels,
     require_mask,
     require_nonzero_size,
     require_number,
@@ -187,3 +188,21 @@ def test_require_mask_is_boolean_and_broadcasts():
             require_mask(
                 "ignore", torch.zeros(shape, dtype=torch.bool), (2, 1, 5), "the scores"
             )
+
+
+def test_logits_and_labels_are_checked_in_one_call():
+    logits, labels = torch.tensor([0.5, -1.0]), torch.tensor([1, 0])
+    assert require_logits_and_labels(logits, labels) is None
+    assert (
+        require_logits_and_labels(torch.tensor([float("inf")]), torch.tensor([1])) is None
+    )
+    for bad_logits, bad_labels, message in (
+        (torch.tensor([0.5]), torch.tensor([1, 0]), "shape"),
+        (torch.tensor([]), torch.tensor([]), "empty"),
+        (torch.tensor([float("nan")]), torch.tensor([1]), "NaN"),
+        (torch.tensor([0.5]), torch.tensor([-1]), "0 and 1"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            require_logits_and_labels(bad_logits, bad_labels)
+    with pytest.raises(TypeError, match="logits"):
+        require_logits_and_labels([0.5], labels)

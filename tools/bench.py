@@ -64,9 +64,8 @@ class TreeMonitor:
         self._root = psutil.Process(pid)
         self._interval_s = interval_s
         self.peak_bytes = 0
-        self.kernel_cpu_s: dict[
-            int, tuple[float, float]
-        ] = {}  # pid -> (start time, CPU seconds)
+        # pid -> (start time, CPU seconds)
+        self.kernel_cpu_s: dict[int, tuple[float, float]] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -372,7 +371,8 @@ def main(argv: list[str]) -> int:
     kernels = torch_kernels()
     with tempfile.TemporaryDirectory(prefix="book-bench-") as scratch:
         status, wall_s, executed, cpu, tree_peak = run_build(Path(scratch), log_path)
-        largest_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # KiB on Linux
+        # KiB on Linux.
+        largest_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         starters = {script: time_starter(script) for script in STARTERS}
         grading = time_grading()
         tests = (

@@ -23,6 +23,8 @@ import nbformat
 import yaml
 from nbclient import NotebookClient
 
+from kernels import kernel_options
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCES = ROOT / "tests" / "references"
 VISIBLE_OUTPUTS = REFERENCES / "visible_outputs.json"
@@ -131,7 +133,8 @@ def execute_page(page: Path) -> nbformat.NotebookNode:
         timeout=CELL_TIMEOUT_SECONDS,
         kernel_name="python3",
         resources={"metadata": {"path": str(page.parent)}},
-        shutdown_kernel="immediate",  # as the build does (tools/build_book.py)
+        # As the build does: Unix sockets, the kernel stopped at once (tools/kernels.py).
+        **kernel_options(),
     )
     client.execute()
     for index, cell in enumerate(notebook.cells):

@@ -9,24 +9,35 @@
 If the first ``data/`` found is not the repository's own (a stale copy in a parent folder, say),
 ``find_data_dir`` warns with the path it used. ``CLOUDWAVE_DATA_DIR`` chooses a folder explicitly.
 
-The loaders check the columns and the type and range of every value, and say which file, row or
-line and column is wrong instead of failing later with a ``KeyError`` or inside scikit-learn.
+The loaders check every row against the rules of the data card (``data/README.md``): the columns,
+each value's type and range, the allowed categories, unique ids and well-formed dates. A bad
+value is a ``ValueError`` that names the file, the line (JSON lines) or data row (CSV) and the
+column, instead of a wrong number on a page or a failure later inside pandas or scikit-learn.
+The rules are the data card's, not today's exact rows: a regenerated file passes as long as it
+keeps them. (A hand-written checker, not a schema library such as pandera: pandera reports a
+frame's index and a table of failure cases, without the file or the line a reader opens, and
+its checks run after pandas has already turned a malformed value into something else.)
 One rule for byte-order marks: a UTF-8 byte-order mark at the start of a file (as Excel and
 Notepad write them) is accepted and ignored, in the JSON-lines files and the CSV files alike.
 """
 
 from __future__ import annotations
 
+import csv
+import datetime
 import json
 import os
+import re
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from transformer_lab.cloudwave.schema import (
+    CATEGORIES,
+    CHANNELS,
     CUSTOMER360_COLUMNS,
     CUSTOMER360_FILE,
     EVENT_TYPES,
@@ -45,7 +56,8 @@ DATA_FILES = (FEEDBACK_FILE, CUSTOMER360_FILE)
 REGENERATE_HINT = (
     "run `make data` (or `python -m transformer_lab.cloudwave`) from the repository root"
 )
-ENCODING = "utf-8-sig"  # UTF-8; a byte-order mark at the start is skipped (the same for every format)
+# UTF-8; a byte-order mark at the start is skipped (the same for every format).
+ENCODING = "utf-8-sig"
 # Allowed values of the numeric Customer 360 columns: (lowest, highest or None, whole numbers only).
 CUSTOMER360_RANGES: dict[str, tuple[float, float | None, bool]] = {
     "tenure_months": (0, None, True),
@@ -55,6 +67,53 @@ CUSTOMER360_RANGES: dict[str, tuple[float, float | None, bool]] = {
     "logins_30d": (0, None, True),
     "nps_score": (0, 10, True),
     "churned": (0, 1, True),
+}
+
+
+ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+ISO_MOMENT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}")
+
+
+def is_text(value: object) -> bool:
+    """A string with something in it besides spaces (ids, categories, comments)."""
+    return isinstance(value, str) and bool(value.strip())
+
+
+def is_iso_date(value: object) -> bool:
+    """A real calendar date written ``YYYY-MM-DD`` (``2026-02-30`` is not one)."""
+    if not isinstance(value, str) or not ISO_DATE.fullmatch(value):
+        return False
+    try:
+        datetime.date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
+
+
+def iso_moment(value: object) -> datetime.datetime | None:
+    """``value`` as a date-time if it is one written ``YYYY-MM-DDTHH:MM:SS``, else ``None``."""
+    if not isinstance(value, str) or not ISO_MOMENT.fullmatch(value):
+        return None
+    try:
+        return datetime.datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def is_rating(value: object) -> bool:
+    """A whole number of stars, 1-5 (``True`` and ``"5"`` are not)."""
+    return is_int(value) and 1 <= value <= 5
+
+
+# The data card's rule for each field of feedback.json: (what it must be, the test of a value).
+FEEDBACK_RULES: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "feedback_id": ("a non-empty string", is_text),
+    "customer_id": ("a non-empty string", is_text),
+    "created_at": ("an ISO date like 2025-04-01", is_iso_date),
+    "channel": (f"one of {', '.join(CHANNELS)}", lambda value: value in CHANNELS),
+    "category": (f"one of {', '.join(CATEGORIES)}", lambda value: value in CATEGORIES),
+    "feedback_text": ("a non-empty string", is_text),
+    "rating": ("an integer 1-5", is_rating),
 }
 
 
@@ -134,7 +193,8 @@ def _json_objects(
                 record = json.loads(line)
             except json.JSONDecodeError as error:
                 raise ValueError(
-                    f"{path}, line {number}: not valid JSON ({error.msg}, column {error.colno})"
+                    f"{path}, line {number}: not valid JSON ({error.msg}, column {error.colno}); "
+                    f"a cut-off or edited file? {REGENERATE_HINT}"
                 ) from None
             if not isinstance(record, dict):
                 raise ValueError(
@@ -144,25 +204,55 @@ def _json_objects(
             yield number, record
 
 
-def read_feedback_records(path: Path | str) -> list[dict[str, object]]:
-    """Parse a JSON-lines feedback file into dicts, checking every line.
+def check_record(
+    path: Path,
+    number: int,
+    record: dict[str, object],
+    rules: dict[str, tuple[str, Callable[[object], bool]]],
+) -> None:
+    """Raise ``ValueError`` naming the file, line and field of the first value breaking ``rules``."""
+    for column, (expected, holds) in rules.items():
+        value = record[column]
+        if isinstance(value, (list, dict)) or not holds(value):
+            raise ValueError(
+                f"{path}, line {number}: {column} should be {expected}, got {value!r}"
+            )
 
-    Raises ``ValueError`` with the 1-based line number for a line that is not JSON, not a JSON
-    object, lacks one of ``FEEDBACK_COLUMNS`` or carries a rating that is not an integer 1–5.
+
+def require_unique(path: Path, column: str, numbered: Iterable[tuple[int, object]]) -> None:
+    """Raise ``ValueError`` naming both lines when a value of ``column`` repeats."""
+    first_seen: dict[object, int] = {}
+    for number, value in numbered:
+        if value in first_seen:
+            raise ValueError(
+                f"{path}, line {number}: {column} should be unique, got {value!r} again "
+                f"(first on line {first_seen[value]})"
+            )
+        first_seen[value] = number
+
+
+def read_feedback_records(path: Path | str) -> list[dict[str, object]]:
+    """Parse a JSON-lines feedback file into dicts, checking every line against the data card.
+
+    Raises ``ValueError`` naming the file, the 1-based line and the field for a line that is not
+    JSON, not a JSON object, lacks one of ``FEEDBACK_COLUMNS``, breaks one of ``FEEDBACK_RULES``
+    (a text that is not a string or is empty, a date that is not an ISO date, a channel or
+    category not on the card, a rating that is not an integer 1-5), or repeats a ``feedback_id``.
     Blank lines are skipped.
     """
     path = Path(path)
-    records = []
+    numbered = []
     for number, record in _json_objects(path, FEEDBACK_COLUMNS):
-        rating = record["rating"]
-        if not is_int(rating) or not 1 <= rating <= 5:
-            raise ValueError(
-                f"{path}, line {number}: rating should be an integer 1-5, got {rating!r}"
-            )
-        records.append(record)
-    if not records:
+        check_record(path, number, record, FEEDBACK_RULES)
+        numbered.append((number, record))
+    if not numbered:
         raise ValueError(f"{path} holds no feedback records; {REGENERATE_HINT}")
-    return records
+    require_unique(
+        path,
+        "feedback_id",
+        ((number, record["feedback_id"]) for number, record in numbered),
+    )
+    return [record for _, record in numbered]
 
 
 def load_feedback(path: Path | str | None = None) -> pd.DataFrame:
@@ -192,12 +282,7 @@ def load_customer360(path: Path | str | None = None) -> pd.DataFrame:
     frame = _read_csv(path, {"customer_id": str, "plan_tier": str})
     _require_columns(str(path), frame.columns, CUSTOMER360_COLUMNS)
     frame = frame[list(CUSTOMER360_COLUMNS)]
-    if frame.isna().any().any():
-        column = frame.columns[frame.isna().any()][0]
-        row = int(frame[column].isna().to_numpy().nonzero()[0][0])
-        raise ValueError(
-            f"{path}: column {column} has a missing value (data row {row + 1})"
-        )
+    _require_no_missing(path, frame)
     for column, (low, high, whole) in CUSTOMER360_RANGES.items():
         frame[column] = _numbers(path, frame, column, low, high, whole)
     _require_values(
@@ -215,6 +300,21 @@ def load_customer360(path: Path | str | None = None) -> pd.DataFrame:
         "a customer_id not seen before",
     )
     return frame
+
+
+def _require_no_missing(path: Path, frame: pd.DataFrame) -> None:
+    """Raise ``ValueError`` naming the file, column and data row of the first empty cell (or the
+    line of a row with fewer fields than the header, which pandas fills with empty cells)."""
+    if frame.isna().any().any():
+        ragged = _ragged_row(path)
+        if ragged:
+            raise ValueError(ragged)
+        column = frame.columns[frame.isna().any()][0]
+        row = int(frame[column].isna().to_numpy().nonzero()[0][0])
+        raise ValueError(
+            f"{path}: column {column} has a missing value (data row {row + 1}); "
+            f"a cut-off or edited file? {REGENERATE_HINT}"
+        )
 
 
 def _require_values(
@@ -252,11 +352,36 @@ def _numbers(
 
 
 def _read_csv(path: Path, dtype: dict[str, type]) -> pd.DataFrame:
-    """Read a CSV file with the package's encoding rule; an empty file is a clear ``ValueError``."""
+    """Read a CSV file with the package's encoding rule.
+
+    An empty file, or a row with more fields than the header, is a ``ValueError`` naming the
+    file and the line (pandas' own message names neither the file nor the field).
+    """
     try:
         return pd.read_csv(path, dtype=dtype, encoding=ENCODING)
     except pd.errors.EmptyDataError:
         raise ValueError(f"{path} is empty; {REGENERATE_HINT}") from None
+    except pd.errors.ParserError as error:
+        raise ValueError(
+            _ragged_row(path) or f"{path}: not a valid CSV file ({error})"
+        ) from None
+
+
+def _ragged_row(path: Path) -> str | None:
+    """A message naming the first line of ``path`` whose number of fields is not the header's."""
+    with path.open(encoding=ENCODING, newline="") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, [])
+        for row in reader:
+            if row and len(row) != len(header):
+                extra = row[len(header) :]
+                found = f", the extra one(s) {extra}" if extra else ""
+                return (
+                    f"{path}, line {reader.line_num} (data row {reader.line_num - 1}): "
+                    f"{len(row)} fields{found}; the header has {len(header)} "
+                    f"({', '.join(header)})"
+                )
+    return None
 
 
 def load_usage_grid(path: Path | str | None = None) -> pd.DataFrame:
@@ -276,6 +401,7 @@ def load_usage_grid(path: Path | str | None = None) -> pd.DataFrame:
     frame = frame[list(USAGE_GRID_COLUMNS)]
     if frame.empty:
         raise ValueError(f"{path} has a header but no rows; {REGENERATE_HINT}")
+    _require_no_missing(path, frame)
     for column, low, high in (
         ("day_of_week", 0, 6),
         ("hour", 0, 23),
@@ -317,11 +443,20 @@ def usage_grid_array(frame: pd.DataFrame) -> tuple[list[str], np.ndarray]:
     return ids, grid
 
 
+# The data card's rule for the id fields of events.json (the event and timestamp are checked
+# with the session order in ``load_events``).
+EVENTS_ID_RULES: dict[str, tuple[str, Callable[[object], bool]]] = {
+    "session_id": ("a non-empty string", is_text),
+    "customer_id": ("a non-empty string", is_text),
+}
+
+
 def load_events(path: Path | str | None = None) -> pd.DataFrame:
     """Product events, one row per event, columns of ``EVENTS_COLUMNS`` (in order), in file order.
 
     ``path`` defaults to ``events.json`` in ``find_data_dir``. Every line must be a JSON object with
-    the four fields, an ISO ``timestamp`` and an ``event`` from ``EVENT_TYPES``; within a session
+    the four fields, non-empty string ids, an ISO ``timestamp`` and an ``event`` from
+    ``EVENT_TYPES``; within a session
     the timestamps must not go backwards. Raises ``ValueError`` naming the line otherwise.
     """
     path = (
@@ -331,16 +466,16 @@ def load_events(path: Path | str | None = None) -> pd.DataFrame:
     )
     records, last_seen = [], {}
     for number, record in _json_objects(path, EVENTS_COLUMNS):
+        check_record(path, number, record, EVENTS_ID_RULES)
         if record["event"] not in EVENT_TYPES:
             raise ValueError(
                 f"{path}, line {number}: event should be one of {', '.join(EVENT_TYPES)}, got {record['event']!r}"
             )
-        try:
-            moment = pd.Timestamp(record["timestamp"])
-        except (TypeError, ValueError):
+        moment = iso_moment(record["timestamp"])
+        if moment is None:
             raise ValueError(
                 f"{path}, line {number}: timestamp should be ISO like 2026-03-02T09:15:00, got {record['timestamp']!r}"
-            ) from None
+            )
         session = record["session_id"]
         if session in last_seen and moment < last_seen[session]:
             raise ValueError(

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch, Rectangle
 
+from transformer_lab.encoder import ENCODER_LAYER_BLOCKS
 from transformer_lab.plotting import LINE_COLOURS, use_book_style
 
 # Light tints of the Okabe–Ito colours (black text stays readable on each) and the strong colours
@@ -36,19 +37,10 @@ RESIDUAL = LINE_COLOURS[0]  # Okabe–Ito blue
 TEXT_PT = 11
 SMALL_PT = 10
 
-# The blocks of PyTorch's default (post-norm) ``nn.TransformerEncoderLayer``, in the order data
-# flows through them: (name of the submodule or function, what it is, kind of block).
-# The two residual sums are not modules; the diagram draws them as (+) circles.
-ENCODER_BLOCKS: tuple[tuple[str, str, str], ...] = (
-    ("self_attn", "multi-head attention", "attention"),
-    ("dropout1", "Dropout", "dropout"),
-    ("norm1", "LayerNorm", "norm"),
-    ("linear1", "D → D_ff", "feed_forward"),
-    ("activation", "ReLU", "activation"),
-    ("dropout", "Dropout", "dropout"),
-    ("linear2", "D_ff → D", "feed_forward"),
-    ("dropout2", "Dropout", "dropout"),
-    ("norm2", "LayerNorm", "norm"),
+# The encoder layer's blocks as the diagram draws them: (name, what it is, kind of block), in
+# the order data flows, read from ``encoder.ENCODER_LAYER_BLOCKS`` (the one list of them).
+ENCODER_BLOCKS: tuple[tuple[str, str, str], ...] = tuple(
+    (name, what, kind) for name, what, kind, _ in ENCODER_LAYER_BLOCKS
 )
 
 

@@ -17,22 +17,71 @@ from transformer_lab.validation import (
     require_some_key,
 )
 
-# What each named submodule of ``nn.TransformerEncoderLayer`` (post-norm, the default) does in the
-# block diagram  x -> [attention -> dropout1 -> + x -> norm1] -> [linear1 -> ReLU -> dropout ->
-# linear2 -> dropout2 -> + -> norm2].
-ENCODER_LAYER_ROLES = {
-    "self_attn": (
+# The blocks of PyTorch's default (post-norm) ``nn.TransformerEncoderLayer``, in the order data
+# flows through them: x -> [self_attn -> dropout1 -> + x -> norm1] -> [linear1 -> activation ->
+# dropout -> linear2 -> dropout2 -> + -> norm2]. Each is (name of the submodule or function, what
+# it is, kind of block, what it does). The one list behind the block diagram
+# (``diagrams.encoder_layer_diagram``) and the table of submodules (``describe_encoder_layer``).
+# The two residual sums are not modules; the diagram draws them as (+) circles.
+ENCODER_LAYER_BLOCKS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "self_attn",
+        "multi-head attention",
+        "attention",
         "multi-head self-attention: every token reads every unmasked token "
-        "(with its own dropout on the attention weights)"
+        "(with its own dropout on the attention weights)",
     ),
-    "linear1": "feed-forward, first linear layer: widen each token from d_model to d_ff",
-    "dropout": "dropout inside the feed-forward block, after the activation",
-    "linear2": "feed-forward, second linear layer: narrow back from d_ff to d_model",
-    "norm1": "layer norm after the first residual sum (input + attention)",
-    "norm2": "layer norm after the second residual sum (input + feed-forward)",
-    "dropout1": "dropout on the attention output, before the first residual sum",
-    "dropout2": "dropout on the feed-forward output, before the second residual sum",
-}
+    (
+        "dropout1",
+        "Dropout",
+        "dropout",
+        "dropout on the attention output, before the first residual sum",
+    ),
+    (
+        "norm1",
+        "LayerNorm",
+        "norm",
+        "layer norm after the first residual sum (input + attention)",
+    ),
+    (
+        "linear1",
+        "D → D_ff",
+        "feed_forward",
+        "feed-forward, first linear layer: widen each token from d_model to d_ff",
+    ),
+    (
+        "activation",
+        "ReLU",
+        "activation",
+        "the ReLU between the two linear layers (a function, not a submodule)",
+    ),
+    (
+        "dropout",
+        "Dropout",
+        "dropout",
+        "dropout inside the feed-forward block, after the activation",
+    ),
+    (
+        "linear2",
+        "D_ff → D",
+        "feed_forward",
+        "feed-forward, second linear layer: narrow back from d_ff to d_model",
+    ),
+    (
+        "dropout2",
+        "Dropout",
+        "dropout",
+        "dropout on the feed-forward output, before the second residual sum",
+    ),
+    (
+        "norm2",
+        "LayerNorm",
+        "norm",
+        "layer norm after the second residual sum (input + feed-forward)",
+    ),
+)
+# What each block does, by name (the activation included: a function, not a submodule).
+ENCODER_LAYER_ROLES = {name: role for name, _, _, role in ENCODER_LAYER_BLOCKS}
 
 
 def check_heads(d_model: int, nhead: int) -> None:
@@ -79,9 +128,8 @@ def identity_attention(d_model: int) -> nn.MultiheadAttention:
     check_heads(d_model, 1)
     layer = nn.MultiheadAttention(d_model, 1, dropout=0.0, bias=False, batch_first=True)
     with torch.no_grad():
-        layer.in_proj_weight.copy_(
-            torch.eye(d_model).repeat(3, 1)
-        )  # (3D, D): Q, K, V stacked
+        # (3D, D): the Q, K and V projections stacked.
+        layer.in_proj_weight.copy_(torch.eye(d_model).repeat(3, 1))
         layer.out_proj.weight.copy_(torch.eye(d_model))
     return layer
 

@@ -4,12 +4,7 @@ import math
 
 import torch
 
-from transformer_lab.validation import (
-    describe,
-    require_binary_labels,
-    require_finite,
-    require_float_tensor,
-)
+from transformer_lab.validation import require_logits_and_labels
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
@@ -18,22 +13,11 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
     logits (N,) raw scores, labels (N,) in {0, 1}. Thresholding at 0 on the logit scale is the
     same as thresholding the sigmoid at 0.5 — and different from thresholding logits at 0.5.
 
-    Refused: empty input (the accuracy of nothing is undefined), a NaN logit (it is neither above
-    nor below 0) and labels other than 0 and 1 (e.g. {-1, 1}). ±inf logits are valid. Logits and
-    probabilities cannot be told apart from their values: pass logits, or ``p - 0.5``.
+    Logits and probabilities cannot be told apart from their values: pass logits, or
+    ``p - 0.5``. What is refused (empty input, a NaN logit, labels other than 0/1, mismatched
+    shapes) is listed in ``validation.require_logits_and_labels``.
     """
-    require_float_tensor("logits", logits)
-    require_binary_labels("labels", labels)
-    if logits.shape != labels.shape or logits.dim() != 1:
-        raise ValueError(
-            f"logits and labels should both have shape (N,), got {describe(logits.shape)} "
-            f"and {describe(labels.shape)}"
-        )
-    if len(logits) == 0:
-        raise ValueError(
-            "logits and labels are empty: the accuracy of no examples is undefined"
-        )
-    require_finite("logits", logits, allow_inf=True)
+    require_logits_and_labels(logits, labels)
     predictions = (logits > 0).to(labels.dtype)
     return (predictions == labels).float().mean().item()
 

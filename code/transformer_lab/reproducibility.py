@@ -19,10 +19,15 @@ imported):
 - ``TOKENIZERS_PARALLELISM=false``: one tokenizer thread, and no warning when a process forks.
 
 What holds where: on any x86-64 CPU with AVX2 (Intel since 2013, AMD since 2015) the mode gives
-the same numbers bit for bit. On an x86-64 CPU without AVX2, and on ARM (Apple silicon,
-Graviton), other kernels run: results agree to about six significant digits for a single
-computation, but trained models end in different places, so the book's training numbers differ.
-Setting ``TRANSFORMER_LAB_NUMERICS=native`` turns the mode off (fastest kernels, other numbers).
+the same numbers bit for bit. On an x86-64 CPU without AVX2 (older CPUs, and budget laptops'
+Celeron and Pentium Silver lines), ATen's AVX2 kernels would stop the process with "Illegal
+instruction", so the mode asks for ATen's default kernels there instead and says, in one
+warning, that this CPU cannot reproduce the references. There and on ARM (Apple silicon,
+Graviton), results agree to about six significant digits for a single computation, but trained
+models end in different places, so the book's training numbers differ. Setting
+``TRANSFORMER_LAB_NUMERICS=native`` turns the mode off (fastest kernels, other numbers).
+``TRANSFORMER_LAB_CPUINFO`` names a file to read instead of ``/proc/cpuinfo`` (the tests use it
+to fake a CPU without AVX2).
 """
 
 import os
@@ -37,7 +42,10 @@ if TYPE_CHECKING:
 
 TORCH_THREADS = 1
 OPT_OUT_VARIABLE = "TRANSFORMER_LAB_NUMERICS"
+CPUINFO_VARIABLE = "TRANSFORMER_LAB_CPUINFO"
 CANONICAL_CAPABILITY = "AVX2"
+# ATen's kernels for an x86-64 CPU without AVX2 (its AVX2 ones would be illegal instructions).
+FALLBACK_CAPABILITY = "default"
 
 # Forced for every process that imports the package (a caller asking for other kernels is
 # overruled: the point is that nobody's environment changes the book's numbers).
@@ -59,8 +67,11 @@ def is_x86_64() -> bool:
 
 
 def cpu_has_avx2() -> bool | None:
-    """Whether the CPU reports AVX2 and FMA (``None`` when the OS does not say, as off Linux)."""
-    cpuinfo = Path("/proc/cpuinfo")
+    """Whether the CPU reports AVX2 and FMA (``None`` when the OS does not say, as off Linux).
+
+    Reads ``/proc/cpuinfo``, or the file ``TRANSFORMER_LAB_CPUINFO`` names.
+    """
+    cpuinfo = Path(os.environ.get(CPUINFO_VARIABLE) or "/proc/cpuinfo")
     if not cpuinfo.exists():
         return None
     for line in cpuinfo.read_text().splitlines():
@@ -82,7 +93,9 @@ def apply_canonical_environment() -> None:
         return
     if is_x86_64():
         os.environ.update(CANONICAL_ENVIRONMENT)
-        if cpu_has_avx2() is not False:
+        if cpu_has_avx2() is False:
+            os.environ["ATEN_CPU_CAPABILITY"] = FALLBACK_CAPABILITY
+        else:
             for name, value in DEFAULT_ENVIRONMENT.items():
                 os.environ.setdefault(name, value)
     else:
@@ -104,7 +117,11 @@ def numeric_mode_problem() -> str | None:
     if capability == CANONICAL_CAPABILITY:
         return None
     if capability == "DEFAULT" and cpu_has_avx2() is False:
-        return "this CPU has no AVX2: PyTorch runs its generic kernels, so training results differ"
+        return (
+            "this CPU cannot reproduce the book's references: it has no AVX2, so PyTorch runs its "
+            "default kernels instead of the AVX2 ones the references were computed with; the "
+            "pages run, but numbers after training differ"
+        )
     return (
         f"PyTorch had already chosen its {capability} kernels before transformer_lab was imported "
         f"(a tensor operation ran first), so the canonical {CANONICAL_CAPABILITY} mode could not take "

@@ -172,6 +172,26 @@ def minimum_vocab_size(corpus: Iterable[str]) -> int:
     return len(alphabet(corpus)) + len(SPECIAL_TOKENS)
 
 
+def check_bpe_arguments(
+    corpus: Iterable[str], vocab_size: int, unk_token: str | None = UNKNOWN_TOKEN
+) -> list[str]:
+    """The corpus as a list, after checking ``train_bpe_tokenizer``'s arguments.
+
+    ``unk_token`` must be ``[UNK]`` or ``None``; ``vocab_size`` must hold the special tokens and
+    every distinct character of the corpus (the vocabulary before the first merge).
+    """
+    if unk_token is not None and unk_token != UNKNOWN_TOKEN:
+        raise ValueError(f"unk_token must be {UNKNOWN_TOKEN!r} or None, got {unk_token!r}")
+    texts = check_corpus(corpus)
+    characters = len(alphabet(texts))
+    check_vocab_size(
+        vocab_size,
+        characters + len(SPECIAL_TOKENS),
+        f"{characters} distinct characters in the corpus + {len(SPECIAL_TOKENS)} special tokens",
+    )
+    return texts
+
+
 def train_bpe_tokenizer(
     corpus: Iterable[str], vocab_size: int, unk_token: str | None = UNKNOWN_TOKEN
 ) -> Tokenizer:
@@ -185,15 +205,7 @@ def train_bpe_tokenizer(
     ``unk_token=None`` builds ``BPE()`` with no unknown token (same vocabulary and merges): its
     ``encode`` then silently drops every character outside the alphabet. Only for showing that.
     """
-    if unk_token is not None and unk_token != UNKNOWN_TOKEN:
-        raise ValueError(f"unk_token must be {UNKNOWN_TOKEN!r} or None, got {unk_token!r}")
-    texts = check_corpus(corpus)
-    characters = len(alphabet(texts))
-    check_vocab_size(
-        vocab_size,
-        characters + len(SPECIAL_TOKENS),
-        f"{characters} distinct characters in the corpus + {len(SPECIAL_TOKENS)} special tokens",
-    )
+    texts = check_bpe_arguments(corpus, vocab_size, unk_token)
     tokenizer = Tokenizer(models.BPE(unk_token=unk_token) if unk_token else models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     trainer = trainers.BpeTrainer(

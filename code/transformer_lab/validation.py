@@ -280,3 +280,24 @@ def require_binary_labels(name: str, labels: object) -> torch.Tensor:
             f"{name} must hold only the classes 0 and 1, got {found} (first at position {_first_position(bad)})"
         )
     return tensor
+
+
+def require_logits_and_labels(logits: object, labels: object) -> None:
+    """Raise unless ``logits`` (N,) float and ``labels`` (N,) in {0, 1} can be scored together.
+
+    Refused: empty input (the accuracy of nothing is undefined), a NaN logit (it is neither above
+    nor below 0), labels other than 0 and 1, and shapes other than two equal (N,). ±inf logits are
+    valid: they are confidently one class.
+    """
+    require_float_tensor("logits", logits)
+    require_binary_labels("labels", labels)
+    if logits.shape != labels.shape or logits.dim() != 1:
+        raise ValueError(
+            f"logits and labels should both have shape (N,), got {describe(logits.shape)} "
+            f"and {describe(labels.shape)}"
+        )
+    if len(logits) == 0:
+        raise ValueError(
+            "logits and labels are empty: the accuracy of no examples is undefined"
+        )
+    require_finite("logits", logits, allow_inf=True)
