@@ -177,8 +177,8 @@ def answers() -> list[Answer]:
                 r"\(\s*logits\s*>\s*[0-9.]+\s*\)\s*\.(float|to)\(",
             ),
             known_leaks={
-                HOMEWORK: "exercises: the 'diagnosed mistake' demo above exercise 1 (issue 26)",
-                "chapters/03-set-classifier.html": "exp-ch3: the visible 'bug' cell (issue 26)",
+                HOMEWORK: "exercises: the 'diagnosed mistake' demo above exercise 1",
+                "chapters/03-set-classifier.html": "exp-ch3: the visible 'bug' cell",
             },
         ),
         Answer(
@@ -281,7 +281,7 @@ def answers() -> list[Answer]:
             ),
             known_leaks={
                 "chapters/04-position-embeddings.html": (
-                    "exp-ch4: PraiseClassifier.forward shown in full (issue 26)"
+                    "exp-ch4: PraiseClassifier.forward shown in full"
                 ),
             },
         ),
@@ -303,7 +303,7 @@ def answers() -> list[Answer]:
                 "chapters/01-soft-join.html": (
                     "exercises: task 2 runs chapter 1's own seed-0 toy; it must use a sentence or "
                     "seed the chapter does not print (not seeds 0-3), then update "
-                    "WEEK_20_TOY_TOKENS / WEEK_20_TOY_SEED here (issue 26)"
+                    "WEEK_20_TOY_TOKENS / WEEK_20_TOY_SEED here"
                 ),
             },
         ),

@@ -1,5 +1,5 @@
 """transformer_lab.selfcheck.isolation and sandbox: attacks by hostile submissions, and what defeats
-them (issue 27). Each test plants an attack in a student's file and checks that it earns nothing,
+them. Each test plants an attack in a student's file and checks that it earns nothing,
 harms no classmate and leaves nothing behind. Short time limits keep them fast."""
 
 import csv
