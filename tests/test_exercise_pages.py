@@ -14,7 +14,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {
-    "exercises/week-20/index.md": ["positions", "attention-map", "memo", "sinusoidal"],
+    "exercises/week-20/index.md": [
+        "positions",
+        "attention-map",
+        "memo",
+        "debug",
+        "sinusoidal",
+    ],
     "exercises/homework/index.md": [
         "accuracy",
         "masked-mean",
@@ -191,16 +197,25 @@ def test_week20_tasks_ask_for_the_students_own_code():
     text = read("exercises/week-20/index.md")
     starter = (ROOT / "exercises/week-20/starter.py").read_text(encoding="utf-8")
     for name in (
-        "NoPositions",
+        "forward_without_positions",
         "toy_weights",
-        "MY_PAIR",
+        "repaired_forward",
         "sinusoidal_positions",
-        "SinusoidalPositions",
+        "forward_with_sinusoids",
     ):
-        assert name in text and name in starter, name
+        assert name in text and f"def {name}(" in starter, name
     assert starter.count("# TODO Task") == 5
-    for extra in ("--split-seed", "--length 64", "MY_PAIR"):
-        assert extra in tasks("exercises/week-20/index.md")["ex-week-20-positions"], extra
+    # Task 1 is the experiment: one change per run, validation first, the test split once
+    task1 = " ".join(tasks("exercises/week-20/index.md")["ex-week-20-positions"].split())
+    for extra in ("--window", "--split-seed", "--epochs", "--test", "validation", "once"):
+        assert extra in task1, extra
+
+
+def test_week20_toy_is_not_chapter_1s():
+    """Chapter 1 prints the seed-0 login/failed/again table and 'failed' rows for seeds 0-3."""
+    task2 = tasks("exercises/week-20/index.md")["ex-week-20-attention-map"]
+    assert "login" not in task2 and "failed" not in task2
+    assert "TOY_SEED = 5" in task2
 
 
 def test_homework_answers_what_a_classifier_may_see():

@@ -68,3 +68,37 @@ def write(folder, name: str, source: str):
     path = folder / name
     path.write_text(source, encoding="utf-8")
     return path
+
+
+WEEK20 = """
+import math
+import torch
+from transformer_lab.pooling import masked_mean
+
+
+def forward_without_positions(model, ids, padding):
+    x = model.encoder(model.embed(ids), src_key_padding_mask=padding)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+def toy_weights(embeddings, w_q, w_k):
+    q, k = embeddings @ w_q, embeddings @ w_k
+    return torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1)
+
+
+def repaired_forward(model, ids, padding):
+    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+    x = model.encoder(x.transpose(0, 1), src_key_padding_mask=padding).transpose(0, 1)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+def sinusoidal_positions(length, d_model):
+    angle = torch.arange(length)[:, None] * 10000.0 ** (-torch.arange(0, d_model, 2) / d_model)
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+
+
+def forward_with_sinusoids(model, ids, padding):
+    x = model.embed(ids) + sinusoidal_positions(ids.shape[1], model.embed.embedding_dim)
+    x = model.encoder(x, src_key_padding_mask=padding)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+"""

@@ -8,21 +8,31 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer_lab.selfcheck.registry import ALL_CHECKS
+from transformer_lab.selfcheck.registry import EVERY_CHECK, HOMEWORK, PAGES
 from transformer_lab.selfcheck.report import (
     format_report,
     gradescope_results,
     report_to_json,
 )
-from transformer_lab.selfcheck.runner import DEFAULT_PATH, check_file, find_homework_starter
+from transformer_lab.selfcheck.runner import (
+    check_file,
+    find_homework_starter,
+    starter_path,
+)
 from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
 
 PROG = "python -m transformer_lab.selfcheck"
-NAMES = [check.name for check in ALL_CHECKS]
+NAMES = [check.name for check in EVERY_CHECK]
 EXIT_PASSED, EXIT_FAILED, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--page",
+        choices=list(PAGES),
+        default=HOMEWORK,
+        help="which exercise page's checks to run (default: homework; Week 20: week-20)",
+    )
     parser.add_argument(
         "--only",
         nargs="+",
@@ -71,7 +81,8 @@ def check_command(argv: Sequence[str]) -> int:
         "path",
         nargs="?",
         default=None,
-        help=f"file to check (default: {DEFAULT_PATH}, looked up from the working directory)",
+        help="file to check (default: the page's exercises/PAGE/starter.py, looked up from the "
+        "working directory)",
     )
     _common(parser)
     parser.add_argument(
@@ -90,14 +101,15 @@ def check_command(argv: Sequence[str]) -> int:
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
     if path is None:
+        default = starter_path(args.page)
         try:
-            found = find_homework_starter()
+            found = find_homework_starter(page=args.page)
         except FileNotFoundError as error:
             print(f"{error}. Pass the path of your file.")
             return EXIT_UNUSABLE
         path = (
-            str(DEFAULT_PATH)
-            if found.resolve() == (Path.cwd() / DEFAULT_PATH).resolve()
+            str(default)
+            if found.resolve() == (Path.cwd() / default).resolve()
             else str(found)
         )
     if not Path(path).is_file():
@@ -106,7 +118,11 @@ def check_command(argv: Sequence[str]) -> int:
         )
         return EXIT_UNUSABLE
     report = check_file(
-        path, only, display=args.display or path, limits=Limits(seconds=args.time_limit)
+        path,
+        only,
+        display=args.display or path,
+        limits=Limits(seconds=args.time_limit),
+        page=args.page,
     )
     print(report_to_json(report) if args.json else format_report(report), flush=True)
     if args.gradescope:
@@ -173,7 +189,7 @@ def grade_command(argv: Sequence[str]) -> int:
         print(f"{report.path}: {last}", flush=True)
 
     limits = Limits(seconds=args.time_limit, memory_mb=args.memory_mb)
-    reports = grade_folder(folder, only, limits, progress)
+    reports = grade_folder(folder, only, limits, progress, page=args.page)
     rows = write_csv(reports, args.csv)
     if args.json:
         write_json(reports, args.json)

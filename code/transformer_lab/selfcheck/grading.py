@@ -24,12 +24,14 @@ def grade_folder(
     only: Sequence[str] = (),
     limits: Limits | None = None,
     progress: Callable[[Report], None] | None = None,
+    page: str = "homework",
 ) -> list[Report]:
     """Check every submission of ``folder``; each runs in its own worker process with ``limits``,
-    so one that loops, crashes, exits or floods its output cannot affect the others."""
+    so one that loops, crashes, exits or floods its output cannot affect the others. ``page`` picks
+    the exercise page's checks ("homework" or "week-20")."""
     reports = []
     for path in submissions(folder):
-        report = check_file(path, only, display=path.name, limits=limits)
+        report = check_file(path, only, display=path.name, limits=limits, page=page)
         reports.append(report)
         if progress is not None:
             progress(report)
