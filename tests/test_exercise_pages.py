@@ -147,6 +147,8 @@ def test_the_attention_predictions_are_not_answered_in_the_open():
     visible = " ".join(outside_dropdowns(read("exercises/homework/index.md")).split())
     for answer in ("3.0 everywhere", "½, ½ and 0", "[[3, 6]]", "[[3.0, 6.0]]", "0.667"):
         assert answer not in visible, answer
+    # Exercise 1's answer (the threshold at 0 and the comparison) is in no visible code cell
+    assert "logits > 0" not in visible and "logits>0" not in visible
 
 
 @pytest.mark.parametrize("page", list(PAGES))
