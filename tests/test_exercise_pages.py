@@ -20,6 +20,7 @@ PAGES = {
         "memo",
         "debug",
         "sinusoidal",
+        "tokens",
     ],
     "exercises/homework/index.md": [
         "accuracy",
@@ -204,9 +205,10 @@ def test_week20_tasks_ask_for_the_students_own_code():
         "repaired_forward",
         "sinusoidal_positions",
         "forward_with_sinusoids",
+        "encode_with_bpe",
     ):
         assert name in text and f"def {name}(" in starter, name
-    assert starter.count("# TODO Task") == 5
+    assert starter.count("# TODO Task") == 6
     # Task 1 is the experiment: one change per run, validation first, the test split once
     task1 = " ".join(tasks("exercises/week-20/index.md")["ex-week-20-positions"].split())
     for extra in ("--window", "--split-seed", "--epochs", "--test", "validation", "once"):

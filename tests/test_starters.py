@@ -73,6 +73,11 @@ WEEK20_SOLUTIONS = {
         "x = model.encoder(x.transpose(0, 1), src_key_padding_mask=padding).transpose(0, 1)",
         "return model.head(masked_mean(x, padding)).squeeze(-1)",
     ],
+    "encode_with_bpe": [
+        "pad = tokenizer.token_to_id('[PAD]')",
+        "rows = [tokenizer.encode(text).ids[:length] for text in texts]",
+        "return torch.tensor([r + [pad] * (length - len(r)) for r in rows], dtype=torch.long)",
+    ],
     "sinusoidal_positions": [
         "angle = torch.arange(length)[:, None] * 10000.0 ** (-torch.arange(0, d_model, 2) / d_model)",
         "return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)",
@@ -106,7 +111,8 @@ def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment
     week20_solved,
 ):
     out = run(
-        week20_solved, "--train", "--sinusoidal", "--debug", "--epochs", 1, "--seeds", 0, 1
+        week20_solved,
+        *("--train", "--sinusoidal", "--debug", "--tokens", "--epochs", 1, "--seeds", 0, 1),
     )
     for check in WEEK20_CHECKS:
         assert f"[passed] {check.exercise}: {check.signature}" in out

@@ -66,6 +66,7 @@ class ThreeWaySplit:
     x_test: torch.Tensor
     y_test: torch.Tensor
     texts_test: list[str]
+    texts_train: list[str]
 
 
 def three_way_split(n_comments: int, window: int, seed: int) -> ThreeWaySplit:
@@ -87,7 +88,13 @@ def three_way_split(n_comments: int, window: int, seed: int) -> ThreeWaySplit:
         ids[pick(train)], labels[pick(train)], ids[pick(val)], labels[pick(val)],
         [texts[i] for i in val],
     )  # fmt: skip
-    return ThreeWaySplit(fit, ids[pick(test)], labels[pick(test)], [texts[i] for i in test])
+    return ThreeWaySplit(
+        fit,
+        ids[pick(test)],
+        labels[pick(test)],
+        [texts[i] for i in test],
+        [texts[i] for i in train],
+    )
 
 
 def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
@@ -213,11 +220,68 @@ def debug_experiment(
             print(f"{name:>8}: raised {summarise_exception(error)}")
             continue
         histories[name] = losses
+        sample = data.x_test[:32]
+        together = predict_logits(model, sample)
+        alone = torch.cat([predict_logits(model, row[None]) for row in sample])
         print(
             f"{name:>8}: training loss per epoch {', '.join(f'{v:.3f}' for v in losses)}; "
-            f"validation accuracy {score:.3f}"
+            f"validation accuracy {score:.3f}; a comment's output scored alone vs in a batch of "
+            f"32 moves by up to {(together - alone).abs().max().item():.3f}"
         )
     return histories
+
+
+def tokens_experiment(
+    encode: Callable,
+    *,
+    window: int,
+    bpe_vocab: int,
+    bpe_length: int,
+    split_seed: int,
+    epochs: int,
+    seeds: Sequence[int],
+    n_comments: int,
+) -> pd.DataFrame:
+    """Task 6: chapter 4's model on characters (``window``) against the same model on the
+    student's byte-level BPE ids (``bpe_length`` tokens, chapter 5's tokenizer trained on the
+    training comments only); validation accuracy per seed and the characters each one reads."""
+    from transformer_lab.tokenizer import train_byte_level_bpe_tokenizer
+
+    split = three_way_split(n_comments, window, split_seed)
+    chars = split.fit
+    tokenizer = train_byte_level_bpe_tokenizer(split.texts_train, bpe_vocab)
+    if tokenizer.token_to_id("[PAD]") != PAD_ID:
+        raise ValueError(f"the tokenizer's [PAD] must be id {PAD_ID}, as the model expects")
+    tokens = PraiseSplit(
+        encode(tokenizer, split.texts_train, bpe_length),
+        chars.y_train,
+        encode(tokenizer, chars.texts_test, bpe_length),
+        chars.y_test,
+        chars.texts_test,
+    )
+    seen = np.mean(
+        [
+            len(tokenizer.decode([i for i in row if i != PAD_ID]))
+            for row in tokens.x_test.tolist()
+        ]
+    )
+    visible = np.mean([min(len(text), window) for text in chars.texts_test])
+    print(
+        f"characters read per validation comment: {visible:.1f} from {window} characters, "
+        f"{seen:.1f} from {bpe_length} BPE tokens (vocabulary {tokenizer.get_vocab_size()})"
+    )
+    rows = []
+    for seed in seeds:
+        for name, data, options in (
+            ("characters", chars, {}),
+            ("BPE tokens", tokens, {"vocab_size": tokenizer.get_vocab_size()}),
+        ):
+            model = train_praise_model(data, True, seed, epochs=epochs, **options)
+            score = accuracy(predict_logits(model, data.x_test), data.y_test)
+            rows.append({"seed": seed, "input": name, "validation accuracy": score})
+    table = pd.DataFrame(rows)
+    print(table.round(3).to_string(index=False))
+    return table
 
 
 def print_toy_table(toy_weights, tokens: Sequence[str], seed: int) -> None:
@@ -246,6 +310,9 @@ def parse(argv: Sequence[str] | None, settings: types.ModuleType) -> argparse.Na
         "--debug",
         action="store_true",
         help="Task 4: train the broken model and your repair",
+    )
+    parser.add_argument(
+        "--tokens", action="store_true", help="Task 6: BPE ids instead of characters"
     )
     parser.add_argument(
         "--sinusoidal",
@@ -286,6 +353,21 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
             seed=args.seeds[0],
             n_comments=starter.N_COMMENTS,
         )
+    if args.tokens:
+        print("\n== Task 6: characters against BPE tokens")
+        if "encode_with_bpe" in passed:
+            tokens_experiment(
+                starter.encode_with_bpe,
+                window=args.window,
+                bpe_vocab=starter.BPE_VOCAB,
+                bpe_length=starter.BPE_LENGTH,
+                split_seed=args.split_seed,
+                epochs=args.epochs,
+                seeds=args.seeds,
+                n_comments=starter.N_COMMENTS,
+            )
+        else:
+            print("finish encode_with_bpe first: its check above must pass")
     if not args.train:
         return 0
     print("\n== Task 1: with positions against yours without")

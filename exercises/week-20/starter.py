@@ -1,4 +1,4 @@
-"""Week 20: your code for Tasks 1, 2, 4 and 5, and the settings of Task 1's experiment.
+"""Week 20: your code for Tasks 1, 2, 4, 5 and 6, and the settings of the experiments.
 
 Run from the repository root:
 
@@ -7,6 +7,7 @@ Run from the repository root:
     python exercises/week-20/starter.py --train --test   # Task 1, last: the test split, once
     python exercises/week-20/starter.py --debug          # Task 4: the broken model, your repair
     python exercises/week-20/starter.py --train --sinusoidal   # Task 5 (stretch): a third model
+    python exercises/week-20/starter.py --tokens         # Task 6 (stretch): BPE ids, not characters
     python -m transformer_lab.selfcheck --page week-20   # the self-check alone (this file)
 
 Write your code where it says TODO; do not edit the package (the chapters and tests use it).
@@ -25,6 +26,10 @@ SPLIT_SEED = 0  # which comments land in train, validation and test
 EPOCHS = 3  # passes over the training comments
 SEEDS = (0, 1, 2)  # training seeds: the spread between them is the noise
 N_COMMENTS = 4000  # comments in the sample
+
+# --- Task 6 (stretch): tokens instead of characters --------------------------------------------
+BPE_VOCAB = 400  # byte-level BPE vocabulary (chapter 5's tokenizer)
+BPE_LENGTH = 8  # tokens the model reads
 
 # --- Task 2: the toy sentence ----------------------------------------------------------------------
 TOY_TOKENS = ("card", "declined", "twice")
@@ -92,6 +97,20 @@ def forward_with_sinusoids(model, ids, padding):
     # TODO Task 5 (stretch): embed, add your sinusoids, encode, pool, score.
     raise NotImplementedError(
         "Task 5 (forward_with_sinusoids): embed, add the sinusoids, encode, pool, score"
+    )
+
+
+# --- Task 6 (stretch) --------------------------------------------------------------------------------
+
+
+def encode_with_bpe(tokenizer, texts, length):
+    """Each comment's first ``length`` BPE ids, right-padded with the tokenizer's [PAD] id.
+
+    tokenizer: a tokenizers.Tokenizer; texts: list of N strings -> (N, length) long tensor.
+    """
+    # TODO Task 6 (stretch): encode, cut, pad, stack.
+    raise NotImplementedError(
+        "Task 6 (encode_with_bpe): encode each comment, cut, pad, stack"
     )
 
 

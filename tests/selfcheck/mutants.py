@@ -1655,6 +1655,61 @@ def repaired_without_positions(model, ids, padding):
 
 
 # =============================================================================================
+# Week 20, Task 6: encode_with_bpe
+# =============================================================================================
+
+
+def _bpe(tokenizer, texts, length, side="right", keep="start", pad=None, dtype=torch.long):
+    pad = tokenizer.token_to_id("[PAD]") if pad is None else pad
+    rows = []
+    for text in texts:
+        ids = tokenizer.encode(text).ids
+        ids = ids[:length] if keep == "start" else ids[-length:]
+        fill = [pad] * (length - len(ids))
+        rows.append(ids + fill if side == "right" else fill + ids)
+    return torch.tensor(rows, dtype=dtype)
+
+
+@right("encode_with_bpe")
+def bpe_with_the_tokenizers_own_padding(tokenizer, texts, length):
+    tokenizer = Tokenizer.from_str(tokenizer.to_str())  # a copy: leave the caller's alone
+    pad = tokenizer.token_to_id("[PAD]")
+    tokenizer.enable_padding(pad_id=pad, pad_token="[PAD]", length=length)
+    tokenizer.enable_truncation(max_length=length)
+    return torch.tensor([e.ids for e in tokenizer.encode_batch(texts)])
+
+
+@wrong("encode_with_bpe", "left_padding")
+def bpe_left_padded(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length, side="left")
+
+
+@wrong("encode_with_bpe", "kept_the_end")
+def bpe_kept_the_end(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length, keep="end")
+
+
+@wrong("encode_with_bpe", "padded_with_another_id")
+def bpe_padded_with_one(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length, pad=1)
+
+
+@wrong("encode_with_bpe", "ids_not_long")
+def bpe_float_ids(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length, dtype=torch.float32)
+
+
+@wrong("encode_with_bpe", "ids_shape")
+def bpe_not_cut(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, 2 * length)
+
+
+@wrong("encode_with_bpe", "ids_not_a_tensor")
+def bpe_lists(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length).tolist()
+
+
+# =============================================================================================
 # Running the catalogue
 # =============================================================================================
 

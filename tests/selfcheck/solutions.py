@@ -92,6 +92,12 @@ def repaired_forward(model, ids, padding):
     return model.head(masked_mean(x, padding)).squeeze(-1)
 
 
+def encode_with_bpe(tokenizer, texts, length):
+    pad = tokenizer.token_to_id("[PAD]")
+    rows = [tokenizer.encode(text).ids[:length] for text in texts]
+    return torch.tensor([r + [pad] * (length - len(r)) for r in rows], dtype=torch.long)
+
+
 def sinusoidal_positions(length, d_model):
     angle = torch.arange(length)[:, None] * 10000.0 ** (-torch.arange(0, d_model, 2) / d_model)
     return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)

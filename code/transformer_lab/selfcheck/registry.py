@@ -19,6 +19,7 @@ from transformer_lab.selfcheck import (
     multihead,
     pooling,
     positions,
+    token_ids,
     tokenizer,
 )
 from transformer_lab.selfcheck.core import CheckResult
@@ -90,7 +91,7 @@ STRETCH_CHECKS: list[Check] = [
 
 ALL_CHECKS: list[Check] = CHECKS + STRETCH_CHECKS  # the homework's
 
-# Week 20, in the page's order (Task 3 is prose); Task 5 is the stretch.
+# Week 20, in the page's order (Task 3 is prose); Tasks 5 and 6 are stretch tasks.
 WEEK20_CHECKS: list[Check] = [
     Check(
         positions.NO_POS_NAME,
@@ -125,6 +126,13 @@ WEEK20_CHECKS: list[Check] = [
         positions.check_forward_with_sinusoids,
         optional=True,
         requires=positions.TABLE_NAME,
+    ),
+    Check(
+        token_ids.NAME,
+        token_ids.EXERCISE,
+        "encode_with_bpe(tokenizer, texts, length)",
+        token_ids.check_encode_with_bpe,
+        optional=True,
     ),
 ]
 
