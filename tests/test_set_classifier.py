@@ -6,12 +6,20 @@ import torch
 from transformer_lab.attention import attention
 from transformer_lab.encoder import count_parameters, encoder_layer_parameters
 from transformer_lab.set_classifier import (
+    ARCHITECTURES,
+    BATCH_SIZE,
+    LEARNING_RATE,
+    MAX_EPOCHS,
+    PATIENCE,
     HandEncoderLayer,
     SetClassifier,
+    build_set_classifier,
     largest_key_attention,
     multi_head_self_attention,
+    train_set_classifier,
 )
 from transformer_lab.set_task import make_sets
+from transformer_lab.training import train_classifier
 
 
 def build(seed=0, **kwargs):
@@ -286,3 +294,81 @@ def test_bad_functions_are_explained():
         multi_head_self_attention(
             torch.zeros(1, 3, 8), torch.zeros(1, 3, dtype=torch.bool), mha
         )
+
+
+def test_deepsets_maps_each_token_on_its_own_then_averages():
+    model = build(4, use_attention=False, token_mlp=True)
+    assert model.encoder is None and model.token_mlp is not None
+    x, padding, _ = make_sets(8, seed=6)
+    with torch.no_grad():
+        tokens = model.token_mlp(model.embed_tokens(x, padding))  # (B, L, D)
+        # one token's output depends on that token alone: change another and it stays put
+        changed = x.clone()
+        changed[:, 1] += 1.0
+        moved = model.token_mlp(model.embed_tokens(changed, padding))
+        torch.testing.assert_close(moved[:, 0], tokens[:, 0])
+        assert not torch.allclose(moved[:, 1], tokens[:, 1])
+        # and the logit is the head of the masked mean of those outputs
+        pooled = (tokens * (~padding)[:, :, None]).sum(1) / (~padding).sum(1, keepdim=True)
+        torch.testing.assert_close(model(x, padding), model.head(pooled).squeeze(-1))
+
+
+def test_deepsets_is_the_encoder_layer_without_its_attention():
+    d, h, ff = 32, 2, 64
+    deepsets = count_parameters(SetClassifier(False, d, h, ff, token_mlp=True))
+    baseline = count_parameters(SetClassifier(False, d, h, ff))
+    transformer = count_parameters(SetClassifier(True, d, h, ff))
+    feed_forward = (d * ff + ff) + (ff * d + d) + 2 * d  # linear1, linear2, one LayerNorm
+    assert deepsets - baseline == feed_forward
+    attention_and_norm = 4 * d * d + 4 * d + 2 * d  # in/out projections and norm1
+    assert transformer - deepsets == attention_and_norm
+
+
+def test_token_mlp_with_attention_is_refused():
+    with pytest.raises(
+        ValueError, match="token_mlp=True builds DeepSets, which has no attention"
+    ):
+        SetClassifier(use_attention=True, token_mlp=True)
+    with pytest.raises(TypeError, match="token_mlp must be True or False"):
+        SetClassifier(use_attention=False, token_mlp=1)
+
+
+def test_the_recipe_builds_each_architecture_from_its_seed():
+    for name, options in ARCHITECTURES.items():
+        model = build_set_classifier(name)
+        twin = build_set_classifier(name)
+        assert (model.encoder is not None) == options["use_attention"]
+        assert (model.token_mlp is not None) == options.get("token_mlp", False)
+        for a, b in zip(model.state_dict().values(), twin.state_dict().values()):
+            assert torch.equal(a, b)
+    other = build_set_classifier("transformer", seed=1)
+    assert not torch.equal(
+        other.embed.weight, build_set_classifier("transformer").embed.weight
+    )
+    assert build_set_classifier("transformer", nhead=4).encoder.self_attn.num_heads == 4
+    with pytest.raises(ValueError, match="architecture must be one of"):
+        build_set_classifier("lstm")
+
+
+def test_train_set_classifier_is_train_classifier_with_the_recipe():
+    train, val = make_sets(256, seed=41), make_sets(64, seed=42)
+    ours = train_set_classifier(
+        build_set_classifier("mean baseline"), train, val, patience=2
+    )
+    theirs = train_classifier(
+        build_set_classifier("mean baseline"),
+        train,
+        val,
+        epochs=MAX_EPOCHS,
+        learning_rate=LEARNING_RATE,
+        batch_size=BATCH_SIZE,
+        seed=42,
+        patience=2,
+    )
+    assert ours.history == theirs.history and ours.best_epoch == theirs.best_epoch
+    assert ours.stopped_early and len(ours.history) < MAX_EPOCHS
+    assert PATIENCE >= 2
+    short = train_set_classifier(
+        build_set_classifier("mean baseline"), train, val, epochs=2
+    )
+    assert len(short.history) == 2

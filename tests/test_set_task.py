@@ -5,10 +5,18 @@ import torch
 
 from transformer_lab.metrics import accuracy
 from transformer_lab.set_task import (
+    TEST_SEED,
+    TEST_SETS,
+    TRAIN_SEED,
+    TRAIN_SETS,
+    VALIDATION_SEED,
+    VALIDATION_SETS,
+    largest_key_gap,
     largest_key_index,
     largest_key_rule,
     largest_key_value,
     make_sets,
+    make_split,
 )
 
 
@@ -82,3 +90,44 @@ def test_bad_input_is_explained():
         largest_key_rule(torch.ones(2, 2, 2), torch.tensor([[False, True], [True, True]]))
     with pytest.raises(TypeError, match="boolean"):
         largest_key_rule(torch.ones(1, 2, 2), torch.zeros(1, 2))
+
+
+def test_the_split_is_the_named_seeds_and_sizes_and_shares_no_set():
+    train, validation, test = make_split()
+    for part, (n, seed) in zip(
+        (train, validation, test),
+        [
+            (TRAIN_SETS, TRAIN_SEED),
+            (VALIDATION_SETS, VALIDATION_SEED),
+            (TEST_SETS, TEST_SEED),
+        ],
+    ):
+        for a, b in zip(part, make_sets(n, seed)):
+            assert torch.equal(a, b)
+    assert len({TRAIN_SEED, VALIDATION_SEED, TEST_SEED}) == 3
+    # no (key, value) token of one split appears in another
+    tokens = [
+        set(map(tuple, x[~padding].tolist())) for x, padding, _ in (train, validation, test)
+    ]
+    assert not (tokens[0] & tokens[1] or tokens[0] & tokens[2] or tokens[1] & tokens[2])
+
+
+def test_another_split_draws_other_sets():
+    first, other = make_split(0), make_split(1)
+    for a, b in zip(first, other):
+        assert not torch.equal(a[0], b[0])
+        assert len(a[2]) == len(b[2])
+    with pytest.raises(ValueError, match="split must be an int of at least 0"):
+        make_split(-1)
+
+
+def test_largest_key_gap_is_the_distance_to_the_runner_up():
+    x = torch.tensor(
+        [[[0.5, 1.0], [0.1, 2.0], [9.0, 3.0]], [[2.0, 0.0], [-1.0, 0.0], [1.5, 0.0]]]
+    )
+    padding = torch.tensor([[False, False, True], [False, False, False]])
+    assert largest_key_gap(x, padding).tolist() == pytest.approx([0.4, 0.5])
+    gaps = largest_key_gap(*make_sets(200, seed=6)[:2])
+    assert (gaps >= 0).all()
+    with pytest.raises(ValueError, match="at least 2 real tokens"):
+        largest_key_gap(x, torch.tensor([[False, True, True], [False, False, False]]))

@@ -218,3 +218,47 @@ def test_fused_adam_refuses_what_its_kernel_cannot_train():
     frozen = nn.Parameter(torch.zeros(2), requires_grad=False)
     with pytest.raises(ValueError, match="no parameters"):
         adam([frozen], 1e-3)
+
+
+def test_patience_stops_early_keeps_the_best_epoch_and_follows_the_same_path():
+    full = train_classifier(
+        fresh_model(1), TRAIN, VAL, epochs=8, learning_rate=3e-2, batch_size=32
+    )
+    assert len(full.history) == 8 and not full.stopped_early  # patience=None: every epoch
+    stopped = train_classifier(
+        fresh_model(1), TRAIN, VAL, epochs=8, learning_rate=3e-2, batch_size=32, patience=2
+    )
+    assert stopped.stopped_early
+    n = len(stopped.history)
+    assert n < 8 and stopped.history == full.history[:n]  # same run, cut short
+    assert n - stopped.best_epoch == 2  # two epochs without a new lowest validation loss
+    best = min(range(n), key=lambda i: stopped.validation_loss[i])
+    assert stopped.best_epoch == best + 1
+    loss, acc = evaluate(stopped.model, VAL)
+    assert loss == pytest.approx(stopped.validation_loss[best], abs=1e-6)
+    assert acc == stopped.accuracy
+
+
+def test_patience_longer_than_the_run_changes_nothing():
+    full = train_classifier(fresh_model(2), TRAIN, VAL, epochs=3, batch_size=64)
+    patient = train_classifier(
+        fresh_model(2), TRAIN, VAL, epochs=3, batch_size=64, patience=5
+    )
+    assert patient.history == full.history and patient.best_epoch == full.best_epoch
+    assert not patient.stopped_early
+
+
+@pytest.mark.parametrize(
+    "patience, error, message",
+    [
+        (0, ValueError, "patience must be an int of at least 1, got 0"),
+        (1.5, TypeError, "patience must be an int, got float 1.5"),
+        ("3", TypeError, "patience must be an int, got str '3'"),
+    ],
+)
+def test_bad_patience_is_refused_before_training(patience, error, message):
+    model = fresh_model()
+    before = copy.deepcopy(model.state_dict())
+    with pytest.raises(error, match=message):
+        train_classifier(model, TRAIN, VAL, epochs=2, patience=patience)
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())

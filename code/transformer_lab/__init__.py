@@ -8,8 +8,9 @@ The modules, by role (CONTRIBUTING.md adds where to change what):
 
 - core attention and training: ``attention`` (scaled dot-product attention written out, masks,
   the soft join), ``encoder`` (PyTorch's encoder layer opened up, ``check_heads``), ``pooling``
-  (masked mean), ``metrics`` (accuracy on logits), ``training`` (one training loop), ``validation``
-  (argument and shape checks);
+  (masked mean), ``metrics`` (accuracy on logits), ``training`` (one training loop), ``protocol``
+  (train / validation / test splits, early stopping, the sealed test split, paired intervals),
+  ``validation`` (argument and shape checks);
 - chapter experiments: ``set_task`` and ``set_classifier`` (chapters 2-3), ``char_transformer``
   (chapter 4, ``PraiseClassifier``), ``tokenizer`` (chapter 5, BPE), ``bakeoff`` (chapter 6,
   ``TabularTransformer`` against trees, a linear model and an MLP);

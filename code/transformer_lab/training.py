@@ -4,7 +4,6 @@ Data come as ``(x, padding, y)`` triples: x (N, L, F), padding (N, L) bool with 
 y (N,) float labels in {0, 1}. Models map ``(x, padding)`` to logits (N,).
 """
 
-import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -13,6 +12,7 @@ from torch import nn
 
 from transformer_lab.encoder import count_parameters
 from transformer_lab.metrics import accuracy
+from transformer_lab.protocol import fit_with_early_stopping
 from transformer_lab.timing import stopwatch
 from transformer_lab.validation import (
     describe,
@@ -37,6 +37,8 @@ class TrainingResult:
     average over the epoch's mini-batches *during* updates, the validation loss is measured at the
     end of the epoch. ``model`` holds the weights of the epoch with the lowest validation loss
     (``best_epoch``, counted from 1); ``accuracy`` is that model's validation accuracy.
+    ``stopped_early`` is True when early stopping ended the run before its last epoch (the
+    validation loss had stopped improving for ``patience`` epochs).
     """
 
     history: list[tuple[float, float]]
@@ -44,6 +46,7 @@ class TrainingResult:
     seconds: float
     parameters: int
     best_epoch: int
+    stopped_early: bool
     model: nn.Module = field(repr=False)
 
     @property
@@ -233,23 +236,18 @@ def evaluate(
         return loss_fn(logits, y).item(), accuracy_fn(logits, y)
 
 
-def train_classifier(
+def check_training(
     model: nn.Module,
     train_data: Data,
     val_data: Data,
-    epochs: int = 12,
-    learning_rate: float = 3e-3,
-    batch_size: int = 128,
-    seed: int = 42,
-    accuracy_fn: AccuracyFn | None = None,
-) -> TrainingResult:
-    """Train ``model`` with Adam on BCE-with-logits; keep the epoch with the best validation loss.
-
-    ``seed`` fixes the order of the mini-batches (the model's initial weights are the caller's:
-    seed before building it). The model is trained in place and returned, in eval mode, holding
-    its best-validation weights. ``accuracy_fn(logits, labels)`` scores that model at the end
-    (default: ``metrics.accuracy``); it plays no part in training or in choosing the epoch.
-    """
+    epochs: int,
+    learning_rate: float,
+    batch_size: int,
+    accuracy_fn: AccuracyFn | None,
+    patience: int | None,
+) -> None:
+    """Every argument check of ``train_classifier``, in one place: raise with a sentence that
+    names the argument, what was expected and what came."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if accuracy_fn is not None and not callable(accuracy_fn):
@@ -259,30 +257,60 @@ def train_classifier(
     check_data("train_data", train_data)
     check_data("val_data", val_data)
     check_settings(epochs, learning_rate, batch_size)
+    if patience is not None:
+        require_int("patience", patience, minimum=1)
+
+
+def train_classifier(
+    model: nn.Module,
+    train_data: Data,
+    val_data: Data,
+    epochs: int = 12,
+    learning_rate: float = 3e-3,
+    batch_size: int = 128,
+    seed: int = 42,
+    accuracy_fn: AccuracyFn | None = None,
+    patience: int | None = None,
+) -> TrainingResult:
+    """Train ``model`` with Adam on BCE-with-logits; keep the epoch with the best validation loss.
+
+    At most ``epochs`` epochs; with ``patience``, training stops once that many epochs in a row
+    bring no new lowest validation loss (early stopping, ``protocol.fit_with_early_stopping``);
+    ``patience=None`` runs every epoch. ``seed`` fixes the order of the mini-batches (the model's
+    initial weights are the caller's: seed before building it). The model is trained in place and
+    returned, in eval mode, holding its best-validation weights. ``accuracy_fn(logits, labels)``
+    scores that model at the end (default: ``metrics.accuracy``); it plays no part in training or
+    in choosing the epoch.
+    """
+    check_training(
+        model,
+        train_data,
+        val_data,
+        epochs,
+        learning_rate,
+        batch_size,
+        accuracy_fn,
+        patience,
+    )
     generator = torch.Generator().manual_seed(seed)
     optimizer = adam(model.parameters(), learning_rate)
     loss_fn = nn.BCEWithLogitsLoss()
-    history: list[tuple[float, float]] = []
-    best_loss, best_epoch, best_state = float("inf"), 0, None
+
+    def run_epoch() -> float:  # one pass over the training sets, in shuffled mini-batches
+        return train_epoch(model, optimizer, loss_fn, train_data, batch_size, generator)
+
+    def validation_loss() -> float:  # the loss on the validation sets after the epoch
+        return evaluate(model, val_data, loss_fn)[0]
+
     with stopwatch() as clock:
-        for epoch in range(1, epochs + 1):
-            train_loss = train_epoch(
-                model, optimizer, loss_fn, train_data, batch_size, generator
-            )
-            val_loss, _ = evaluate(model, val_data, loss_fn)
-            history.append((train_loss, val_loss))
-            if val_loss < best_loss:
-                best_loss, best_epoch, best_state = (
-                    val_loss,
-                    epoch,
-                    copy.deepcopy(model.state_dict()),
-                )
-        if best_state is None:
-            raise ValueError(
-                f"the validation loss was never finite in {epochs} epochs: {history}"
-            )
-        model.load_state_dict(best_state)
+        fit = fit_with_early_stopping(model, run_epoch, validation_loss, epochs, patience)
         _, val_accuracy = evaluate(model, val_data, loss_fn, accuracy_fn)
     return TrainingResult(
-        history, val_accuracy, clock["seconds"], count_parameters(model), best_epoch, model
+        fit.history,
+        val_accuracy,
+        clock["seconds"],
+        count_parameters(model),
+        fit.best_epoch,
+        fit.stopped_early,
+        model,
     )
