@@ -8,19 +8,23 @@ from transformer_lab.char_transformer import (
     LENGTH,
     MAX_CHAR_ID,
     PAD_ID,
+    RUNS,
+    SAMPLE_SIZE,
     PraiseClassifier,
     PraiseSplit,
+    bag_collisions,
     compare_positions,
     encode_text,
     encode_texts,
     load_praise_sample,
     majority_baseline,
-    order_sensitive,
+    position_experiment,
     predict_logits,
     split_sample,
-    train_and_score,
     train_praise_model,
 )
+from transformer_lab.metrics import accuracy
+from transformer_lab.protocol import SealedTest
 from transformer_lab.reproducibility import seed_everything
 
 
@@ -29,7 +33,14 @@ def order_only_split(length: int = 6) -> PraiseSplit:
     texts = ["ab xy", "ba xy", "ab yx", "ba yx"] * 24
     labels = torch.tensor([1.0, 0.0, 1.0, 0.0] * 24)
     ids = encode_texts(texts, length)
-    return PraiseSplit(ids[:64], labels[:64], ids[64:], labels[64:], texts[64:])
+    needs_order = torch.from_numpy(bag_collisions(texts, labels, length).needs_order)
+    test = SealedTest(ids[80:], labels[80:], needs_order[80:], texts[80:])
+    return PraiseSplit(ids[:64], labels[:64], ids[64:80], labels[64:80], test, 0)
+
+
+def sealed_accuracy(split: PraiseSplit, model) -> float:
+    """Accuracy of ``model`` on the sealed test split (scores it: once per split)."""
+    return split.test.score(lambda x, y, *_: accuracy(predict_logits(model, x), y))
 
 
 def test_encode_text_lowercases_caps_truncates_and_pads():
@@ -61,28 +72,32 @@ def test_encode_texts_shape_and_dtype():
     assert (ids[0, 5:] == PAD_ID).all() and (ids[1] != PAD_ID).all()
 
 
-def test_order_sensitive_rule_sees_only_the_visible_characters():
+def test_bag_collisions_find_what_only_order_or_nothing_can_decide():
     texts = [
-        "not bad at all",
-        "Great, but slow",
-        "I can’t log in",
+        "fast, not slow",
+        "slow, not fast",
         "love it",
-        "nothing",
-        "notable",
-        "x" * 40 + " not",
+        "love it",
+        "great app",
+        "bad app",
     ]
-    assert order_sensitive(texts, length=32).tolist() == [
-        True,
-        True,
-        True,
-        False,
-        True,
-        False,
-        False,
-    ]
+    found = bag_collisions(texts, [1, 0, 1, 0, 1, 0], length=32)
+    # same characters in another order, other label: a bag of characters must miss one of them
+    assert found.shared_bag.tolist() == [True, True, True, True, False, False]
+    # the very same window with both labels: nothing that reads the window can separate them
+    assert found.shared_window.tolist() == [False, False, True, True, False, False]
+    assert found.needs_order.tolist() == [True, True, False, False, False, False]
+    # only the window counts: beyond it the two comments differ, inside it they are the same
+    cut = bag_collisions(["ab ok", "ab no"], [1, 0], length=2)
+    assert cut.shared_window.all() and not cut.needs_order.any()
+    with pytest.raises(ValueError, match="one label per comment"):
+        bag_collisions(["a", "b"], [1])
+    with pytest.raises(TypeError, match="texts must be a list of strings"):
+        bag_collisions("not bad", [1])
 
 
 def test_load_praise_sample_is_seeded_and_labelled():
+    assert len(load_praise_sample()) == SAMPLE_SIZE
     sample = load_praise_sample(n=300, seed=4)
     assert list(sample.columns) == ["feedback_text", "is_praise"] and len(sample) == 300
     assert set(sample["is_praise"]) == {0, 1} and sample.index.is_unique
@@ -94,20 +109,23 @@ def test_load_praise_sample_is_seeded_and_labelled():
 
 def test_split_sample_partitions_the_sample_reproducibly():
     sample = load_praise_sample(n=200, seed=0)
-    split = split_sample(sample, length=16, test_share=0.25, seed=3)
-    assert split.x_train.shape == (150, 16) and split.x_test.shape == (50, 16)
-    assert split.y_train.dtype == torch.float32 and len(split.texts_test) == 50
-    again = split_sample(sample, length=16, test_share=0.25, seed=3)
-    assert torch.equal(split.x_test, again.x_test) and split.texts_test == again.texts_test
-    assert torch.equal(encode_texts(split.texts_test, 16), split.x_test)
-    assert split.y_train.sum() + split.y_test.sum() == sample["is_praise"].sum()
+    split = split_sample(sample, length=16, seed=3)
+    assert split.x_train.shape == (120, 16) and split.x_validation.shape == (40, 16)
+    assert len(split.test) == 40 and split.y_train.dtype == torch.float32
+    x_test, y_test, needs_order, texts = split.test.score(lambda *parts: parts)
+    assert torch.equal(encode_texts(texts, 16), x_test) and needs_order.dtype == torch.bool
+    again = split_sample(sample, length=16, seed=3)
+    assert torch.equal(split.x_validation, again.x_validation)
+    total = split.y_train.sum() + split.y_validation.sum() + y_test.sum()
+    assert total == sample["is_praise"].sum()
+    # the test split is sealed: scored once
+    with pytest.raises(RuntimeError, match="already"):
+        split.test.score(lambda *parts: parts)
 
 
 def test_split_sample_rejects_bad_input():
     with pytest.raises(ValueError, match="missing \\['is_praise'\\]"):
         split_sample(pd.DataFrame({"feedback_text": ["a"]}))
-    with pytest.raises(ValueError, match="test_share must be strictly between 0 and 1"):
-        split_sample(load_praise_sample(n=10), test_share=1.0)
 
 
 def test_without_positions_the_model_is_a_bag_of_characters():
@@ -173,22 +191,29 @@ def test_heads_must_divide_the_width():
 
 
 def test_positions_solve_an_order_only_task_that_a_bag_cannot():
-    split = order_only_split()
-    with_pos = train_and_score(True, seed=0, split=split, epochs=30, batch_size=16)
-    without_pos = train_and_score(False, seed=0, split=split, epochs=30, batch_size=16)
-    assert with_pos == 1.0
-    assert (
-        without_pos == 0.5
-    )  # identical bags of characters, opposite labels: a coin flip at best
+    options = {"max_epochs": 30, "patience": None, "batch_size": 16}
+    with_pos = train_praise_model(order_only_split(), True, seed=0, **options)
+    without_pos = train_praise_model(order_only_split(), False, seed=0, **options)
+    assert sealed_accuracy(order_only_split(), with_pos.model) == 1.0
+    # identical bags of characters, opposite labels: a coin flip at best
+    assert sealed_accuracy(order_only_split(), without_pos.model) == 0.5
 
 
-def test_training_is_reproducible_and_validated():
+def test_training_stops_early_on_validation_and_is_reproducible():
+    # without positions the order-only task cannot be learned: the validation loss stalls
     split = order_only_split()
-    first = predict_logits(train_praise_model(split, True, seed=3, epochs=2), split.x_test)
-    second = predict_logits(train_praise_model(split, True, seed=3, epochs=2), split.x_test)
-    assert torch.equal(first, second)
+    first = train_praise_model(split, False, seed=3, max_epochs=30, patience=2)
+    second = train_praise_model(split, False, seed=3, max_epochs=30, patience=2)
+    assert torch.equal(
+        predict_logits(first.model, split.x_validation),
+        predict_logits(second.model, split.x_validation),
+    )
+    history = first.stopping.history
+    assert first.stopping.stopped_early and len(history) == first.stopping.best_epoch + 2
+    best = min(loss for _, loss in history)
+    assert history[first.stopping.best_epoch - 1][1] == best
     with pytest.raises(ValueError, match="epochs must be an int of at least 1"):
-        train_praise_model(split, True, epochs=0)
+        train_praise_model(split, True, max_epochs=0)
 
 
 def test_majority_baseline():
@@ -202,14 +227,20 @@ def test_majority_baseline():
     )
 
 
-def test_compare_positions_scores_every_seed_and_variant():
+def test_compare_positions_scores_every_seed_and_variant_once():
     split = order_only_split()
-    result = compare_positions(split, seeds=(0, 1), epochs=2, batch_size=32)
+    result = compare_positions(split, seeds=(0, 1), max_epochs=2, batch_size=32)
     assert list(result.scores.columns) == [
+        "split",
         "seed",
         "positions",
-        "all",
-        "order-sensitive",
+        "best_epoch",
+        "epochs",
+        "stopped_early",
+        "validation_loss",
+        "accuracy",
+        "log_loss",
+        "needs order",
         "rest",
     ]
     assert result.scores[["seed", "positions"]].values.tolist() == [
@@ -218,10 +249,27 @@ def test_compare_positions_scores_every_seed_and_variant():
         [1, "with"],
         [1, "without"],
     ]
-    assert set(result.logits) == {(0, True), (0, False), (1, True), (1, False)}
-    assert result.logits[0, True].shape == (len(split.y_test),)
+    assert set(result.correct) == {(0, True), (0, False), (1, True), (1, False)}
+    assert result.correct[0, True].shape == (len(result.y_test),) == (16,)
+    # every test comment of the order-only task needs order
+    assert result.needs_order.all() and result.scores["rest"].isna().all()
+    assert result.scores["accuracy"].tolist() == [
+        c.mean().item() for c in result.correct.values()
+    ]
+    with pytest.raises(RuntimeError, match="already"):
+        compare_positions(split, seeds=(0,), max_epochs=1)
     with pytest.raises(ValueError, match="at least one seed"):
-        compare_positions(split, seeds=())
+        compare_positions(order_only_split(), seeds=())
+
+
+def test_position_experiment_trains_each_split_once():
+    sample = load_praise_sample(n=60, seed=1)
+    results = position_experiment(((0, 0), (1, 0), (0, 1)), sample, length=8, max_epochs=1)
+    assert [r.scores["split"].iloc[0] for r in results] == [0, 1]
+    assert results[0].scores["seed"].tolist() == [0, 0, 1, 1]
+    assert RUNS and all(len(run) == 2 for run in RUNS)
+    with pytest.raises(ValueError, match="at least one"):
+        position_experiment(())
 
 
 def test_encode_texts_refuses_a_single_string_and_keeps_the_shape_when_empty():
@@ -230,8 +278,6 @@ def test_encode_texts_refuses_a_single_string_and_keeps_the_shape_when_empty():
     assert encode_texts([]).shape == (0, LENGTH) and encode_texts([], 5).shape == (0, 5)
     with pytest.raises(TypeError, match="length must be an int, got bool True"):
         encode_text("hi", True)
-    with pytest.raises(TypeError, match="texts must be a list of strings"):
-        order_sensitive("not bad")
 
 
 def test_labels_and_shares_are_checked():
@@ -240,8 +286,6 @@ def test_labels_and_shares_are_checked():
         ValueError, match=r"is_praise must hold only the classes 0 and 1, got \[2.0\]"
     ):
         split_sample(sample)
-    with pytest.raises(ValueError, match="test_share must be a finite number, got nan"):
-        split_sample(sample.assign(is_praise=[0, 1] * 4), test_share=float("nan"))
     with pytest.raises(ValueError, match="y_train is empty"):
         majority_baseline(torch.zeros(0), torch.zeros(3))
     with pytest.raises(TypeError, match="n must be an int, got bool True"):
@@ -257,11 +301,11 @@ class Doubled(PraiseClassifier):
 
 def test_model_class_trains_a_subclass_from_the_same_initial_weights():
     split = order_only_split()
-    mine = train_praise_model(split, False, seed=4, epochs=1, model_class=Doubled)
+    mine = train_praise_model(split, False, seed=4, max_epochs=1, model_class=Doubled).model
     assert type(mine) is Doubled and not mine.training
     seed_everything(4)
     fresh = PraiseClassifier(False, length=split.x_train.shape[1])
-    trained_from = train_praise_model(split, False, seed=4, epochs=1)
+    trained_from = train_praise_model(split, False, seed=4, max_epochs=1).model
     assert not torch.equal(
         trained_from.embed.weight, fresh.embed.weight
     )  # training moved it...
@@ -272,7 +316,7 @@ def test_model_class_trains_a_subclass_from_the_same_initial_weights():
     with pytest.raises(
         TypeError, match="model_class must be PraiseClassifier or a subclass"
     ):
-        train_praise_model(split, False, epochs=1, model_class=torch.nn.Linear)
+        train_praise_model(split, False, max_epochs=1, model_class=torch.nn.Linear)
 
 
 def test_sinusoidal_positions_follow_the_formula():

@@ -86,13 +86,19 @@ def _roughen(text: str, rng: random.Random) -> str:
     return text
 
 
-def _comment(category: str, rng: random.Random) -> str:
-    """One feedback comment of ``category`` (before typos)."""
+def _comment(category: str, rng: random.Random, bare_rng: random.Random) -> str:
+    """One feedback comment of ``category``, typed (typos, casing, slang).
+
+    A comment built from one side of a ``MIRRORED`` pair is written bare: its greeting (if any),
+    the body and a neutral closer drawn from ``bare_rng`` (``CLOSERS``), no second sentence and no
+    mood closer, so that only the order of its words tells praise from complaint and the body
+    stands within a comment's first 64 characters. ``rng`` still makes every draw it made for the
+    full comment, so the other comments do not change.
+    """
     draw = rng.random()
     pairs = [pair for pair in MIRRORED if category in ("praise", pair[1])]
-    if (
-        draw < 0.2 and pairs
-    ):  # an order-sensitive pair: same words, the order decides the meaning
+    mirrored = draw < 0.2 and bool(pairs)
+    if mirrored:  # an order-sensitive pair: same words, the order decides the meaning
         praise, _, complaint = rng.choice(pairs)
         body = praise if category == "praise" else complaint
     elif draw < 0.5:  # a negation that belongs to this category
@@ -114,7 +120,11 @@ def _comment(category: str, rng: random.Random) -> str:
             text = text.rstrip(".!?") + ". " + extra[0].upper() + extra[1:]
     mood = HAPPY_CLOSERS if category == "praise" else UNHAPPY_CLOSERS
     text += _fill(rng.choice(CLOSERS + mood), rng)
-    return _roughen(text, rng)
+    text = _roughen(text, rng)
+    if mirrored:
+        bare = opener + (body[0].upper() if upper else body[0].lower()) + body[1:]
+        return _roughen(bare + _fill(bare_rng.choice(CLOSERS), bare_rng), bare_rng)
+    return text
 
 
 def _rating(category: str, rng: random.Random) -> int:
@@ -136,11 +146,12 @@ def generate_feedback(
             "generate_feedback needs at least one customer id, got an empty sequence"
         )
     rng = random.Random(seed)
+    bare_rng = random.Random(seed + 1)  # only the bare mirrored comments draw from it
     span = (LAST_DAY - FIRST_DAY).days
     records = []
     for _ in range(n):
         category = rng.choices(CATEGORIES, weights=CATEGORY_SHARE)[0]
-        text = _comment(category, rng)
+        text = _comment(category, rng, bare_rng)
         filed = category
         if rng.random() < LABEL_NOISE:
             filed = rng.choice([other for other in CATEGORIES if other != category])
