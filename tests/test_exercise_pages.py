@@ -211,7 +211,7 @@ def test_week20_tasks_ask_for_the_students_own_code():
     assert starter.count("# TODO Task") == 6
     # Task 1 is the experiment: one change per run, validation first, the test split once
     task1 = " ".join(tasks("exercises/week-20/index.md")["ex-week-20-positions"].split())
-    for extra in ("--window", "--split-seed", "--epochs", "--test", "validation", "once"):
+    for extra in ("--window", "--split-seed", "--patience", "--test", "validation", "once"):
         assert extra in task1, extra
 
 

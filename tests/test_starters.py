@@ -112,7 +112,17 @@ def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment
 ):
     out = run(
         week20_solved,
-        *("--train", "--sinusoidal", "--debug", "--tokens", "--epochs", 1, "--seeds", 0, 1),
+        *(
+            "--train",
+            "--sinusoidal",
+            "--debug",
+            "--tokens",
+            "--max-epochs",
+            1,
+            "--seeds",
+            0,
+            1,
+        ),
     )
     for check in WEEK20_CHECKS:
         assert f"[passed] {check.exercise}: {check.signature}" in out
@@ -126,8 +136,10 @@ def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment
     assert "scored on the validation split" in out
     for seed in (0, 1):
         for model in ("with", "yours", "sines"):
-            assert re.search(rf"^\s+{seed}\s+{model}\s+0\.\d{{3}}", out, re.MULTILINE)
-    assert re.search(r"gap with − without positions, order-sensitive: [+-]0\.\d{3} ± ", out)
+            assert re.search(rf"^\s+{seed}\s+{model}\s+1\s+0\.\d{{3}}", out, re.MULTILINE)
+    assert re.search(
+        r"gap with − without positions, needs order: [+-]0\.\d{3} \(95 % CI", out
+    )
     # Task 4: the broken model stops with its error, the repair trains
     assert re.search(r"broken: raised ValueError .*all padding", out)
     assert re.search(
@@ -136,7 +148,7 @@ def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment
 
 
 def test_week20_test_split_only_on_request(week20_solved):
-    out = run(week20_solved, "--train", "--test", "--epochs", 1, "--seeds", 0)
+    out = run(week20_solved, "--train", "--test", "--max-epochs", 1, "--seeds", 0)
     assert "scored on the test split" in out and "validation split:" not in out
 
 
@@ -147,7 +159,9 @@ def test_week20_starter_is_short_and_its_settings_are_chapter_4s_recipe():
     assert len(source.splitlines()) <= 150
     week20 = load_module(ROOT / WEEK20)
     assert week20.WINDOW == char_transformer.LENGTH
-    assert week20.EPOCHS == char_transformer.EPOCHS
+    assert week20.PATIENCE == char_transformer.PATIENCE
+    assert week20.MAX_EPOCHS == char_transformer.MAX_EPOCHS
+    assert week20.N_COMMENTS == char_transformer.SAMPLE_SIZE
     # the CAPITALS come first, then the functions, then a short main
     assert source.index("WINDOW =") < source.index("def forward_without_positions")
     main = source[source.index("def main(") :]
@@ -317,35 +331,28 @@ def test_homework_training_runs_on_the_students_functions(homework_solved, tmp_p
     plot = tmp_path / "loss.png"
     out = run(
         homework_solved,
-        "--train",
-        "--epochs",
-        1,
-        "--learning-rate",
-        0.003,
-        "--n-train",
-        256,
-        "--heads",
-        4,
-        "--plot",
-        plot,
-        "--my-multi-head",
+        *("--train", "--max-epochs", 1, "--learning-rate", 0.003, "--heads", 4),
+        *("--plot", plot, "--my-multi-head", "--test"),
     )
     assert f"loss curves saved to {plot}" in out
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert (
-        "epochs=1, learning_rate=0.003, heads=4, 256 training sets, seed 42, your multi_head_attention"
-        in out
+        "patience=8, learning_rate=0.003, heads=4, split 0, seed 42, at most 1 epochs, "
+        "your multi_head_attention" in out
     )
     for name in ("mean baseline", "transformer"):
         match = re.search(
             rf"{name}: validation accuracy (0\.\d{{3}}) by your accuracy\(\) \((0\.\d{{3}}) by the "
-            rf"book's\), best epoch 1",
+            rf"book's\), best epoch 1 of 1",
             out,
         )
         assert match and match.group(1) == match.group(2), name
     assert (
         out.count("  logits unchanged: yes; predicted class changed in 0 of 64 sets\n") == 2
     )
+    # the sealed test split, scored once for both models, after the validation runs
+    assert re.search(r"transformer: test accuracy 0\.\d{3} \(the sealed test sets", out)
+    assert out.count("test accuracy") == 2
 
 
 def test_homework_training_really_calls_the_students_functions(homework_solved):
@@ -360,7 +367,7 @@ def test_homework_training_really_calls_the_students_functions(homework_solved):
 
         setattr(starter, name, counted)
     runs.S = starter
-    runs.one_change_experiment(epochs=1, n_train=128)
+    runs.one_change_experiment(max_epochs=1)
     assert all(count > 0 for count in calls.values()), calls
     assert calls["accuracy"] == 2  # one score per model
 
@@ -368,7 +375,7 @@ def test_homework_training_really_calls_the_students_functions(homework_solved):
 def test_untouched_homework_training_says_not_done(capsys):
     # in-process: test_homework_training_runs_on_the_students_functions runs --train as a process
     starter = load_module(ROOT / HOMEWORK)
-    assert starter.main(["--train", "--epochs", "1", "--n-train", "128"]) == 0
+    assert starter.main(["--train", "--max-epochs", "1"]) == 0
     out = capsys.readouterr().out
     # the baseline trains first, and it pools with the student's masked_mean
     assert out.endswith(
@@ -396,10 +403,12 @@ def test_homework_starter_is_short_and_its_settings_are_the_recipe():
     source = (ROOT / HOMEWORK).read_text(encoding="utf-8")
     assert len(source.splitlines()) <= 150
     starter = load_module(ROOT / HOMEWORK)
-    assert (starter.EPOCHS, starter.LEARNING_RATE, starter.TRAIN_HEADS) == (
-        runs.EPOCHS,
-        runs.LEARNING_RATE,
-        runs.HEADS,
+    from transformer_lab import set_classifier
+
+    assert (starter.PATIENCE, starter.LEARNING_RATE, starter.TRAIN_HEADS) == (
+        set_classifier.PATIENCE,
+        set_classifier.LEARNING_RATE,
+        set_classifier.NHEAD,
     )
-    assert source.index("EPOCHS =") < source.index("def accuracy(")
+    assert source.index("PATIENCE =") < source.index("def accuracy(")
     assert len(source[source.index("def main(") :].splitlines()) <= 10

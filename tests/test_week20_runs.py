@@ -2,36 +2,22 @@
 
 import math
 
-import pytest
 import torch
 
-from transformer_lab.char_transformer import PAD_ID, PraiseClassifier
-from transformer_lab.week20_runs import (
-    as_namespace,
-    mean_interval,
-    model_class,
-    three_way_split,
-)
+from transformer_lab.broken_transformer import BrokenPraiseClassifier
+from transformer_lab.char_transformer import PAD_ID, PraiseClassifier, encode_texts
+from transformer_lab.week20_runs import as_namespace, model_class, week_split
 
 
-def test_the_three_splits_are_disjoint_cover_the_sample_and_follow_the_seed():
-    split = three_way_split(500, 24, seed=3)
-    sizes = len(split.fit.y_train), len(split.fit.y_test), len(split.y_test)
-    assert sizes == (300, 100, 100)
-    rows = torch.cat([split.fit.x_train, split.fit.x_test, split.x_test])
-    assert rows.shape == (500, 24)
-    again = three_way_split(500, 24, seed=3)
-    assert torch.equal(again.x_test, split.x_test)
-    other = three_way_split(500, 24, seed=4)
-    assert not torch.equal(other.x_test, split.x_test)
-    assert split.texts_test and len(split.texts_test) == 100
-
-
-def test_mean_interval_is_a_student_t_interval():
-    mean, half = mean_interval([0.1, 0.2, 0.3])
-    assert mean == pytest.approx(0.2)
-    assert half == pytest.approx(4.302653 * 0.1 / math.sqrt(3), rel=1e-5)
-    assert math.isnan(mean_interval([0.5])[1])
+def test_the_week_split_is_chapter_4s_split_with_its_texts():
+    data = week_split(500, 24, seed=3)
+    split = data.split
+    assert torch.equal(encode_texts(data.texts_validation, 24), split.x_validation)
+    assert torch.equal(encode_texts(data.texts_train, 24), split.x_train)
+    assert data.needs_order_validation.shape == split.y_validation.shape
+    again = week_split(500, 24, seed=3)
+    assert data.texts_validation == again.texts_validation
+    assert week_split(500, 24, seed=4).texts_validation != data.texts_validation
 
 
 def test_model_class_runs_the_students_forward_with_the_default_padding():
@@ -46,6 +32,7 @@ def test_model_class_runs_the_students_forward_with_the_default_padding():
     ids = torch.tensor([[5, 6, PAD_ID]])
     assert cls()(ids).shape == (1,)
     assert seen["padding"].tolist() == [[False, False, True]]
+    assert issubclass(model_class(forward, BrokenPraiseClassifier), BrokenPraiseClassifier)
 
 
 def test_as_namespace_reads_globals_or_a_module():

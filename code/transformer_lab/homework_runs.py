@@ -18,16 +18,11 @@ import torch
 from torch import nn
 
 from transformer_lab.selfcheck.execution import silenced_terminal
+from transformer_lab.set_classifier import LEARNING_RATE, MAX_EPOCHS, NHEAD, PATIENCE, SEED
 from transformer_lab.week20_runs import as_namespace
 
-# Chapter 3's recipe, the defaults of Exercise 6 (the starter's CAPITALS are tested equal).
-# TODO(merge): re-point to the constants exp-ch3 adds to set_classifier / set_task.
-EPOCHS, LEARNING_RATE, HEADS = 8, 5e-3, 2
-N_TRAIN, SEED = 2048, 42
-TEST_SETS, TEST_SEED = (
-    1024,
-    15,
-)  # the sealed test split: make_sets(TEST_SETS, seed=TEST_SEED)
+# Exercise 6 runs chapter 3's recipe (set_classifier's constants, set_task.make_split); the
+# starter's CAPITALS are tested equal to them.
 S: types.ModuleType = types.ModuleType("starter")  # the student's starter, set by main()
 
 
@@ -139,18 +134,18 @@ def explore_multihead_attention(num_heads=None, head=None, use_padding_mask=None
     )
 
 
-def your_set_classifier(use_attention=True, heads=HEADS, seed=30, my_multi_head=False):
-    """The book's set classifier built around YOUR attention and masked_mean (Exercises 5 and 6)."""
-    from transformer_lab.set_classifier import SetClassifier
+def your_set_classifier(use_attention=True, heads=NHEAD, seed=30, my_multi_head=False):
+    """Chapter 3's set classifier built around YOUR attention and masked_mean (Exercises 5, 6)."""
+    from transformer_lab.set_classifier import build_set_classifier
 
-    torch.manual_seed(seed)
     extra = (
         {"multi_head_fn": S.multi_head_attention}
         if my_multi_head
         else {"attention_fn": S.attention}
     )
-    return SetClassifier(
-        use_attention,
+    return build_set_classifier(
+        "transformer" if use_attention else "mean baseline",
+        seed,
         nhead=heads,
         pool_fn=S.masked_mean,
         **(extra if use_attention else {}),
@@ -211,61 +206,68 @@ def shuffle_check(model=None, n_sets=64, seed=31, indent=""):
 
 
 def one_change_experiment(
-    epochs=EPOCHS,
+    patience=PATIENCE,
     learning_rate=LEARNING_RATE,
-    heads=HEADS,
-    n_train=N_TRAIN,
+    heads=NHEAD,
+    split=0,
     seed=SEED,
     plot_path=None,
     my_multi_head=False,
     test=False,
+    max_epochs=MAX_EPOCHS,
 ):
-    """Exercise 6: the mean-pooling baseline and the transformer, trained the same way, on YOUR
-    attention, masked_mean and accuracy, judged on the validation sets. With ``plot_path`` the
-    loss curves are saved as a PNG; with ``test`` the kept models are also scored, once, on the
-    sealed test sets (after the last choice)."""
+    """Exercise 6: the mean-pooling baseline and the transformer, trained the same way (chapter
+    3's recipe, early stopping on validation) on YOUR attention, masked_mean and accuracy, judged
+    on the validation sets. With ``plot_path`` the loss curves are saved as a PNG; with ``test``
+    both kept models are scored, once and together, on the sealed test sets."""
     from transformer_lab.metrics import accuracy as book_accuracy
-    from transformer_lab.set_task import make_sets
+    from transformer_lab.protocol import SealedTest
+    from transformer_lab.set_classifier import train_set_classifier
+    from transformer_lab.set_task import make_split
     from transformer_lab.timing import format_wall_time
-    from transformer_lab.training import train_classifier
 
-    train_data, val_data = make_sets(n_train, seed=11), make_sets(512, seed=12)
+    train_data, val_data, test_data = make_split(split)
+    sealed = SealedTest(*test_data)
     print(
-        f"epochs={epochs}, learning_rate={learning_rate}, heads={heads}, {n_train} training sets, seed {seed}"
+        f"patience={patience}, learning_rate={learning_rate}, heads={heads}, split {split}, "
+        f"seed {seed}, at most {max_epochs} epochs"
         + (", your multi_head_attention" if my_multi_head else "")
     )
-    histories = {}
+    histories, models = {}, {}
     for name, use_attention in [("mean baseline", False), ("transformer", True)]:
         # the same seed: the same initial weights and batches for both models, as in chapter 3
         model = your_set_classifier(use_attention, heads, seed, my_multi_head)
-        result = train_classifier(
+        result = train_set_classifier(
             model,
             train_data,
             val_data,
-            epochs=epochs,
+            seed,
+            epochs=max_epochs,
             learning_rate=learning_rate,
-            seed=seed,
+            patience=patience,
             accuracy_fn=S.accuracy,
         )
         with torch.no_grad():
             book = book_accuracy(result.model(val_data[0], val_data[1]), val_data[2])
         print(
             f"{name}: validation accuracy {result.accuracy:.3f} by your accuracy() ({book:.3f} by the book's), "
-            f"best epoch {result.best_epoch}, {result.parameters:,} parameters, {format_wall_time(result.seconds)}"
+            f"best epoch {result.best_epoch} of {len(result.history)}, {result.parameters:,} parameters, "
+            f"{format_wall_time(result.seconds)}"
         )
         print(
             "  loss per epoch (train / validation): "
             + ", ".join(f"{train:.3f}/{val:.3f}" for train, val in result.history)
         )
         shuffle_check(result.model, indent="  ")
-        histories[name] = result.history
-        if test:
-            x, padding, labels = make_sets(TEST_SETS, seed=TEST_SEED)
+        histories[name], models[name] = result.history, result.model
+    if test:
+
+        def scores(x, padding, y):
             with torch.no_grad():
-                score = book_accuracy(result.model(x, padding), labels)
-            print(
-                f"  test accuracy (the sealed test sets, {TEST_SETS} of them): {score:.3f}"
-            )
+                return {name: book_accuracy(m(x, padding), y) for name, m in models.items()}
+
+        for name, score in sealed.score(scores).items():
+            print(f"{name}: test accuracy {score:.3f} (the sealed test sets, scored once)")
     if plot_path:
         save_loss_curves(histories, plot_path)
         print(f"loss curves saved to {plot_path}")
@@ -410,13 +412,16 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         description="Try the homework functions; --train runs Exercise 6."
     )
     parser.add_argument("--train", action="store_true", help="run Exercise 6's experiment")
-    parser.add_argument("--epochs", type=int, default=starter.EPOCHS)
+    parser.add_argument("--patience", type=int, default=starter.PATIENCE)
     parser.add_argument("--learning-rate", type=float, default=starter.LEARNING_RATE)
     parser.add_argument("--heads", type=int, default=starter.TRAIN_HEADS)
-    parser.add_argument("--n-train", type=int, default=N_TRAIN, help="training sets")
+    parser.add_argument(
+        "--split", type=int, default=0, help="another draw of the three splits"
+    )
     parser.add_argument(
         "--seed", type=int, default=SEED, help="initial weights and batches"
     )
+    parser.add_argument("--max-epochs", type=int, default=MAX_EPOCHS, help="a cap only")
     parser.add_argument("--plot", metavar="PNG", help="with --train: save the loss curves")
     parser.add_argument(
         "--my-multi-head",
@@ -433,14 +438,15 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         try_exercise(
             "Exercise 6: train on your functions, then change one thing",
             lambda: one_change_experiment(
-                args.epochs,
+                args.patience,
                 args.learning_rate,
                 args.heads,
-                args.n_train,
+                args.split,
                 args.seed,
                 args.plot,
                 args.my_multi_head,
                 args.test,
+                args.max_epochs,
             ),
         )
         return 0

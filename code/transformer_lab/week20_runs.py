@@ -11,7 +11,6 @@ on request (``--test``), once, after the last choice.
 from __future__ import annotations
 
 import argparse
-import math
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,19 +21,21 @@ import torch
 
 from transformer_lab.char_transformer import (
     PAD_ID,
+    TEST_SHARE,
+    VALIDATION_SHARE,
     PraiseClassifier,
     PraiseSplit,
-    encode_texts,
+    bag_collisions,
     load_praise_sample,
     majority_baseline,
-    order_sensitive,
     predict_logits,
+    split_sample,
     train_praise_model,
 )
 from transformer_lab.metrics import accuracy
+from transformer_lab.protocol import SealedTest, seed_interval, three_way_split
 
 Forward = Callable[[PraiseClassifier, torch.Tensor, torch.Tensor], torch.Tensor]
-VALIDATION_SHARE = TEST_SHARE = 0.2
 
 
 def as_namespace(starter: dict | types.ModuleType) -> types.SimpleNamespace:
@@ -43,11 +44,11 @@ def as_namespace(starter: dict | types.ModuleType) -> types.SimpleNamespace:
     return types.SimpleNamespace(**names)
 
 
-def model_class(forward: Forward, use_positions: bool = False) -> type[PraiseClassifier]:
-    """A ``PraiseClassifier`` whose forward is the student's ``forward(model, ids, padding)``
+def model_class(forward: Forward, base: type[PraiseClassifier] = PraiseClassifier) -> type:
+    """A subclass of ``base`` whose forward is the student's ``forward(model, ids, padding)``
     (padding defaults to ``ids == PAD_ID``); same constructor, so the same initial weights."""
 
-    class StudentModel(PraiseClassifier):
+    class StudentModel(base):
         def forward(self, ids, padding=None):
             return forward(self, ids, ids == PAD_ID if padding is None else padding)
 
@@ -58,68 +59,45 @@ def model_class(forward: Forward, use_positions: bool = False) -> type[PraiseCla
 
 
 @dataclass(frozen=True)
-class ThreeWaySplit:
-    """Train and validation (as a ``PraiseSplit`` whose test part is the validation split, so
-    that ``train_praise_model`` never sees it) and the held-out test split."""
+class WeekSplit:
+    """Chapter 4's split (``split_sample``: train, validation, sealed test) with what the tasks
+    also need: the raw training and validation comments, and which validation comments need
+    order (``bag_collisions``' slice)."""
 
-    fit: PraiseSplit
-    x_test: torch.Tensor
-    y_test: torch.Tensor
-    texts_test: list[str]
+    split: PraiseSplit
     texts_train: list[str]
+    texts_validation: list[str]
+    needs_order_validation: torch.Tensor
 
 
-def three_way_split(n_comments: int, window: int, seed: int) -> ThreeWaySplit:
-    """``n_comments`` comments encoded to ``window`` characters, split 60/20/20 by ``seed``."""
+def week_split(n_comments: int, window: int, seed: int) -> WeekSplit:
+    """``n_comments`` comments, encoded to ``window`` characters and split by ``seed`` exactly as
+    chapter 4 splits them (the same ``protocol.three_way_split`` call gives the texts)."""
     sample = load_praise_sample(n=n_comments)
+    split = split_sample(sample, window, seed)
     texts = list(sample["feedback_text"])
-    ids = encode_texts(texts, window)
-    labels = torch.tensor(sample["is_praise"].to_numpy(), dtype=torch.float32)
-    order = np.random.default_rng(seed).permutation(len(texts))
-    n_test = int(round(TEST_SHARE * len(texts)))
-    n_val = int(round(VALIDATION_SHARE * len(texts)))
-    test, val, train = (
-        order[:n_test],
-        order[n_test : n_test + n_val],
-        order[n_test + n_val :],
-    )
-    pick = torch.from_numpy
-    fit = PraiseSplit(
-        ids[pick(train)], labels[pick(train)], ids[pick(val)], labels[pick(val)],
-        [texts[i] for i in val],
-    )  # fmt: skip
-    return ThreeWaySplit(
-        fit,
-        ids[pick(test)],
-        labels[pick(test)],
-        [texts[i] for i in test],
-        [texts[i] for i in train],
+    labels = torch.tensor(sample["is_praise"].to_numpy())
+    parts = three_way_split(len(texts), seed, VALIDATION_SHARE, TEST_SHARE, stratify=labels)
+    needs_order = torch.from_numpy(bag_collisions(texts, labels, window).needs_order)
+    return WeekSplit(
+        split,
+        [texts[i] for i in parts.train.tolist()],
+        [texts[i] for i in parts.validation.tolist()],
+        needs_order[parts.validation],
     )
 
 
-def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
-    """Mean over runs and the half-width of its Student-t interval (NaN for one run)."""
-    from scipy import stats
+def slice_scores(logits, y, needs_order) -> dict[str, float]:
+    """Accuracy overall, on the comments that need order, and on the rest (NaN if empty)."""
 
-    values = np.asarray(values, dtype=float)
-    if len(values) < 2:
-        return float(values.mean()), float("nan")
-    half = stats.t.ppf(0.5 + level / 2, len(values) - 1) * values.std(ddof=1)
-    return float(values.mean()), float(half / math.sqrt(len(values)))
+    def score(mask):
+        return accuracy(logits[mask], y[mask]) if bool(mask.any()) else float("nan")
 
-
-def score_runs(models, x, y, texts, window) -> dict[str, dict[str, float]]:
-    """Accuracy of each model overall, on the order-sensitive slice and on the rest."""
-    sensitive = torch.from_numpy(order_sensitive(texts, window))
-    scores = {}
-    for name, model in models.items():
-        logits = predict_logits(model, x)
-        scores[name] = {
-            "all": accuracy(logits, y),
-            "order-sensitive": accuracy(logits[sensitive], y[sensitive]),
-            "rest": accuracy(logits[~sensitive], y[~sensitive]),
-        }
-    return scores
+    return {
+        "all": accuracy(logits, y),
+        "needs order": score(needs_order),
+        "rest": score(~needs_order),
+    }
 
 
 def positions_experiment(
@@ -127,54 +105,73 @@ def positions_experiment(
     *,
     window: int,
     split_seed: int,
-    epochs: int,
+    max_epochs: int,
+    patience: int | None,
     seeds: Sequence[int],
     n_comments: int,
     sinusoids: Forward | None = None,
     test: bool = False,
 ) -> pd.DataFrame:
     """Task 1: the package's model with positions against the student's without (and, for Task
-    5, the student's sinusoids), same split, seed and batches; one row per seed and model.
+    5, the student's sinusoids), same split, seeds and batches, each trained with early stopping
+    on the validation split; one row per seed and model.
 
-    Scored on the validation split, or, with ``test``, on the test split (run that once, last)."""
-    split = three_way_split(n_comments, window, split_seed)
-    data = split.fit
-    where = "test" if test else "validation"
-    x, y, texts = (
-        (split.x_test, split.y_test, split.texts_test)
-        if test
-        else (data.x_test, data.y_test, data.texts_test)
-    )
-    sensitive = order_sensitive(texts, window)
+    Scored on the validation split, or, with ``test``, on the sealed test split: once, for every
+    model together, after the last choice."""
+    data = week_split(n_comments, window, split_seed)
+    split = data.split
     print(
-        f"{len(data.y_train)} training, {len(data.y_test)} validation and {len(split.y_test)} "
-        f"test comments (split seed {split_seed}); window {window} characters, {epochs} epochs"
-    )
-    print(
-        f"scored on the {where} split: {len(y)} comments, {int(sensitive.sum())} of them "
-        f"order-sensitive; always answering the majority class scores "
-        f"{majority_baseline(data.y_train, y):.3f}"
+        f"{len(split.y_train)} training, {len(split.y_validation)} validation and "
+        f"{len(split.test)} test comments (split seed {split_seed}); window {window} "
+        f"characters; early stopping with patience {patience}, at most {max_epochs} epochs"
     )
     variants = {"with": (True, None), "yours": (False, model_class(forward))}
     if sinusoids is not None:
         variants["sines"] = (False, model_class(sinusoids))
-    rows = []
+    runs = {}
     for seed in seeds:
-        models = {
-            name: train_praise_model(data, flag, seed, epochs=epochs, model_class=cls)
-            for name, (flag, cls) in variants.items()
-        }
-        for name, score in score_runs(models, x, y, texts, window).items():
-            rows.append({"seed": seed, "model": name, **score})
-    table = pd.DataFrame(rows)
-    print(table.round(3).to_string(index=False))
-    wide = table.pivot(index="seed", columns="model")
-    for column in ("all", "order-sensitive", "rest"):
-        gaps = (wide[column]["with"] - wide[column]["yours"]).tolist()
-        mean, half = mean_interval(gaps)
-        spread = "" if math.isnan(half) else f" ± {half:.3f} (95 % interval over seeds)"
-        print(f"gap with − without positions, {column}: {mean:+.3f}{spread}")
-    return table
+        for name, (flag, cls) in variants.items():
+            runs[seed, name] = train_praise_model(
+                split, flag, seed, max_epochs=max_epochs, patience=patience, model_class=cls
+            )
+
+    def table(x, y, needs_order) -> pd.DataFrame:
+        rows = []
+        for (seed, name), run in runs.items():
+            scores = slice_scores(predict_logits(run.model, x), y, needs_order)
+            rows.append(
+                {
+                    "seed": seed,
+                    "model": name,
+                    "best epoch": run.stopping.best_epoch,
+                    **scores,
+                }
+            )
+        return pd.DataFrame(rows)
+
+    if test:
+        where = "test"
+        scores = split.test.score(lambda x, y, needs, _texts: table(x, y, needs))
+    else:
+        where = "validation"
+        scores = table(split.x_validation, split.y_validation, data.needs_order_validation)
+    print(
+        f"scored on the {where} split; always answering the training majority scores "
+        f"{majority_baseline(split.y_train, split.y_validation):.3f} on validation; "
+        f"{int(data.needs_order_validation.sum())} validation comments need order"
+    )
+    print(scores.round(3).to_string(index=False))
+    wide = scores.pivot(index="seed", columns="model")
+    for column in ("all", "needs order", "rest"):
+        gaps = (wide[column]["with"] - wide[column]["yours"]).dropna().tolist()
+        if len(gaps) >= 2:
+            text = str(seed_interval(gaps))
+        elif gaps:
+            text = f"{gaps[0]:+.3f} (one seed: no interval)"
+        else:
+            text = "no comments in this slice"
+        print(f"gap with − without positions, {column}: {text}")
+    return scores
 
 
 def debug_experiment(
@@ -182,47 +179,39 @@ def debug_experiment(
     *,
     window: int,
     split_seed: int,
-    epochs: int,
+    max_epochs: int,
+    patience: int | None,
     seed: int,
     n_comments: int,
 ) -> dict[str, list[float]]:
-    """Task 4: the broken transformer and the student's repair, same weights, split and batches;
-    prints each one's training loss per epoch and its validation accuracy (or the error it
-    raised). Returns the loss histories of the runs that trained."""
-    from torch import nn
-
+    """Task 4: the broken transformer and the student's repair, same weights, split and batches,
+    each trained with early stopping; prints each one's training loss per epoch, its validation
+    accuracy and how far a comment's output moves when scored alone (or the error it raised).
+    Returns the training-loss histories of the runs that trained."""
     from transformer_lab.broken_transformer import BrokenPraiseClassifier
-    from transformer_lab.reproducibility import seed_everything
     from transformer_lab.selfcheck import summarise_exception
-    from transformer_lab.training import adam, train_epoch
 
-    class Repaired(BrokenPraiseClassifier):
-        def forward(self, ids, padding=None):
-            return repaired(self, ids, ids == PAD_ID if padding is None else padding)
-
-    data = three_way_split(n_comments, window, split_seed).fit
+    split = week_split(n_comments, window, split_seed).split
     histories = {}
-    for name, cls in (("broken", BrokenPraiseClassifier), ("repaired", Repaired)):
-        generator = seed_everything(seed)
-        model = cls(length=window)
-        optimizer = adam(model.parameters(), 1e-2)
-        batches = (data.x_train, data.x_train == PAD_ID, data.y_train)
-        losses = []
+    for name, cls in (
+        ("broken", BrokenPraiseClassifier),
+        ("repaired", model_class(repaired, BrokenPraiseClassifier)),
+    ):
         try:
-            for _ in range(epochs):
-                losses.append(
-                    train_epoch(
-                        model, optimizer, nn.BCEWithLogitsLoss(), batches, 128, generator
-                    )
-                )
-            score = accuracy(predict_logits(model, data.x_test), data.y_test)
+            run = train_praise_model(
+                split, True, seed, max_epochs=max_epochs, patience=patience, model_class=cls
+            )
+            score = accuracy(
+                predict_logits(run.model, split.x_validation), split.y_validation
+            )
         except Exception as error:  # noqa: BLE001 - a planted bug may raise: that is a finding
             print(f"{name:>8}: raised {summarise_exception(error)}")
             continue
+        losses = [train for train, _ in run.stopping.history]
         histories[name] = losses
-        sample = data.x_test[:32]
-        together = predict_logits(model, sample)
-        alone = torch.cat([predict_logits(model, row[None]) for row in sample])
+        sample = split.x_validation[:32]
+        together = predict_logits(run.model, sample)
+        alone = torch.cat([predict_logits(run.model, row[None]) for row in sample])
         print(
             f"{name:>8}: training loss per epoch {', '.join(f'{v:.3f}' for v in losses)}; "
             f"validation accuracy {score:.3f}; a comment's output scored alone vs in a batch of "
@@ -238,7 +227,8 @@ def tokens_experiment(
     bpe_vocab: int,
     bpe_length: int,
     split_seed: int,
-    epochs: int,
+    max_epochs: int,
+    patience: int | None,
     seeds: Sequence[int],
     n_comments: int,
 ) -> pd.DataFrame:
@@ -247,37 +237,42 @@ def tokens_experiment(
     training comments only); validation accuracy per seed and the characters each one reads."""
     from transformer_lab.tokenizer import train_byte_level_bpe_tokenizer
 
-    split = three_way_split(n_comments, window, split_seed)
-    chars = split.fit
-    tokenizer = train_byte_level_bpe_tokenizer(split.texts_train, bpe_vocab)
+    data = week_split(n_comments, window, split_seed)
+    chars = data.split
+    tokenizer = train_byte_level_bpe_tokenizer(data.texts_train, bpe_vocab)
     if tokenizer.token_to_id("[PAD]") != PAD_ID:
         raise ValueError(f"the tokenizer's [PAD] must be id {PAD_ID}, as the model expects")
     tokens = PraiseSplit(
-        encode(tokenizer, split.texts_train, bpe_length),
+        encode(tokenizer, data.texts_train, bpe_length),
         chars.y_train,
-        encode(tokenizer, chars.texts_test, bpe_length),
-        chars.y_test,
-        chars.texts_test,
+        encode(tokenizer, data.texts_validation, bpe_length),
+        chars.y_validation,
+        SealedTest(torch.empty(0)),  # Task 6 compares on validation only
+        split_seed,
     )
     seen = np.mean(
         [
             len(tokenizer.decode([i for i in row if i != PAD_ID]))
-            for row in tokens.x_test.tolist()
+            for row in tokens.x_validation.tolist()
         ]
     )
-    visible = np.mean([min(len(text), window) for text in chars.texts_test])
+    visible = np.mean([min(len(text), window) for text in data.texts_validation])
     print(
         f"characters read per validation comment: {visible:.1f} from {window} characters, "
         f"{seen:.1f} from {bpe_length} BPE tokens (vocabulary {tokenizer.get_vocab_size()})"
     )
     rows = []
     for seed in seeds:
-        for name, data, options in (
+        for name, split, options in (
             ("characters", chars, {}),
             ("BPE tokens", tokens, {"vocab_size": tokenizer.get_vocab_size()}),
         ):
-            model = train_praise_model(data, True, seed, epochs=epochs, **options)
-            score = accuracy(predict_logits(model, data.x_test), data.y_test)
+            run = train_praise_model(
+                split, True, seed, max_epochs=max_epochs, patience=patience, **options
+            )
+            score = accuracy(
+                predict_logits(run.model, split.x_validation), split.y_validation
+            )
             rows.append({"seed": seed, "input": name, "validation accuracy": score})
     table = pd.DataFrame(rows)
     print(table.round(3).to_string(index=False))
@@ -321,7 +316,13 @@ def parse(argv: Sequence[str] | None, settings: types.ModuleType) -> argparse.Na
     )
     parser.add_argument("--window", type=int, default=settings.WINDOW)
     parser.add_argument("--split-seed", type=int, default=settings.SPLIT_SEED)
-    parser.add_argument("--epochs", type=int, default=settings.EPOCHS)
+    parser.add_argument("--max-epochs", type=int, default=settings.MAX_EPOCHS)
+    parser.add_argument(
+        "--patience",
+        type=lambda text: None if text.lower() == "none" else int(text),
+        default=settings.PATIENCE,
+        help="epochs without a better validation loss before stopping (none: all epochs)",
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=list(settings.SEEDS))
     parser.add_argument("--toy-seed", type=int, default=settings.TOY_SEED)
     return parser.parse_args(argv)
@@ -349,7 +350,8 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
             starter.repaired_forward,
             window=args.window,
             split_seed=args.split_seed,
-            epochs=args.epochs,
+            max_epochs=args.max_epochs,
+            patience=args.patience,
             seed=args.seeds[0],
             n_comments=starter.N_COMMENTS,
         )
@@ -362,7 +364,8 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
                 bpe_vocab=starter.BPE_VOCAB,
                 bpe_length=starter.BPE_LENGTH,
                 split_seed=args.split_seed,
-                epochs=args.epochs,
+                max_epochs=args.max_epochs,
+                patience=args.patience,
                 seeds=args.seeds,
                 n_comments=starter.N_COMMENTS,
             )
@@ -384,7 +387,8 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         starter.forward_without_positions,
         window=args.window,
         split_seed=args.split_seed,
-        epochs=args.epochs,
+        max_epochs=args.max_epochs,
+        patience=args.patience,
         seeds=args.seeds,
         n_comments=starter.N_COMMENTS,
         sinusoids=sines,
