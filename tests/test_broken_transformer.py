@@ -29,7 +29,9 @@ def test_the_broken_forward_is_its_forward_and_the_inverted_mask_raises():
     broken, _ = models()
     ids = encode_texts(["fast fix, thanks", "not good at all, slow and late"], length=12)
     with pytest.raises(ValueError, match="all padding"):
-        broken(ids)  # both fill their window: the inverted mask calls every character padding
+        broken(
+            ids
+        )  # both fill their window: the inverted mask calls every character padding
     with torch.no_grad():
         short = ids[:, :10].clone()
         short[:, 0] = PAD_ID  # padding in every row, so the inverted mask leaves a real key
