@@ -14,7 +14,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {
-    "exercises/week-20/index.md": ["positions", "attention-map", "memo", "sinusoidal"],
+    "exercises/week-20/index.md": [
+        "positions",
+        "attention-map",
+        "memo",
+        "debug",
+        "sinusoidal",
+        "tokens",
+    ],
     "exercises/homework/index.md": [
         "accuracy",
         "masked-mean",
@@ -141,6 +148,8 @@ def test_the_attention_predictions_are_not_answered_in_the_open():
     visible = " ".join(outside_dropdowns(read("exercises/homework/index.md")).split())
     for answer in ("3.0 everywhere", "½, ½ and 0", "[[3, 6]]", "[[3.0, 6.0]]", "0.667"):
         assert answer not in visible, answer
+    # Exercise 1's answer (the threshold at 0 and the comparison) is in no visible code cell
+    assert "logits > 0" not in visible and "logits>0" not in visible
 
 
 @pytest.mark.parametrize("page", list(PAGES))
@@ -191,16 +200,26 @@ def test_week20_tasks_ask_for_the_students_own_code():
     text = read("exercises/week-20/index.md")
     starter = (ROOT / "exercises/week-20/starter.py").read_text(encoding="utf-8")
     for name in (
-        "NoPositions",
+        "forward_without_positions",
         "toy_weights",
-        "MY_PAIR",
+        "repaired_forward",
         "sinusoidal_positions",
-        "SinusoidalPositions",
+        "forward_with_sinusoids",
+        "encode_with_bpe",
     ):
-        assert name in text and name in starter, name
-    assert starter.count("# TODO Task") == 5
-    for extra in ("--split-seed", "--length 64", "MY_PAIR"):
-        assert extra in tasks("exercises/week-20/index.md")["ex-week-20-positions"], extra
+        assert name in text and f"def {name}(" in starter, name
+    assert starter.count("# TODO Task") == 6
+    # Task 1 is the experiment: one change per run, validation first, the test split once
+    task1 = " ".join(tasks("exercises/week-20/index.md")["ex-week-20-positions"].split())
+    for extra in ("--window", "--split-seed", "--patience", "--test", "validation", "once"):
+        assert extra in task1, extra
+
+
+def test_week20_toy_is_not_chapter_1s():
+    """Chapter 1 prints the seed-0 login/failed/again table and 'failed' rows for seeds 0-3."""
+    task2 = tasks("exercises/week-20/index.md")["ex-week-20-attention-map"]
+    assert "login" not in task2 and "failed" not in task2
+    assert "TOY_SEED = 5" in task2
 
 
 def test_homework_answers_what_a_classifier_may_see():

@@ -15,14 +15,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
-import torch
 
+import transformer_lab.homework_runs as runs
 from transformer_lab.attention import toy_self_attention
-from transformer_lab.char_transformer import LENGTH, PAD_ID, PraiseClassifier
-from transformer_lab.pooling import masked_mean as book_masked_mean
 from transformer_lab.selfcheck import ALL_CHECKS, CHECKS, load_module
+from transformer_lab.selfcheck.registry import WEEK20_CHECKS
 
 ROOT = Path(__file__).resolve().parents[1]
 WEEK20 = Path("exercises") / "week-20" / "starter.py"
@@ -60,27 +58,35 @@ def solve(starter, solutions, tmp_path, pattern):
 # --- Week 20 --------------------------------------------------------------------------------------
 
 WEEK20_SOLUTIONS = {
-    "NoPositions.forward": [
-        "if padding is None:",
-        "    padding = ids == PAD_ID",
+    "forward_without_positions": [
         "from transformer_lab.pooling import masked_mean",
-        "x = self.encoder(self.embed(ids), src_key_padding_mask=padding)",
-        "return self.head(masked_mean(x, padding)).squeeze(-1)",
+        "x = model.encoder(model.embed(ids), src_key_padding_mask=padding)",
+        "return model.head(masked_mean(x, padding)).squeeze(-1)",
     ],
     "toy_weights": [
         "q, k = embeddings @ w_q, embeddings @ w_k",
         "return torch.softmax(q @ k.T / q.shape[-1] ** 0.5, dim=-1)",
     ],
+    "repaired_forward": [
+        "from transformer_lab.pooling import masked_mean",
+        "x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]",
+        "x = model.encoder(x.transpose(0, 1), src_key_padding_mask=padding).transpose(0, 1)",
+        "return model.head(masked_mean(x, padding)).squeeze(-1)",
+    ],
+    "encode_with_bpe": [
+        "pad = tokenizer.token_to_id('[PAD]')",
+        "rows = [tokenizer.encode(text).ids[:length] for text in texts]",
+        "return torch.tensor([r + [pad] * (length - len(r)) for r in rows], dtype=torch.long)",
+    ],
     "sinusoidal_positions": [
         "angle = torch.arange(length)[:, None] * 10000.0 ** (-torch.arange(0, d_model, 2) / d_model)",
         "return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)",
     ],
-    "SinusoidalPositions.forward": [
+    "forward_with_sinusoids": [
         "from transformer_lab.pooling import masked_mean",
-        "padding = ids == PAD_ID if padding is None else padding",
-        "x = self.embed(ids) + sinusoidal_positions(ids.shape[1], self.embed.embedding_dim)",
-        "x = self.encoder(x, src_key_padding_mask=padding)",
-        "return self.head(masked_mean(x, padding)).squeeze(-1)",
+        "x = model.embed(ids) + sinusoidal_positions(ids.shape[1], model.embed.embedding_dim)",
+        "x = model.encoder(x, src_key_padding_mask=padding)",
+        "return model.head(masked_mean(x, padding)).squeeze(-1)",
     ],
 }
 # A stub may be wrapped over several lines by `ruff format`: match the whole raise statement.
@@ -88,291 +94,78 @@ WEEK20_STUB = r'( +)raise NotImplementedError\(\s*"Task \d \({name}\):[^"]*"\s*\
 
 
 @pytest.fixture(scope="module")
-def week20(tmp_path_factory):
-    return load_module(ROOT / WEEK20)
-
-
-@pytest.fixture(scope="module")
 def week20_solved(tmp_path_factory):
     return solve(WEEK20, WEEK20_SOLUTIONS, tmp_path_factory.mktemp("week20"), WEEK20_STUB)
 
 
-@pytest.fixture(scope="module")
-def week20_solved_output(week20_solved):
-    """One run of the finished starter with every option: checks, toy table and training."""
-    return run(
-        week20_solved,
-        *("--toy-seed", 1, "--sinusoidal"),
-        *("--train", "--comments", 600, "--epochs", 12, "--split-seed", 3),
-    )
+def test_untouched_week20_starter_says_not_done():
+    out = run(WEEK20)
+    for check in WEEK20_CHECKS:
+        status = "not attempted" if check.optional else "not done yet"
+        assert f"[{status}] {check.exercise}: {check.signature}" in out
+    assert "Task 2: the attention map" not in out
+    assert not re.search(r"\b(yes|True|passed|equal)\b", out)
 
 
-def test_untouched_week20_starter_says_not_done(week20, capsys):
-    # --sinusoidal and --train each add to the plain run, so one process runs all three; the
-    # plain command runs once more in-process, for what it prints without them.
-    out = run(WEEK20, "--sinusoidal", "--train")
-    assert "[not done yet] Task 4 (stretch): sinusoidal_positions(length, d_model)" in out
-    assert (
-        "[not done yet] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)"
-        in out
-    )
-    assert out.endswith("finish NoPositions.forward first: the check above must pass\n")
-    assert week20.main([]) == 0
-    plain = capsys.readouterr().out
-    for text in (plain, out):
-        assert text.startswith(
-            "== Checks\n[not done yet] Task 1: NoPositions.forward(ids, padding=None)\n"
-        )
-        assert "[not done yet] Task 2: toy_weights(embeddings, w_q, w_k)" in text
-        assert "passed" not in text and "Task 2: the 3-token attention map" not in text
-
-
-def test_finished_week20_starter_passes_and_prints_the_table(week20_solved_output):
-    out = week20_solved_output
-    assert "[passed] Task 4 (stretch): sinusoidal_positions(length, d_model)" in out
-    assert (
-        "[passed] Task 4 (stretch): SinusoidalPositions.forward(ids, padding=None)" in out
-    )
-    assert "[passed] Task 1: NoPositions.forward(ids, padding=None)" in out
-    assert "[passed] Task 2: toy_weights(embeddings, w_q, w_k)" in out
-    tokens = ["login", "failed", "again"]
-    table = pd.DataFrame(
-        toy_self_attention(tokens, d_model=4, seed=1)[1].numpy(),
-        index=tokens,
-        columns=tokens,
-    )
-    assert (
-        "your toy self-attention weights (seed 1); rows read, columns are read from:\n"
-        + table.round(2).to_string()
-        + "\n"
-    ) in out
-
-
-def test_week20_training_uses_the_students_model(week20_solved_output):
-    from transformer_lab.char_transformer import (
-        load_praise_sample,
-        majority_baseline,
-        split_sample,
-        train_and_score,
-    )
-
-    out = week20_solved_output
-    split = split_sample(load_praise_sample(n=600), seed=3)
-    with_positions = train_and_score(True, seed=0, split=split, epochs=12)
-    without = train_and_score(
-        False, seed=0, split=split, epochs=12
-    )  # the package's own variant
-    # At this size the two variants score differently, so a starter that trained the model with
-    # positions in place of the student's could not print the line checked below.
-    assert with_positions != without
-    assert (
-        f"480 training and 120 test comments, split seed 3, window {LENGTH} characters"
-        in out
-    )
-    assert (
-        f"majority baseline (always the most common training label): "
-        f"{majority_baseline(split.y_train, split.y_test):.3f}" in out
-    )
-    assert (
-        f"seed 0: with positions {with_positions:.3f}, yours without {without:.3f}, "
-        f"difference {with_positions - without:+.3f}"
-    ) in out
-
-
-def test_week20_order_flipped_pair_gets_one_score_without_positions(week20_solved, capsys):
-    starter = load_module(week20_solved)
-    starter.MY_PAIR = ("not slow, now fast", "not fast, now slow")
-    starter.positions_experiment(seeds=(0,), n_comments=300, epochs=1, sinusoidal=True)
-    out = capsys.readouterr().out
-    assert re.search(
-        r"seed 0: with positions 0\.\d{3}, yours without 0\.\d{3}, difference [+-]0\.\d{3}; "
-        r"your sinusoids 0\.\d{3} \(",
-        out,
-    )
-    yours = re.search(r"yours: P\(praise\) (0\.\d+) for .*, (0\.\d+) for ", out)
-    assert yours and yours.group(1) == yours.group(2)
-    assert re.search(
-        r"sines: P\(praise\) 0\.\d+ for 'not slow, now fast', 0\.\d+ for 'not fast, now slow'",
-        out,
-    )
-    assert re.search(
-        r" with: P\(praise\) 0\.\d+ for 'not slow, now fast', 0\.\d+ for 'not fast, now slow'",
-        out,
-    )
-    starter.MY_PAIR = ("not slow", "not fast")
-    starter.score_pair({}, 32)
-    assert "do not hold the same characters" in capsys.readouterr().out
-
-
-class StillPositions(PraiseClassifier):
-    pass  # the package's forward, positions and all
-
-
-class NoPaddingMask(PraiseClassifier):
-    def forward(self, ids, padding=None):
-        x = self.encoder(self.embed(ids))
-        return self.head(book_masked_mean(x, ids == PAD_ID)).squeeze(-1)
-
-
-class PlainMean(PraiseClassifier):
-    def forward(self, ids, padding=None):
-        x = self.encoder(self.embed(ids), src_key_padding_mask=ids == PAD_ID)
-        return self.head(x.mean(dim=1)).squeeze(-1)
-
-
-class NoSqueeze(PraiseClassifier):
-    def forward(self, ids, padding=None):
-        padding = ids == PAD_ID
-        x = self.encoder(self.embed(ids), src_key_padding_mask=padding)
-        return self.head(book_masked_mean(x, padding))
-
-
-class OrderSensitive(PraiseClassifier):
-    def forward(
-        self, ids, padding=None
-    ):  # positions by another route: a weight per position
-        padding = ids == PAD_ID
-        x = self.embed(ids) * torch.linspace(1, 2, ids.shape[1])[None, :, None]
-        x = self.encoder(x, src_key_padding_mask=padding)
-        return self.head(book_masked_mean(x, padding)).squeeze(-1)
-
-
-@pytest.mark.parametrize(
-    "model_class, mistake",
-    [
-        (StillPositions, "the position embedding is still added"),
-        (NoPaddingMask, "padding leaks into the result"),
-        (PlainMean, "padding leaks into the result"),
-        (NoSqueeze, "the output is not one logit per comment"),
-        (OrderSensitive, "your model still sees the order of the characters"),
-    ],
-)
-def test_week20_check_names_the_mistake_in_a_forward(week20, model_class, mistake):
-    status, finding, *_ = week20.check_no_positions(model_class)
-    assert status == "FAILED" and finding == f"Likely mistake: {mistake}"
-
-
-def test_week20_check_accepts_a_correct_forward_and_reports_a_crash(week20, week20_solved):
-    assert load_module(week20_solved).check_no_positions() == ("passed",)
-
-    class Crashes(PraiseClassifier):
-        def forward(self, ids, padding=None):
-            return self.embed(ids) @ torch.ones(3, 3)
-
-    status, line = week20.check_no_positions(Crashes)
-    assert status == "raised an error" and line.startswith("RuntimeError")
-
-
-def scores(embeddings, w_q, w_k):
-    return (embeddings @ w_q) @ (embeddings @ w_k).T
-
-
-@pytest.mark.parametrize(
-    "toy, mistake",
-    [
-        (
-            lambda e, q, k: torch.softmax(scores(e, q, k) / 2, dim=0),
-            "softmax over the queries",
-        ),
-        (
-            lambda e, q, k: torch.softmax(scores(e, k, q) / 2, dim=-1),
-            "queries and keys swapped",
-        ),
-        (lambda e, q, k: torch.softmax(scores(e, q, k), dim=-1), "no scaling"),
-        (
-            lambda e, q, k: torch.softmax(scores(e, q, k) / 4, dim=-1),
-            "divided by d instead of sqrt(d)",
-        ),
-        (lambda e, q, k: torch.softmax(e @ e.T / 2, dim=-1), "no projections"),
-        (lambda e, q, k: scores(e, q, k) / 2, "the rows do not sum to 1"),
-        (lambda e, q, k: torch.softmax(scores(e, q, k) / 3, dim=-1), "another formula"),
-        (
-            lambda e, q, k: torch.softmax(scores(e, q, k) / 2, dim=-1)[:2],
-            "not a (3, 3) tensor",
-        ),
-    ],
-)
-def test_week20_check_names_the_mistake_in_a_toy_table(week20, toy, mistake):
-    status, finding, *_ = week20.check_toy_weights(toy)
-    assert status == "FAILED" and finding.startswith(f"Likely mistake: {mistake}"), finding
-    assert week20.check_toy_weights(
-        lambda e, q, k: torch.softmax(scores(e, q, k) / 2, dim=-1)
-    ) == ("passed",)
-
-
-def test_week20_check_rejects_a_library_attention_call(week20):
-    def library(embeddings, w_q, w_k):
-        q, k = (embeddings @ w_q)[None], (embeddings @ w_k)[None]
-        return torch.nn.functional.scaled_dot_product_attention(q, k, k)[0]
-
-    status, finding, *_ = week20.check_toy_weights(library)
-    assert status == "FAILED" and "library attention call" in finding
-
-
-def book_sinusoids(length, d_model):
-    from transformer_lab.char_transformer import sinusoidal_positions
-
-    return sinusoidal_positions(length, d_model)
-
-
-@pytest.mark.parametrize(
-    "table, mistake",
-    [
-        (
-            lambda L, D: torch.stack(
-                [book_sinusoids(L, D)[:, 1::2], book_sinusoids(L, D)[:, 0::2]], -1
-            ).flatten(1),
-            "sines and cosines swapped",
-        ),
-        (
-            lambda L, D: torch.cat(
-                [book_sinusoids(L, D)[:, :2], book_sinusoids(L, 2 * D)[:, 2:D]], dim=1
-            ),
-            "the slower clocks are off",
-        ),
-        (lambda L, D: book_sinusoids(L, D).T, "the table has the wrong shape"),
-        (lambda L, D: book_sinusoids(L, D) * 2, "another formula"),
-    ],
-)
-def test_week20_check_names_the_mistake_in_a_sinusoid_table(week20, table, mistake):
-    status, finding, *_ = week20.check_sinusoidal_table(table)
-    assert status == "FAILED" and finding.startswith(f"Likely mistake: {mistake}"), finding
-    assert week20.check_sinusoidal_table(book_sinusoids) == ("passed",)
-
-
-class LearnedTable(PraiseClassifier):
-    pass  # adds self.pos, the learned table, instead of the sinusoids
-
-
-class NoPositionsAtAll(NoPaddingMask):
-    def forward(self, ids, padding=None):
-        padding = ids == PAD_ID
-        x = self.encoder(self.embed(ids), src_key_padding_mask=padding)
-        return self.head(book_masked_mean(x, padding)).squeeze(-1)
-
-
-class SinusoidsScaled(PraiseClassifier):
-    def forward(self, ids, padding=None):
-        padding = ids == PAD_ID
-        x = self.embed(ids) + 0.5 * book_sinusoids(ids.shape[1], self.embed.embedding_dim)
-        x = self.encoder(x, src_key_padding_mask=padding)
-        return self.head(book_masked_mean(x, padding)).squeeze(-1)
-
-
-@pytest.mark.parametrize(
-    "model_class, mistake",
-    [
-        (LearnedTable, "the learned table self.pos is added"),
-        (NoPositionsAtAll, "no positions reach the model"),
-        (SinusoidsScaled, "another computation"),
-    ],
-)
-def test_week20_check_names_the_mistake_in_a_sinusoidal_model(
-    week20, week20_solved, model_class, mistake
+def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment(
+    week20_solved,
 ):
-    status, finding, *_ = week20.check_sinusoidal_model(model_class)
-    assert status == "FAILED" and finding.startswith(f"Likely mistake: {mistake}"), finding
-    assert load_module(week20_solved).check_sinusoidal_model() == ("passed",)
+    out = run(
+        week20_solved,
+        *(
+            "--train",
+            "--sinusoidal",
+            "--debug",
+            "--tokens",
+            "--max-epochs",
+            1,
+            "--seeds",
+            0,
+            1,
+        ),
+    )
+    for check in WEEK20_CHECKS:
+        assert f"[passed] {check.exercise}: {check.signature}" in out
+    # Task 2: the starter's own sentence and seed, not chapter 1's login/failed/again, seed 0
+    week20 = load_module(ROOT / WEEK20)
+    assert "login" not in week20.TOY_TOKENS and week20.TOY_SEED != 0
+    table = toy_self_attention(list(week20.TOY_TOKENS), d_model=4, seed=week20.TOY_SEED)[1]
+    first_row = r"\s+".join(f"{v:.2f}" for v in table[0].tolist())
+    assert re.search(rf"{week20.TOY_TOKENS[0]}\s+{first_row}", out)
+    # Task 1: validation by default, the three models, two seeds, gaps with intervals
+    assert "scored on the validation split" in out
+    for seed in (0, 1):
+        for model in ("with", "yours", "sines"):
+            assert re.search(rf"^\s+{seed}\s+{model}\s+1\s+0\.\d{{3}}", out, re.MULTILINE)
+    assert re.search(
+        r"gap with − without positions, needs order: [+-]0\.\d{3} \(95 % CI", out
+    )
+    # Task 4: the broken model stops with its error, the repair trains
+    assert re.search(r"broken: raised ValueError .*all padding", out)
+    assert re.search(
+        r"repaired: training loss per epoch 0\.\d{3}; validation accuracy 0\.", out
+    )
+
+
+def test_week20_test_split_only_on_request(week20_solved):
+    out = run(week20_solved, "--train", "--test", "--max-epochs", 1, "--seeds", 0)
+    assert "scored on the test split" in out and "validation split:" not in out
+
+
+def test_week20_starter_is_short_and_its_settings_are_chapter_4s_recipe():
+    from transformer_lab import char_transformer
+
+    source = (ROOT / WEEK20).read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 150
+    week20 = load_module(ROOT / WEEK20)
+    assert week20.WINDOW == char_transformer.LENGTH
+    assert week20.PATIENCE == char_transformer.PATIENCE
+    assert week20.MAX_EPOCHS == char_transformer.MAX_EPOCHS
+    assert week20.N_COMMENTS == char_transformer.SAMPLE_SIZE
+    # the CAPITALS come first, then the functions, then a short main
+    assert source.index("WINDOW =") < source.index("def forward_without_positions")
+    main = source[source.index("def main(") :]
+    assert len(main.splitlines()) <= 10
 
 
 # --- Homework -------------------------------------------------------------------------------------
@@ -475,7 +268,7 @@ def test_finished_homework_starter_runs_every_demo(homework_solved):
     found = sections(out)
     assert (
         found[EXAMPLES[0]]
-        == "logits 2.0, 0.3, -0.2 with labels 1, 0, 0: accuracy() returns 0.6666666865348816 (float)"
+        == "logits 2.0, 0.3, -0.2 with labels 1, 0, 0: accuracy() returns 0.6667 (float)"
     )
     assert (
         found[EXAMPLES[1]]
@@ -527,8 +320,8 @@ def test_shuffle_check_fails_an_unmasked_mean(homework_solved, tmp_path, capsys)
     assert plain != source
     (tmp_path / "plain.py").write_text(plain, encoding="utf-8")
     # Exercise 5's demo alone, in-process: the rest of the file is the finished starter, run above
-    starter = load_module(tmp_path / "plain.py")
-    starter.try_exercise(EXAMPLES[4], starter.shuffle_check)
+    runs.S = load_module(tmp_path / "plain.py")
+    runs.try_exercise(EXAMPLES[4], runs.shuffle_check)
     text = sections(capsys.readouterr().out)[EXAMPLES[4]]
     assert "your masked_mean of them is unchanged: NO" in text
     assert "logits unchanged: NO" in text
@@ -538,35 +331,28 @@ def test_homework_training_runs_on_the_students_functions(homework_solved, tmp_p
     plot = tmp_path / "loss.png"
     out = run(
         homework_solved,
-        "--train",
-        "--epochs",
-        1,
-        "--learning-rate",
-        0.003,
-        "--n-train",
-        256,
-        "--heads",
-        4,
-        "--plot",
-        plot,
-        "--my-multi-head",
+        *("--train", "--max-epochs", 1, "--learning-rate", 0.003, "--heads", 4),
+        *("--plot", plot, "--my-multi-head", "--test"),
     )
     assert f"loss curves saved to {plot}" in out
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert (
-        "epochs=1, learning_rate=0.003, heads=4, 256 training sets, seed 42, your multi_head_attention"
-        in out
+        "patience=8, learning_rate=0.003, heads=4, split 0, seed 42, at most 1 epochs, "
+        "your multi_head_attention" in out
     )
     for name in ("mean baseline", "transformer"):
         match = re.search(
             rf"{name}: validation accuracy (0\.\d{{3}}) by your accuracy\(\) \((0\.\d{{3}}) by the "
-            rf"book's\), best epoch 1",
+            rf"book's\), best epoch 1 of 1",
             out,
         )
         assert match and match.group(1) == match.group(2), name
     assert (
         out.count("  logits unchanged: yes; predicted class changed in 0 of 64 sets\n") == 2
     )
+    # the sealed test split, scored once for both models, after the validation runs
+    assert re.search(r"transformer: test accuracy 0\.\d{3} \(the sealed test sets", out)
+    assert out.count("test accuracy") == 2
 
 
 def test_homework_training_really_calls_the_students_functions(homework_solved):
@@ -580,7 +366,8 @@ def test_homework_training_really_calls_the_students_functions(homework_solved):
             return _original(*args)
 
         setattr(starter, name, counted)
-    starter.one_change_experiment(epochs=1, n_train=128)
+    runs.S = starter
+    runs.one_change_experiment(max_epochs=1)
     assert all(count > 0 for count in calls.values()), calls
     assert calls["accuracy"] == 2  # one score per model
 
@@ -588,9 +375,40 @@ def test_homework_training_really_calls_the_students_functions(homework_solved):
 def test_untouched_homework_training_says_not_done(capsys):
     # in-process: test_homework_training_runs_on_the_students_functions runs --train as a process
     starter = load_module(ROOT / HOMEWORK)
-    assert starter.main(["--train", "--epochs", "1", "--n-train", "128"]) == 0
+    assert starter.main(["--train", "--max-epochs", "1"]) == 0
     out = capsys.readouterr().out
     # the baseline trains first, and it pools with the student's masked_mean
     assert out.endswith(
         "not done yet: Exercise 2 (masked_mean): mask, sum over the tokens, divide by the real count\n"
     )
+
+
+def test_exercise_3s_example_rejects_k_T_on_a_3d_tensor(homework_solved, capsys):
+    """k.T on (B, Lk, D) reverses all three axes: the example must not print six 'outputs'."""
+    source = homework_solved.read_text(encoding="utf-8")
+    broken = source.replace("q @ k.transpose(-2, -1)", "q @ k.T")
+    assert broken != source
+    path = homework_solved.parent / "k_t.py"
+    path.write_text(broken, encoding="utf-8")
+    runs.S = load_module(path)
+    runs.try_exercise(EXAMPLES[2], runs.attention_example)
+    captured = capsys.readouterr()
+    text = sections(captured.out)[EXAMPLES[2]]
+    assert "outputs for the two queries" not in text
+    assert "expected (1, 2, 1) and (1, 2, 3)" in text and ".T on a 3-D tensor" in text
+    assert "UserWarning" not in captured.err
+
+
+def test_homework_starter_is_short_and_its_settings_are_the_recipe():
+    source = (ROOT / HOMEWORK).read_text(encoding="utf-8")
+    assert len(source.splitlines()) <= 150
+    starter = load_module(ROOT / HOMEWORK)
+    from transformer_lab import set_classifier
+
+    assert (starter.PATIENCE, starter.LEARNING_RATE, starter.TRAIN_HEADS) == (
+        set_classifier.PATIENCE,
+        set_classifier.LEARNING_RATE,
+        set_classifier.NHEAD,
+    )
+    assert source.index("PATIENCE =") < source.index("def accuracy(")
+    assert len(source[source.index("def main(") :].splitlines()) <= 10

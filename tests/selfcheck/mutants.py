@@ -39,6 +39,8 @@ GENERIC_CODES = {
     "output_shape",
     "result_shape",
     "mask_shape",
+    "logits_differ",
+    "table_differs",
     None,
 }
 
@@ -158,6 +160,14 @@ def _attention(q, k, v, padding, divisor=None, dim=-1, fill=INF):
         q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if divisor is None else divisor)
     )
     weights = torch.softmax(scores.masked_fill(padding[:, None, :], fill), dim=dim)
+    return weights @ v, weights
+
+
+@wrong("attention", "weights_differ")
+def attention_squared_scores(q, k, v, padding):
+    """No table foresees this one: the check still shows the smallest input that goes wrong."""
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])) ** 2
+    weights = torch.softmax(scores.masked_fill(padding[:, None, :], INF), dim=-1)
     return weights @ v, weights
 
 
@@ -854,6 +864,12 @@ def _global_tokenizer():
 GLOBAL_TOKENIZER = _global_tokenizer()
 
 
+@wrong("tokens_per_word", "counts_differ")
+def tokens_per_word_long_words_plus_one(tokenizer, words):
+    """No table foresees this one: the check names the shortest word that goes wrong."""
+    return {w: len(tokenizer.encode(w).tokens) + (len(w) > 6) for w in words}
+
+
 @wrong("tokens_per_word", "counted_characters")
 def tokens_characters(tokenizer, words):
     return {w: len(w) for w in words}
@@ -938,6 +954,11 @@ def embedding_from_module(vocab_size, d):
 @right("embedding_parameters")
 def embedding_prod(vocab_size, d):
     return math.prod((vocab_size, d))
+
+
+@wrong("embedding_parameters", "parameters_differ")
+def embedding_a_scale_per_row(vocab_size, d):
+    return vocab_size * d + vocab_size
 
 
 @wrong("embedding_parameters", "added_not_multiplied")
@@ -1265,6 +1286,92 @@ def mha_no_biases(x, padding, mha):
     return _mha(x, padding, mha, in_bias=False, out_bias=False)
 
 
+@wrong("multi_head_attention", "padding_tiled_by_example")
+def mha_padding_repeated(x, padding, mha):
+    """Heads folded into the batch (b·H + h) and the student's own attention per head, with the
+    mask tiled by repeat instead of repeat_interleave."""
+    b, length, d = x.shape
+    h = mha.num_heads
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+
+    def fold(t):
+        return (
+            t.reshape(b, length, h, d // h).transpose(1, 2).reshape(b * h, length, d // h)
+        )
+
+    out, _ = _attention(fold(q), fold(k), fold(v), padding.repeat(h, 1))
+    merged = out.reshape(b, h, length, d // h).transpose(1, 2).reshape(b, length, d)
+    return F.linear(merged, mha.out_proj.weight, mha.out_proj.bias)
+
+
+@right("multi_head_attention")
+def mha_padding_repeat_interleaved(x, padding, mha):
+    b, length, d = x.shape
+    h = mha.num_heads
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+
+    def fold(t):
+        return (
+            t.reshape(b, length, h, d // h).transpose(1, 2).reshape(b * h, length, d // h)
+        )
+
+    out, _ = _attention(fold(q), fold(k), fold(v), padding.repeat_interleave(h, dim=0))
+    merged = out.reshape(b, h, length, d // h).transpose(1, 2).reshape(b, length, d)
+    return F.linear(merged, mha.out_proj.weight, mha.out_proj.bias)
+
+
+def _mha_steps(
+    x, padding, mha, value_chunk=2, out_transposed=False, temperature=1.0, groups="blocks"
+):
+    """Multi-head attention with slips that no mistake table foresees, one per step."""
+    b, length, d = x.shape
+    h = mha.num_heads
+    chunks = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+    q, k, v = chunks[0], chunks[1], chunks[value_chunk]
+
+    def split(t):
+        if groups in ("strided", "strided_split_only"):  # head j: features j, j + H, ...
+            return t.reshape(b, length, d // h, h).permute(0, 3, 1, 2)
+        return t.reshape(b, length, h, d // h).transpose(1, 2)
+
+    def merge(t):
+        if groups == "strided":
+            return t.permute(0, 2, 3, 1).reshape(b, length, d)
+        return t.transpose(1, 2).reshape(b, length, d)
+
+    q, k, v = split(q), split(k), split(v)
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(d // h) * temperature)
+    scores = scores.masked_fill(padding[:, None, None, :], INF)
+    merged = merge(torch.softmax(scores, dim=-1) @ v)
+    weight = mha.out_proj.weight.T if out_transposed else mha.out_proj.weight
+    return F.linear(merged, weight, mha.out_proj.bias)
+
+
+@wrong("multi_head_attention", "wrong_step_projection")
+def mha_values_from_the_keys(x, padding, mha):
+    return _mha_steps(x, padding, mha, value_chunk=1)
+
+
+@wrong("multi_head_attention", "wrong_step_output_projection")
+def mha_output_weight_transposed(x, padding, mha):
+    return _mha_steps(x, padding, mha, out_transposed=True)
+
+
+@wrong("multi_head_attention", "wrong_step_attention")
+def mha_softmax_temperature(x, padding, mha):
+    return _mha_steps(x, padding, mha, temperature=1.5)
+
+
+@wrong("multi_head_attention", "wrong_step_heads")
+def mha_split_and_merge_disagree(x, padding, mha):
+    return _mha_steps(x, padding, mha, groups="strided_split_only")
+
+
+@wrong("multi_head_attention", "wrong_step_per_head")
+def mha_strided_heads(x, padding, mha):
+    return _mha_steps(x, padding, mha, groups="strided")
+
+
 @wrong("multi_head_attention", "library_attention")
 def mha_calls_the_layer(x, padding, mha):
     return mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]
@@ -1285,6 +1392,335 @@ def mha_heads_left_split(x, padding, mha):
         padding[:, None, None, :], INF
     )
     return torch.softmax(scores, dim=-1) @ v
+
+
+# =============================================================================================
+# Week 20, Task 2: toy_weights
+# =============================================================================================
+
+
+@right("toy_weights")
+def toy_einsum(embeddings, w_q, w_k):
+    q, k = embeddings @ w_q, embeddings @ w_k
+    scores = torch.einsum("id,jd->ij", q, k) / embeddings.shape[1] ** 0.5
+    return (scores - scores.amax(-1, keepdim=True)).exp() / (
+        scores - scores.amax(-1, keepdim=True)
+    ).exp().sum(-1, keepdim=True)
+
+
+def _toy(embeddings, w_q, w_k, divisor=None, dim=-1, swap=False, project=True):
+    q, k = (embeddings @ w_q, embeddings @ w_k) if project else (embeddings, embeddings)
+    if swap:
+        q, k = k, q
+    divisor = math.sqrt(embeddings.shape[1]) if divisor is None else divisor
+    return torch.softmax(q @ k.T / divisor, dim=dim)
+
+
+@wrong("toy_weights", "softmax_over_queries")
+def toy_softmax_dim0(embeddings, w_q, w_k):
+    return _toy(embeddings, w_q, w_k, dim=0)
+
+
+@wrong("toy_weights", "queries_keys_swapped")
+def toy_swapped(embeddings, w_q, w_k):
+    return _toy(embeddings, w_q, w_k, swap=True)
+
+
+@wrong("toy_weights", "no_scaling")
+def toy_unscaled(embeddings, w_q, w_k):
+    return _toy(embeddings, w_q, w_k, divisor=1.0)
+
+
+@wrong("toy_weights", "divided_by_d")
+def toy_divided_by_d(embeddings, w_q, w_k):
+    return _toy(embeddings, w_q, w_k, divisor=embeddings.shape[1])
+
+
+@wrong("toy_weights", "no_projections")
+def toy_no_projections(embeddings, w_q, w_k):
+    return _toy(embeddings, w_q, w_k, project=False)
+
+
+@wrong("toy_weights", "rows_do_not_sum_to_one")
+def toy_no_softmax(embeddings, w_q, w_k):
+    return (embeddings @ w_q) @ (embeddings @ w_k).T / 2
+
+
+@wrong("toy_weights", "library_attention")
+def toy_library(embeddings, w_q, w_k):
+    q, k = (embeddings @ w_q)[None], (embeddings @ w_k)[None]
+    out = F.scaled_dot_product_attention(q, k, torch.eye(len(embeddings))[None])
+    return out[0]
+
+
+@wrong("toy_weights", "table_shape")
+def toy_one_row(embeddings, w_q, w_k):
+    return _toy(embeddings, w_q, w_k)[0]
+
+
+# =============================================================================================
+# Week 20, Tasks 1 and 4: the character model's forward, the sinusoid table
+# =============================================================================================
+
+
+def _praise(
+    model, ids, padding, positions=None, key_mask="keys", pool="masked", end="logit"
+):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.embed(ids)
+    if positions is not None:
+        x = x + positions(ids.shape[1], x.shape[-1])
+    mask = {"keys": padding, "none": None, "inverted": ~padding}[key_mask]
+    x = model.encoder(x, src_key_padding_mask=mask)
+    pooled = masked_mean(x, padding) if pool == "masked" else x.mean(dim=1)
+    logits = model.head(pooled)
+    if end == "unsqueezed":
+        return logits
+    logits = logits.squeeze(-1)
+    return torch.sigmoid(logits) if end == "sigmoid" else logits
+
+
+def _learned(model):
+    return lambda length, width: model.pos(torch.arange(length))
+
+
+@right("forward_without_positions")
+def no_positions_by_layer(model, ids, padding):
+    x = model.embed(ids)
+    for layer in model.encoder.layers:
+        x = layer(x, src_key_padding_mask=padding)
+    keep = (~padding).unsqueeze(-1).float()
+    return model.head((x * keep).sum(1) / keep.sum(1))[:, 0]
+
+
+@wrong("forward_without_positions", "positions_still_added")
+def no_positions_still_added(model, ids, padding):
+    return _praise(model, ids, padding, positions=_learned(model))
+
+
+@wrong("forward_without_positions", "padding_not_masked")
+def no_positions_no_mask(model, ids, padding):
+    return _praise(model, ids, padding, key_mask="none")
+
+
+@wrong("forward_without_positions", "inverted_mask")
+def no_positions_inverted(model, ids, padding):
+    return _praise(model, ids, padding, key_mask="inverted")
+
+
+@wrong("forward_without_positions", "plain_mean")
+def no_positions_plain_mean(model, ids, padding):
+    return _praise(model, ids, padding, pool="plain")
+
+
+@wrong("forward_without_positions", "returns_probabilities")
+def no_positions_sigmoid(model, ids, padding):
+    return _praise(model, ids, padding, end="sigmoid")
+
+
+@wrong("forward_without_positions", "not_squeezed")
+def no_positions_unsqueezed(model, ids, padding):
+    return _praise(model, ids, padding, end="unsqueezed")
+
+
+@wrong("forward_without_positions", "logits_differ")
+def no_positions_no_head_bias(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.encoder(model.embed(ids), src_key_padding_mask=padding)
+    return (masked_mean(x, padding) @ model.head.weight.T).squeeze(-1)
+
+
+def _book_sines(length, d_model):
+    angle = torch.arange(length)[:, None] * 10000.0 ** (
+        -torch.arange(0, d_model, 2) / d_model
+    )
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+
+
+@right("sinusoidal_positions")
+def sines_by_slices(length, d_model):
+    table = torch.zeros(length, d_model)
+    position = torch.arange(length, dtype=torch.float32)[:, None]
+    speed = torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2) / d_model)
+    table[:, 0::2] = torch.sin(position * speed)
+    table[:, 1::2] = torch.cos(position * speed)
+    return table
+
+
+@wrong("sinusoidal_positions", "sines_cosines_swapped")
+def sines_swapped(length, d_model):
+    table = _book_sines(length, d_model)
+    return torch.stack([table[:, 1::2], table[:, 0::2]], dim=-1).flatten(1)
+
+
+@wrong("sinusoidal_positions", "blocks_not_interleaved")
+def sines_in_blocks(length, d_model):
+    table = _book_sines(length, d_model)
+    return torch.cat([table[:, 0::2], table[:, 1::2]], dim=1)
+
+
+@wrong("sinusoidal_positions", "frequency_of_i")
+def sines_frequency_of_i(length, d_model):
+    angle = torch.arange(length)[:, None] * 10000.0 ** (
+        -torch.arange(d_model // 2) / d_model
+    )
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+
+
+@wrong("sinusoidal_positions", "frequency_sign")
+def sines_positive_exponent(length, d_model):
+    angle = torch.arange(length)[:, None] * 10000.0 ** (
+        torch.arange(0, d_model, 2) / d_model
+    )
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+
+
+@wrong("sinusoidal_positions", "table_transposed")
+def sines_transposed(length, d_model):
+    return _book_sines(length, d_model).T
+
+
+@wrong("sinusoidal_positions", "table_differs")
+def sines_base_1000(length, d_model):
+    angle = torch.arange(length)[:, None] * 1000.0 ** (
+        -torch.arange(0, d_model, 2) / d_model
+    )
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
+
+
+@right("forward_with_sinusoids")
+def sines_forward(model, ids, padding):
+    return _praise(model, ids, padding, positions=sines_by_slices)
+
+
+@wrong("forward_with_sinusoids", "learned_table_added")
+def sines_forward_learned(model, ids, padding):
+    return _praise(model, ids, padding, positions=_learned(model))
+
+
+@wrong("forward_with_sinusoids", "no_positions")
+def sines_forward_none(model, ids, padding):
+    return _praise(model, ids, padding)
+
+
+@wrong("forward_with_sinusoids", "plain_mean")
+def sines_forward_plain_mean(model, ids, padding):
+    return _praise(model, ids, padding, positions=_book_sines, pool="plain")
+
+
+@wrong("forward_with_sinusoids", "logits_differ")
+def sines_forward_after_encoder(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.encoder(model.embed(ids), src_key_padding_mask=padding)
+    x = x + _book_sines(ids.shape[1], x.shape[-1])
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+# =============================================================================================
+# Week 20, Task 4: repaired_forward (the broken transformer)
+# =============================================================================================
+
+
+def _repair(model, ids, padding, batch_axis=False, sigmoid=False):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+    if batch_axis:
+        x = model.encoder(x, src_key_padding_mask=padding.T)
+    else:
+        x = model.encoder(x.permute(1, 0, 2), src_key_padding_mask=padding).permute(1, 0, 2)
+    logits = model.head(masked_mean(x, padding)).squeeze(-1)
+    return torch.sigmoid(logits) if sigmoid else logits
+
+
+@right("repaired_forward")
+def repaired_by_layer(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = (model.embed(ids) + model.pos.weight[: ids.shape[1]]).transpose(0, 1)
+    x = model.encoder.layers[0](x, src_key_padding_mask=padding).transpose(0, 1)
+    return model.head(masked_mean(x, padding))[:, 0]
+
+
+@wrong("repaired_forward", "batch_axis")
+def repaired_batch_axis_left(model, ids, padding):
+    return _repair(model, ids, padding, batch_axis=True)
+
+
+@wrong("repaired_forward", "double_sigmoid")
+def repaired_sigmoid_left(model, ids, padding):
+    return _repair(model, ids, padding, sigmoid=True)
+
+
+@wrong("repaired_forward", "batch_axis+double_sigmoid")
+def repaired_nothing_but_the_mask(model, ids, padding):
+    return _repair(model, ids, padding, batch_axis=True, sigmoid=True)
+
+
+@wrong("repaired_forward", "logits_differ")
+def repaired_without_positions(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.encoder(model.embed(ids).transpose(0, 1), src_key_padding_mask=padding)
+    return model.head(masked_mean(x.transpose(0, 1), padding)).squeeze(-1)
+
+
+# =============================================================================================
+# Week 20, Task 6: encode_with_bpe
+# =============================================================================================
+
+
+def _bpe(tokenizer, texts, length, side="right", keep="start", pad=None, dtype=torch.long):
+    pad = tokenizer.token_to_id("[PAD]") if pad is None else pad
+    rows = []
+    for text in texts:
+        ids = tokenizer.encode(text).ids
+        ids = ids[:length] if keep == "start" else ids[-length:]
+        fill = [pad] * (length - len(ids))
+        rows.append(ids + fill if side == "right" else fill + ids)
+    return torch.tensor(rows, dtype=dtype)
+
+
+@right("encode_with_bpe")
+def bpe_with_the_tokenizers_own_padding(tokenizer, texts, length):
+    tokenizer = Tokenizer.from_str(tokenizer.to_str())  # a copy: leave the caller's alone
+    pad = tokenizer.token_to_id("[PAD]")
+    tokenizer.enable_padding(pad_id=pad, pad_token="[PAD]", length=length)
+    tokenizer.enable_truncation(max_length=length)
+    return torch.tensor([e.ids for e in tokenizer.encode_batch(texts)])
+
+
+@wrong("encode_with_bpe", "left_padding")
+def bpe_left_padded(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length, side="left")
+
+
+@wrong("encode_with_bpe", "kept_the_end")
+def bpe_kept_the_end(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length, keep="end")
+
+
+@wrong("encode_with_bpe", "padded_with_another_id")
+def bpe_padded_with_one(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length, pad=1)
+
+
+@wrong("encode_with_bpe", "ids_not_long")
+def bpe_float_ids(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length, dtype=torch.float32)
+
+
+@wrong("encode_with_bpe", "ids_shape")
+def bpe_not_cut(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, 2 * length)
+
+
+@wrong("encode_with_bpe", "ids_not_a_tensor")
+def bpe_lists(tokenizer, texts, length):
+    return _bpe(tokenizer, texts, length).tolist()
 
 
 # =============================================================================================

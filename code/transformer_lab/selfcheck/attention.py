@@ -18,6 +18,7 @@ import torch
 from transformer_lab import attention as reference
 from transformer_lab.selfcheck.core import (
     CheckResult,
+    Failed,
     Mistake,
     combine,
     fail,
@@ -33,6 +34,7 @@ from transformer_lab.selfcheck.tensors import (
     require_tensor,
     row_text,
     shape_text,
+    smallest_input_note,
 )
 
 NAME, EXERCISE = "attention", "Exercise 3"
@@ -535,12 +537,76 @@ def _check_probe(student: StudentFunction, q, k, v, padding):
     expected_output, expected_weights = reference.attention(
         q.double(), k.double(), v.double(), padding
     )
-    if not close(weights, expected_weights):
-        _diagnose_weights(
-            output, weights, (q, k, v, padding), expected_output, expected_weights
+    try:
+        if not close(weights, expected_weights):
+            _diagnose_weights(
+                output, weights, (q, k, v, padding), expected_output, expected_weights
+            )
+        if not close(output, expected_output):
+            _diagnose_output(output, (q, k, v, padding), expected_output)
+    except Failed as failure:
+        if failure.finding.code not in ("weights_differ", "output_differs"):
+            raise
+        note = smallest_input_note(
+            student,
+            lambda *probe: reference.attention(*[t.double() for t in probe[:3]], probe[3]),
+            SMALL_PROBES,
+            lambda got, want: (
+                isinstance(got, (tuple, list))
+                and len(got) == 2
+                and close(got[0], want[0])
+                and close(got[1], want[1])
+            ),
+            lambda q, k, v, padding: (
+                f"q {q.tolist()}, k {k.tolist()}, v {v.tolist()}, "
+                f"padding {padding.tolist()}"
+            ),
+            lambda pair: (
+                f"(output {row_text(pair[0])}, weights {row_text(pair[1])})"
+                if isinstance(pair, (tuple, list)) and len(pair) == 2
+                else repr(pair)[:60]
+            ),
         )
-    if not close(output, expected_output):
-        _diagnose_output(output, (q, k, v, padding), expected_output)
+        finding = failure.finding
+        raise Failed(
+            type(finding)(
+                finding.code,
+                finding.mistake + note,
+                finding.expected,
+                finding.received,
+                finding.advice,
+            )
+        ) from None
+
+
+# The smallest inputs first (one query; one, then two keys; then padding and two features), for
+# a "differs" message that names the smallest input on which the answer goes wrong.
+SMALL_PROBES = [
+    (
+        torch.tensor([[[1.0]]]),
+        torch.tensor([[[1.0]]]),
+        torch.tensor([[[2.0]]]),
+        torch.tensor([[False]]),
+    ),
+    (
+        torch.tensor([[[1.0]]]),
+        torch.tensor([[[1.0], [0.0]]]),
+        torch.tensor([[[2.0], [4.0]]]),
+        torch.tensor([[False, False]]),
+    ),
+    (
+        torch.tensor([[[1.0]]]),
+        torch.tensor([[[1.0], [0.0], [2.0]]]),
+        torch.tensor([[[2.0], [4.0], [8.0]]]),
+        torch.tensor([[False, False, True]]),
+    ),
+    (
+        torch.tensor([[[1.0, 0.0], [0.0, 1.0]]]),
+        torch.tensor([[[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]]),
+        torch.tensor([[[2.0], [4.0], [8.0]]]),
+        torch.tensor([[False, False, True]]),
+    ),
+]
 
 
 def overflow_probe():

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from transformer_lab.selfcheck.core import NOT_RUN, CheckResult
 from transformer_lab.selfcheck.isolation import PROCESS, isolation
-from transformer_lab.selfcheck.registry import ALL_CHECKS
+from transformer_lab.selfcheck.registry import EVERY_CHECK, HOMEWORK, PAGES
 from transformer_lab.selfcheck.report import (
     Report,
     format_report,
@@ -21,15 +21,15 @@ from transformer_lab.selfcheck.report import (
     report_to_json,
 )
 from transformer_lab.selfcheck.runner import (
-    DEFAULT_PATH,
     check_file,
     find_homework_starter,
     selected_checks,
+    starter_path,
 )
 from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
 
 PROG = "python -m transformer_lab.selfcheck"
-NAMES = [check.name for check in ALL_CHECKS]
+NAMES = [check.name for check in EVERY_CHECK]
 EXIT_PASSED, EXIT_FAILED, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -81,6 +81,12 @@ def _check_outputs(parser: argparse.ArgumentParser, **paths: str | None) -> None
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--page",
+        choices=list(PAGES),
+        default=HOMEWORK,
+        help="which exercise page's checks to run (default: homework; Week 20: week-20)",
+    )
+    parser.add_argument(
         "--only",
         nargs="+",
         action="extend",
@@ -128,7 +134,8 @@ def check_command(argv: Sequence[str]) -> int:
         "path",
         nargs="?",
         default=None,
-        help=f"file to check (default: {DEFAULT_PATH}, looked up from the working directory)",
+        help="file to check (default: the page's exercises/PAGE/starter.py, looked up from the "
+        "working directory)",
     )
     _common(parser)
     parser.add_argument(
@@ -148,22 +155,27 @@ def check_command(argv: Sequence[str]) -> int:
     only, path = _split_only(parser, args.only, args.path)
     _check_outputs(parser, gradescope=args.gradescope)
     if path is None:
+        default = starter_path(args.page)
         try:
-            found = find_homework_starter()
+            found = find_homework_starter(page=args.page)
         except FileNotFoundError as error:
             print(f"{error}. Pass the path of your file.")
-            _write_gradescope(args.gradescope, _unusable("(no file)", only, str(error)))
+            _write_gradescope(
+                args.gradescope, _unusable("(no file)", only, str(error), args.page)
+            )
             return EXIT_UNUSABLE
         path = (
-            str(DEFAULT_PATH)
-            if found.resolve() == (Path.cwd() / DEFAULT_PATH).resolve()
+            str(default)
+            if found.resolve() == (Path.cwd() / default).resolve()
             else str(found)
         )
     if not Path(path).is_file():
         print(
             f"No such file: {path}. Run from the repository root, or pass the path of your file."
         )
-        _write_gradescope(args.gradescope, _unusable(path, only, f"no such file: {path}"))
+        _write_gradescope(
+            args.gradescope, _unusable(path, only, f"no such file: {path}", args.page)
+        )
         return EXIT_UNUSABLE
     hidden = [args.gradescope] if args.gradescope else []
     report = check_file(
@@ -172,6 +184,7 @@ def check_command(argv: Sequence[str]) -> int:
         display=args.display or path,
         limits=Limits(seconds=args.time_limit),
         hidden=hidden,
+        page=args.page,
     )
     print(report_to_json(report) if args.json else format_report(report), flush=True)
     if report.isolation == PROCESS and not args.json:
@@ -184,11 +197,13 @@ def check_command(argv: Sequence[str]) -> int:
     return EXIT_PASSED if report.all_passed else EXIT_FAILED
 
 
-def _unusable(display: str, only: Sequence[str], reason: str) -> Report:
+def _unusable(
+    display: str, only: Sequence[str], reason: str, page: str = HOMEWORK
+) -> Report:
     """The report of a submission that could not be checked at all: every check 'not run'."""
     results = [
         CheckResult(c.name, c.exercise, NOT_RUN, f"not checked: {reason}")
-        for c in selected_checks(only)
+        for c in selected_checks(only, page)
     ]
     return Report(display, results, load_error=reason)
 
@@ -269,7 +284,9 @@ def grade_command(argv: Sequence[str]) -> int:
     hidden = [path for path in (args.csv, args.json) if path]
     status = EXIT_PASSED
     try:
-        reports = grade_folder(folder, only, limits, progress, args.jobs, hidden)
+        reports = grade_folder(
+            folder, only, limits, progress, args.jobs, hidden, page=args.page
+        )
     except GradingInterrupted as interrupted:
         reports, status = interrupted.reports, EXIT_INTERRUPTED
         print(f"Interrupted (Ctrl-C): writing the {len(reports)} submissions graded so far")

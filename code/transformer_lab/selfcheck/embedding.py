@@ -74,6 +74,26 @@ def _same(received, wrong) -> bool:
     return math.isclose(float(received), float(wrong))
 
 
+# The smallest sizes first: the first one that goes wrong is the one a student can redo by hand.
+SMALL_SIZES = [
+    (v, d) for total in range(2, 9) for v in range(1, total) for d in [total - v]
+]
+
+
+def smallest_wrong(student, reference) -> tuple[int, int, int, str] | None:
+    """(vocab_size, d, expected, received) for the smallest sizes whose count is wrong."""
+    for vocab_size, d in SMALL_SIZES:
+        expected = reference(vocab_size, d)
+        result = student.call(vocab_size, d).result
+        if (
+            isinstance(result, bool)
+            or not isinstance(result, numbers.Real)
+            or result != expected
+        ):
+            return vocab_size, d, expected, repr(result)[:40]
+    return None
+
+
 def check_embedding_parameters(function) -> CheckResult:
     """Check ``embedding_parameters(vocab_size, d) -> int`` against the package's version."""
     student = as_student(function)
@@ -98,9 +118,16 @@ def check_embedding_parameters(function) -> CheckResult:
                 continue
             shown = f"{expected:,} for vocab_size={vocab_size}, d={d}"
             diagnose(result, MISTAKES, (vocab_size, d), _same, shown, f"{result:,}")
+            small = smallest_wrong(student, embedding_parameters)
+            where = (
+                f" (smallest sizes where it goes wrong: vocab_size={small[0]}, d={small[1]}: "
+                f"expected {small[2]:,}, received {small[3]})"
+                if small
+                else ""
+            )
             fail(
                 "parameters_differ",
-                "the count differs from vocab_size × d",
+                "the count differs from vocab_size × d" + where,
                 shown,
                 f"{result:,}",
                 "sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())",

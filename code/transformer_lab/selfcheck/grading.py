@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
+from transformer_lab.selfcheck.registry import HOMEWORK
 from transformer_lab.selfcheck.report import (
     Report,
     report_to_dict,
@@ -58,18 +59,26 @@ def grade_folder(
     progress: Callable[[Report], None] | None = None,
     jobs: int = 1,
     hidden: Sequence[str] = (),
+    page: str = HOMEWORK,
 ) -> list[Report]:
     """Check every submission of ``folder``, ``jobs`` at a time; each runs in its own worker with
     ``limits``, so one that loops, crashes, exits or floods its output cannot affect the others.
     ``hidden``: the results files (no worker sees them). Ctrl-C raises
-    :class:`GradingInterrupted` with the reports finished so far, once every worker has ended."""
+    :class:`GradingInterrupted` with the reports finished so far, once every worker has ended.
+    ``page`` picks the exercise page's checks ("homework" or "week-20")."""
     paths = submissions(folder)
     allow_workers()
     done: dict[Path, Report] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     futures = {
         pool.submit(
-            check_file, path, only, display=path.name, limits=limits, hidden=hidden
+            check_file,
+            path,
+            only,
+            display=path.name,
+            limits=limits,
+            hidden=hidden,
+            page=page,
         ): path
         for path in paths
     }

@@ -10,7 +10,12 @@ import torch
 from transformer_lab.selfcheck import _reference as reference
 from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import StudentFunction, as_student
-from transformer_lab.selfcheck.tensors import check_unchanged, require_tensor, shape_text
+from transformer_lab.selfcheck.tensors import (
+    check_unchanged,
+    require_tensor,
+    shape_text,
+    smallest_input_note,
+)
 
 NAME, EXERCISE = "causal_padding_mask", "Exercise 11"
 
@@ -103,6 +108,16 @@ MISTAKES: list[Mistake] = [
 ]
 
 
+# The smallest paddings first (one example, its rows as '01/00'), for a "differs" message.
+SMALL_PROBES = [
+    (torch.tensor([[False]]),),
+    (torch.tensor([[False, False]]),),
+    (torch.tensor([[False, True]]),),
+    (torch.tensor([[False, False, False]]),),
+    (torch.tensor([[False, False, True]]),),
+]
+
+
 def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
     b, length = padding.shape
     expected = reference.causal_padding_mask(padding)
@@ -170,7 +185,23 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
     )
     fail(
         "mask_differs",
-        "the mask differs: query i must not read key j when j > i or key j is padding",
+        "the mask differs: query i must not read key j when j > i or key j is padding"
+        + smallest_input_note(
+            student,
+            reference.causal_padding_mask,
+            SMALL_PROBES,
+            lambda a, b: (
+                isinstance(a, torch.Tensor)
+                and a.shape == b.shape
+                and torch.equal(a.bool(), b)
+            ),
+            lambda padding: f"padding = {padding.tolist()}",
+            lambda mask: (
+                _rows(mask[0])
+                if isinstance(mask, torch.Tensor) and mask.dim() == 3
+                else repr(mask)[:60]
+            ),
+        ),
         shown_expected,
         shown,
         "future = triu(ones(L, L), diagonal=1); return future[None] | padding[:, None, :]",

@@ -17,7 +17,11 @@ from transformer_lab.selfcheck.core import (
     run_check,
 )
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
-from transformer_lab.selfcheck.tensors import check_unchanged, shape_text
+from transformer_lab.selfcheck.tensors import (
+    check_unchanged,
+    shape_text,
+    smallest_input_note,
+)
 
 NAME, EXERCISE = "accuracy", "Exercise 1"
 
@@ -114,6 +118,17 @@ def _wrong_value_note(value: float, logits, labels, expected: float) -> str:
     )
 
 
+# The smallest inputs first, for a "differs" message that names where the answer goes wrong.
+SMALL_PROBES = [
+    (torch.tensor([1.0]), torch.tensor([1.0])),
+    (torch.tensor([-1.0]), torch.tensor([0.0])),
+    (torch.tensor([1.0]), torch.tensor([0.0])),
+    (torch.tensor([-1.0]), torch.tensor([1.0])),
+    (torch.tensor([1.0, -1.0]), torch.tensor([1.0, 1.0])),
+    (torch.tensor([2.0, 0.3, -0.2]), torch.tensor([1.0, 0.0, 0.0])),
+]
+
+
 def _check_once(student: StudentFunction, logits, labels):
     expected = reference.accuracy(logits, labels)
     returned = student.call(logits.clone(), labels.clone())
@@ -184,7 +199,21 @@ def _check_once(student: StudentFunction, logits, labels):
         fail(match.code, match.message, f"{expected:.4f}", f"{result:.4f}", match.advice)
     fail(
         "accuracy_differs",
-        "the accuracy differs from the share of (logit > 0) == label",
+        "the accuracy differs from the share of (logit > 0) == label"
+        + smallest_input_note(
+            student,
+            reference.accuracy,
+            SMALL_PROBES,
+            lambda a, b: isinstance(a, numbers.Real) and abs(float(a) - b) < 1e-6,
+            lambda logits, labels: (
+                f"logits {[round(v, 4) for v in logits.tolist()]}, labels {labels.tolist()}"
+            ),
+            lambda value: (
+                f"{float(value):.4f}"
+                if isinstance(value, numbers.Real)
+                else repr(value)[:40]
+            ),
+        ),
         f"{expected:.4f}",
         f"{result:.4f}",
         "predictions = logits > 0; compare with labels; take the mean",

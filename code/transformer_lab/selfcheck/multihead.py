@@ -104,6 +104,10 @@ def computed(
     divisor = {"head": math.sqrt(head_width), "model": math.sqrt(width), "none": 1.0}[scale]
     scores = q @ k.transpose(-2, -1) / divisor
     keys = padding[:, None, None, :].expand_as(scores)
+    if mask == "tiled":  # padding.repeat(H, 1) against heads folded as b·H + h
+        tiled = padding.repeat(heads, 1)  # row n is example n % B
+        keys = tiled.reshape(batch, heads, 1, length).expand_as(scores)
+        mask = "before"
     if mask in ("before", "before_finite"):
         scores = scores.masked_fill(keys, float("-inf") if mask == "before" else -1e9)
     elif mask == "inverted":
@@ -184,6 +188,15 @@ MISTAKES: list[Mistake] = [
         "the mask was inverted: the real keys were hidden and the padded ones kept",
         "True means ignore: fill where padding is True",
         _variant(mask="inverted"),
+    ),
+    Mistake(
+        "padding_tiled_by_example",
+        "the padding mask was tiled for the heads with padding.repeat(H, 1), which lines the "
+        "rows up as example 0, 1, 0, 1, ... while the heads were folded example by example "
+        "(b·H + h): heads read another example's mask",
+        "padding.repeat_interleave(H, dim=0) gives each example's row H times in a row, in the "
+        "order of a (B, H, ...) -> (B·H, ...) reshape",
+        _variant(mask="tiled"),
     ),
     Mistake(
         "mask_after_softmax",
@@ -312,6 +325,7 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
             received_text,
             "mask only the keys, with −∞ before the softmax; every example has a real key",
         )
+    locate_step(student, x, padding, mha)
     fail(
         "output_differs",
         f"the output differs from mha(x, x, x, key_padding_mask=padding) by more than "
@@ -320,6 +334,94 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
         received_text,
         "check each step's shape: project, split into heads, scale by √(D/H), mask, softmax, mix, merge, project",
     )
+
+
+def _layer(mha: nn.MultiheadAttention, heads: int | None = None, **zero: bool):
+    """A copy of ``mha`` (optionally with another number of heads, the same weights) with parts
+    made trivial: ``identity_out`` (output projection = identity, no bias), ``uniform`` (query
+    and key projections zero: every real key gets the same weight)."""
+    width = mha.embed_dim
+    layer = nn.MultiheadAttention(width, heads or mha.num_heads, batch_first=True).eval()
+    with torch.no_grad():
+        layer.load_state_dict(mha.state_dict())
+        if zero.get("identity_out"):
+            layer.out_proj.weight.copy_(torch.eye(width))
+            layer.out_proj.bias.zero_()
+        if zero.get("uniform"):
+            layer.in_proj_weight[: 2 * width] = 0.0
+            layer.in_proj_bias[: 2 * width] = 0.0
+    return layer
+
+
+# Steps of the computation, each probed on an input where every later (or earlier) step is
+# trivial, from the first step to the last: the first probe that fails names the step.
+STEPS = [
+    (
+        "wrong_step_projection",
+        "the input projection",
+        "one token, one head and an identity output projection, so the output is the value "
+        "projection x @ W_v.T + b_v",
+        "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1): q first, "
+        "then k, then v",
+    ),
+    (
+        "wrong_step_output_projection",
+        "the output projection",
+        "one token and one head, so attention is trivial and only the two projections matter",
+        "finish with merged @ mha.out_proj.weight.T + mha.out_proj.bias",
+    ),
+    (
+        "wrong_step_attention",
+        "the attention of one head (scores, scale, mask, softmax, mix)",
+        "a one-head copy of the layer with the same weights",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(head_width); mask the padded keys with "
+        "-inf; softmax over the keys; weights @ v",
+    ),
+    (
+        "wrong_step_heads",
+        "splitting into heads or merging them back",
+        "query and key projections set to zero, so every head weights its real keys equally "
+        "and only the bookkeeping of the heads matters",
+        "(B, L, D) -> reshape (B, L, H, D/H) -> transpose(1, 2); merge with the reverse",
+    ),
+    (
+        "wrong_step_per_head",
+        "the attention inside each head (its features, its √(D/H) scale, its mask)",
+        "the full layer: every step before this one passed its own probe",
+        "each head attends with its own D/H features, divides by math.sqrt(D // H) and masks "
+        "padding[:, None, None, :]",
+    ),
+]
+
+
+def locate_step(student: StudentFunction, x, padding, mha) -> None:
+    """Fail naming the first step whose probe goes wrong (see ``STEPS``); return if none does."""
+    one = x[:1, :1].clone(), torch.zeros(1, 1, dtype=torch.bool)
+    probes = [
+        (*one, _layer(mha, heads=1, identity_out=True)),
+        (*one, _layer(mha, heads=1)),
+        (x, padding, _layer(mha, heads=1)),
+        (x, padding, _layer(mha, uniform=True)),
+        (x, padding, mha),
+    ]
+    for (code, step, probe_text, advice), (px, ppad, layer) in zip(STEPS, probes):
+        expected = expected_output(px, ppad, layer)
+        result = student.call(px.clone(), ppad.clone(), layer).result
+        if isinstance(result, torch.Tensor) and close(
+            result, expected, atol=TOLERANCE, rtol=TOLERANCE
+        ):
+            continue
+        if not isinstance(result, torch.Tensor) or result.shape != expected.shape:
+            return  # the shape checks on the main probe say more
+        expected_text, received_text = compare_rows("output", result, expected)
+        fail(
+            code,
+            f"{step} goes wrong: it is the first step whose own probe fails (on x of shape "
+            f"{shape_text(px)}, {layer.num_heads} head(s): {probe_text})",
+            expected_text,
+            received_text,
+            advice,
+        )
 
 
 def check_multi_head_attention(function) -> CheckResult:

@@ -14,6 +14,7 @@ from transformer_lab.selfcheck.tensors import (
     compare_rows,
     require_tensor,
     shape_text,
+    smallest_input_note,
 )
 
 NAME, EXERCISE = "masked_mean", "Exercise 2"
@@ -171,6 +172,22 @@ def _wrong_shapes(b: int, length: int, d: int) -> dict[tuple, Mistake]:
     }
 
 
+# The smallest inputs first, for a "differs" message that names where the answer goes wrong.
+SMALL_PROBES = [
+    (torch.tensor([[[2.0]]]), torch.tensor([[False]])),
+    (torch.tensor([[[2.0], [4.0]]]), torch.tensor([[False, False]])),
+    (torch.tensor([[[2.0], [4.0]]]), torch.tensor([[False, True]])),
+    (
+        torch.tensor([[[2.0, 1.0], [4.0, 3.0], [6.0, 5.0]]]),
+        torch.tensor([[False, False, True]]),
+    ),
+    (
+        torch.tensor([[[2.0], [4.0]], [[1.0], [3.0]]]),
+        torch.tensor([[False, True], [False, False]]),
+    ),
+]
+
+
 def _check_once(student: StudentFunction, x, padding):
     expected = reference.masked_mean(x.double(), padding)
     b, length, d = x.shape
@@ -203,7 +220,14 @@ def _check_once(student: StudentFunction, x, padding):
         )
     fail(
         "result_differs",
-        "the result is not the mean of the real (unpadded) tokens",
+        "the result is not the mean of the real (unpadded) tokens"
+        + smallest_input_note(
+            student,
+            lambda x, padding: reference.masked_mean(x.double(), padding),
+            SMALL_PROBES,
+            close,
+            lambda x, padding: f"x = {x.tolist()}, padding = {padding.tolist()}",
+        ),
         expected_text,
         received_text,
         "sum x * keep over dim=1 and divide by keep.sum(1), with keep = (~padding)[:, :, None]",

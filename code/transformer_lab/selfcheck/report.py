@@ -84,9 +84,9 @@ class Report:
 
 
 def _signatures() -> dict[str, str]:
-    from transformer_lab.selfcheck.registry import ALL_CHECKS
+    from transformer_lab.selfcheck.registry import EVERY_CHECK
 
-    return {check.name: check.signature for check in ALL_CHECKS}
+    return {check.name: check.signature for check in EVERY_CHECK}
 
 
 def _printed(text: str, label: str) -> list[str]:

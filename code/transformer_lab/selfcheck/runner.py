@@ -18,10 +18,11 @@ from transformer_lab.selfcheck.core import (
     NOT_ATTEMPTED,
     NOT_DONE,
     NOT_RUN,
+    PASSED,
     CheckResult,
     Finding,
 )
-from transformer_lab.selfcheck.registry import ALL_CHECKS, Check
+from transformer_lab.selfcheck.registry import HOMEWORK, PAGES, Check
 from transformer_lab.selfcheck.report import Report, report_from_dict
 from transformer_lab.selfcheck.worker import (
     Limits,
@@ -34,22 +35,56 @@ from transformer_lab.selfcheck.worker import (
 DEFAULT_PATH = Path("exercises") / "homework" / "starter.py"
 
 
-def find_homework_starter(start: Path | str | None = None) -> Path:
-    """The homework starter (``exercises/homework/starter.py``) in ``start`` (default: the working
-    directory) or one of its parents, else next to the package; ``FileNotFoundError`` if absent."""
+def starter_path(page: str = HOMEWORK) -> Path:
+    """``exercises/<page>/starter.py``, relative to the repository root."""
+    return Path("exercises") / page / "starter.py"
+
+
+def find_homework_starter(start: Path | str | None = None, page: str = HOMEWORK) -> Path:
+    """The page's starter (``exercises/homework/starter.py`` by default) in ``start`` (default:
+    the working directory) or one of its parents, else next to the package;
+    ``FileNotFoundError`` if absent."""
+    relative = starter_path(page)
     origins = [Path(start or Path.cwd()).resolve(), Path(__file__).resolve().parent]
     for origin in origins:
         for folder in (origin, *origin.parents):
-            if (folder / DEFAULT_PATH).is_file():
-                return folder / DEFAULT_PATH
+            if (folder / relative).is_file():
+                return folder / relative
     raise FileNotFoundError(
-        f"no {DEFAULT_PATH} above {origins[0]} or above the package at {origins[1]}"
+        f"no {relative} above {origins[0]} or above the package at {origins[1]}"
     )
 
 
-def selected_checks(only: Sequence[str] = ()) -> list[Check]:
-    """The checks named in ``only`` (all of them when empty), in the order of the exercises."""
-    return [check for check in ALL_CHECKS if not only or check.name in only]
+def selected_checks(only: Sequence[str] = (), page: str = HOMEWORK) -> list[Check]:
+    """The page's checks named in ``only`` (all of them when empty), in the order of the
+    exercises."""
+    if page not in PAGES:
+        raise ValueError(f"unknown exercise page {page!r}; choose from {', '.join(PAGES)}")
+    return [check for check in PAGES[page] if not only or check.name in only]
+
+
+def _blocked(check: Check, results: Sequence[CheckResult]) -> CheckResult | None:
+    """'not run' when the check this one builds on did not pass: a wrong table must not be blamed
+    on a forward that only adds it."""
+    if check.requires is None:
+        return None
+    earlier = next((r for r in results if r.name == check.requires), None)
+    if earlier is None or earlier.status == PASSED:
+        return None
+    if earlier.status == NOT_ATTEMPTED:
+        return CheckResult(
+            check.name,
+            check.exercise,
+            NOT_ATTEMPTED,
+            f"optional stretch exercise: it uses your `{check.requires}`, not attempted yet",
+        )
+    return CheckResult(
+        check.name,
+        check.exercise,
+        NOT_RUN,
+        f"not checked yet: it uses your `{check.requires}`, which has not passed "
+        f"({earlier.status}); fix that first, so that this check can judge its own code",
+    )
 
 
 def _absent(check: Check, info: dict | None) -> CheckResult | None:
@@ -90,7 +125,9 @@ def _settle(check: Check, result: CheckResult) -> CheckResult:
     return result
 
 
-def check_module(module: types.ModuleType, only: Sequence[str] = ()) -> list[CheckResult]:
+def check_module(
+    module: types.ModuleType, only: Sequence[str] = (), page: str = HOMEWORK
+) -> list[CheckResult]:
     """Run the selected checks on the functions of an imported ``module``, in this process.
 
     No time limit and no isolation: for code you trust (tests, a page). Students' files go
@@ -98,7 +135,7 @@ def check_module(module: types.ModuleType, only: Sequence[str] = ()) -> list[Che
     from transformer_lab.selfcheck.execution import static_library_use
 
     results = []
-    for check in selected_checks(only):
+    for check in selected_checks(only, page):
         function = getattr(module, check.name, None)
         info = (
             None
@@ -110,7 +147,11 @@ def check_module(module: types.ModuleType, only: Sequence[str] = ()) -> list[Che
             }
         )
         start = time.perf_counter()
-        result = _absent(check, info) or _settle(check, check.run(function))
+        result = (
+            _absent(check, info)
+            or _blocked(check, results)
+            or _settle(check, check.run(function))
+        )
         result.seconds = time.perf_counter() - start
         results.append(result)
     return results
@@ -176,7 +217,9 @@ def _load_and_check(
     report.load_output = worker.new_output()
     for check in checks:
         start = time.perf_counter()
-        result = _absent(check, functions.get(check.name))
+        result = _absent(check, functions.get(check.name)) or _blocked(
+            check, report.results
+        )
         if result is None:
             try:
                 worker.begin_check(limits.seconds)
@@ -215,7 +258,7 @@ def _loaded_here(path: Path) -> bool:
 
 
 def _check_in_fresh_process(
-    path: Path, only: Sequence[str], display: str, limits: Limits
+    path: Path, only: Sequence[str], display: str, limits: Limits, page: str = HOMEWORK
 ) -> Report:
     command = [
         sys.executable,
@@ -227,6 +270,8 @@ def _check_in_fresh_process(
         display,
         "--time-limit",
         str(limits.seconds),
+        "--page",
+        page,
     ]
     if only:
         command += ["--only", *only]
@@ -247,20 +292,23 @@ def check_file(
     limits: Limits | None = None,
     isolated: bool = True,
     hidden: Sequence[str] = (),
+    page: str = HOMEWORK,
 ) -> Report:
     """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
     one-line error. ``display`` is the name the report prints for the file (default: ``path``).
 
     The student's code runs in a worker process with ``limits`` (time per check, memory, output);
     ``isolated=False`` runs it in this process instead (trusted code only). ``hidden``: more
-    paths the worker must not see (the results), besides the file's folder and the package."""
+    paths the worker must not see (the results), besides the file's folder and the package.
+    ``page`` picks the exercise page whose checks run ("homework" or "week-20", see
+    ``registry.PAGES``)."""
     start = time.perf_counter()
     path = Path(path)
     display = display or str(path)
     limits = limits or Limits()
-    checks = selected_checks(only)
+    checks = selected_checks(only, page)
     if isolated and _loaded_here(path):
-        return _check_in_fresh_process(path, only, display, limits)
+        return _check_in_fresh_process(path, only, display, limits, page)
     report = Report(display)
     if isolated:
         _run_in_worker(path, checks, limits, report, hidden)
@@ -272,6 +320,6 @@ def check_file(
 
             report.load_error = summarise_exception(error, str(path))
         else:
-            report.results = check_module(module, only)
+            report.results = check_module(module, only, page)
     report.seconds = time.perf_counter() - start
     return report

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -150,3 +150,53 @@ def check_gradient(
                 "None" if reached == "none" else "NaN/inf in the gradient",
                 "build the result from the inputs with torch operations only",
             )
+
+
+def smallest_failure(
+    probes: Sequence[object],
+    call: Callable[[object], object],
+    expected: Callable[..., object],
+    same: Callable[[object, object], bool],
+) -> tuple[object, object, object] | None:
+    """The first probe (list them from the smallest) on which ``call(probe)`` is not ``same`` as
+    ``expected(*probe)``: ``(probe, received, expected)``, or ``None`` when every probe agrees.
+
+    A "differs" message built from it shows the smallest input on which the answer goes wrong."""
+    for probe in probes:
+        arguments = probe if isinstance(probe, tuple) else (probe,)
+        received = call(probe)
+        wanted = expected(*arguments)
+        if not same(received, wanted):
+            return probe, received, wanted
+    return None
+
+
+def smallest_input_note(
+    student: StudentFunction,
+    reference: Callable[..., object],
+    probes: Sequence[tuple],
+    same: Callable[[object, object], bool],
+    show: Callable[..., str],
+    text: Callable[[object], str] = lambda value: (
+        row_text(value) if isinstance(value, torch.Tensor) else repr(value)
+    ),
+) -> str:
+    """' (smallest input where it goes wrong: ...: expected ..., received ...)' for the first of
+    ``probes`` (list them from the smallest) on which the student's answer is not ``same`` as
+    ``reference(*probe)``; '' when every probe agrees or fails to run. For a "differs" message
+    whose mistake no table foresaw: the student can redo that small case by hand."""
+    from transformer_lab.selfcheck.core import StudentRaised
+
+    for probe in probes:
+        arguments = [p.clone() if isinstance(p, torch.Tensor) else p for p in probe]
+        try:
+            received = student.call(*arguments).result
+        except StudentRaised:
+            continue
+        expected = reference(*probe)
+        if not same(received, expected):
+            return (
+                f" (smallest input where it goes wrong: {show(*probe)}: expected "
+                f"{text(expected)}, received {text(received)})"
+            )
+    return ""

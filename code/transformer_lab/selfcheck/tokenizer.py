@@ -544,9 +544,13 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
         expected,
         result,
     )
+    wrong = [word for word in words if result[word] != expected[word]]
+    shortest = min(wrong, key=lambda word: (len(word), word))
     fail(
         "counts_differ",
-        "some counts differ from encoding each word on its own",
+        "some counts differ from encoding each word on its own (the shortest word that goes "
+        f"wrong: {shortest!r}, expected {expected[shortest]}, received {result[shortest]}; "
+        f"{len(wrong)} of {len(words)} words wrong)",
         expected,
         result,
         "len(tokenizer.encode(word).tokens) for each word, with the tokenizer passed in",
