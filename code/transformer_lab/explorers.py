@@ -1,0 +1,185 @@
+"""Figures a reader can move: every state of an explorer, computed by the package when the page runs.
+
+An explorer is a panel of native controls beside a table; ``_ext/static/explorers.js`` only
+*shows* the state the controls select. Every number it shows is computed here, with the same
+functions the chapter uses (``soft_join``, ``attention``, ``mix_values``), rounded once, and
+exported as compact JSON inside the cell's HTML output, so nbval compares it with the reference.
+Nothing is interpolated and nothing is recomputed in JavaScript.
+
+The panel starts ``hidden``: without JavaScript (and in print) the reader sees the chapter's
+static figure, which stays on the page.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+
+import matplotlib
+import torch
+
+from transformer_lab.attention import soft_join
+from transformer_lab.plotting import SEQUENTIAL_CMAP
+from transformer_lab.validation import require_int, require_number, require_texts
+
+WEIGHT_DECIMALS = 3
+VALUE_DECIMALS = 2
+COLOUR_STOPS = 11
+
+
+def log_temperatures(
+    warm: float = 1.0, coldest: float = 0.001, per_decade: int = 4
+) -> list[float]:
+    """Temperatures from ``warm`` down to ``coldest``, ``per_decade`` steps per factor of 10."""
+    warm = require_number("warm", warm, above=0)
+    coldest = require_number("coldest", coldest, above=0)
+    per_decade = require_int("per_decade", per_decade, minimum=1)
+    if coldest >= warm:
+        raise ValueError(
+            f"coldest must be below warm, got coldest={coldest} and warm={warm}"
+        )
+    steps = round(math.log10(warm / coldest) * per_decade)
+    return [float(f"{warm * 10 ** (-step / per_decade):.3g}") for step in range(steps + 1)]
+
+
+def palette() -> list[str]:
+    """The book's sequential colormap (plotting.SEQUENTIAL_CMAP) as hex stops from 0 to 1."""
+    cmap = matplotlib.colormaps[SEQUENTIAL_CMAP]
+    return [
+        matplotlib.colors.to_hex(cmap(i / (COLOUR_STOPS - 1))) for i in range(COLOUR_STOPS)
+    ]
+
+
+def _rounded(tensor: torch.Tensor, decimals: int) -> list:
+    """A tensor as nested lists of floats rounded to ``decimals`` (NaN as ``None``)."""
+
+    def walk(item):
+        if isinstance(item, list):
+            return [walk(part) for part in item]
+        return None if math.isnan(item) else round(item, decimals) + 0.0
+
+    return walk(tensor.tolist())
+
+
+def temperature_states(
+    query_keys: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    exact: torch.Tensor,
+    temperatures: Sequence[float],
+) -> list[dict]:
+    """One state per temperature: the soft join's weights (Lq, Lk) and blended values (Lq, Dv).
+
+    query_keys (Lq, D), keys (Lk, D), values (Lk, Dv), as for ``soft_join``; exact (Lq, Dv) the
+    hard join's values. Each state also holds the largest gap |blend - exact| per value column
+    and whether the blend equals the exact join once rounded. Weights are rounded to
+    WEIGHT_DECIMALS, values and gaps to VALUE_DECIMALS.
+    """
+    states = []
+    for temperature in temperatures:
+        mixed, weights = soft_join(query_keys, keys, values, temperature)
+        gaps = (mixed - exact).abs().amax(dim=0)
+        states.append(
+            {
+                "temperature": temperature,
+                "label": f"τ = {temperature:g}",
+                "weights": _rounded(weights, WEIGHT_DECIMALS),
+                "mixed": _rounded(mixed, VALUE_DECIMALS),
+                "gaps": _rounded(gaps, VALUE_DECIMALS),
+                "equal": _rounded(mixed, VALUE_DECIMALS) == _rounded(exact, VALUE_DECIMALS),
+            }
+        )
+    return states
+
+
+class Explorer:
+    """An explorer's HTML (controls, an empty figure the script fills, the data as JSON).
+
+    In the HTML book it is interactive; in a notebook or terminal its text is one line.
+    """
+
+    def __init__(self, kind: str, title: str, controls: str, data: dict) -> None:
+        self.kind = kind
+        self.title = title
+        self.controls = controls
+        self.data = data
+
+    def json(self) -> str:
+        """The data, compact, safe inside a ``<script>`` element."""
+        text = json.dumps(
+            self.data, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+        return text.replace("</", "<\\/")
+
+    def _repr_html_(self) -> str:
+        kind = html.escape(self.kind)
+        return (
+            f'<div class="tl-explorer" data-explorer="{kind}" hidden>'
+            f'<p class="tl-explorer-title" id="tl-{kind}-title"><strong>Explorer:</strong> '
+            f"{html.escape(self.title)}</p>"
+            f'<div class="tl-controls" role="group" aria-labelledby="tl-{kind}-title">'
+            f"{self.controls}</div>"
+            f'<p class="tl-status" id="tl-{kind}-status" aria-live="polite"></p>'
+            f'<div class="tl-figure" id="tl-{kind}-figure"></div>'
+            f'<script type="application/json" class="tl-explorer-data">{self.json()}</script>'
+            "</div>"
+        )
+
+    def __repr__(self) -> str:
+        return f"{self.title} (interactive in the HTML book; {len(self.json())} characters of data)"
+
+
+def temperature_explorer(
+    query_keys: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    exact: torch.Tensor,
+    row_labels: list[str],
+    key_labels: list[str],
+    value_labels: list[str],
+    temperatures: Sequence[float],
+) -> Explorer:
+    """A slider over ``temperatures`` (warm to cold) redrawing the soft join's weights and blend.
+
+    query_keys (Lq, D), keys (Lk, D), values (Lk, Dv), exact (Lq, Dv): the hard join's values,
+    shown beside the blend. One label per query row, per key and per value column.
+    """
+    row_labels = require_texts("row_labels", row_labels)
+    key_labels = require_texts("key_labels", key_labels)
+    value_labels = require_texts("value_labels", value_labels)
+    if len(temperatures) < 2:
+        raise ValueError(
+            f"the slider needs at least 2 temperatures, got {len(temperatures)}"
+        )
+    for name, labels, size in (
+        ("row_labels", row_labels, query_keys.shape[0]),
+        ("key_labels", key_labels, keys.shape[0]),
+        ("value_labels", value_labels, values.shape[1]),
+    ):
+        if len(labels) != size:
+            raise ValueError(f"{name} needs {size} labels, got {len(labels)}")
+    if tuple(exact.shape) != (query_keys.shape[0], values.shape[1]):
+        raise ValueError(
+            f"exact must have shape (Lq, Dv) = ({query_keys.shape[0]}, {values.shape[1]}), "
+            f"got {tuple(exact.shape)}"
+        )
+    data = {
+        "rows": row_labels,
+        "keys": key_labels,
+        "values": value_labels,
+        "exact": _rounded(exact, VALUE_DECIMALS),
+        "states": temperature_states(query_keys, keys, values, exact, temperatures),
+        "colours": palette(),
+        "decimals": [WEIGHT_DECIMALS, VALUE_DECIMALS],
+    }
+    last = len(temperatures) - 1
+    controls = (
+        '<label for="tl-temperature-step">Temperature τ (log scale, warm to cold)</label> '
+        f'<input type="range" id="tl-temperature-step" min="0" max="{last}" step="1" value="0">'
+        ' <output id="tl-temperature-value" for="tl-temperature-step"></output>'
+    )
+    return Explorer(
+        "temperature", "cool the soft join down to the hard join", controls, data
+    )

@@ -1,0 +1,177 @@
+"""The explorers of the built book, driven as a reader drives them: keyboard and pointer.
+
+Each test moves a control, reads the numbers the page then displays, and compares them with the
+package's values for that state, recomputed here in Python from the chapter's own inputs (so a
+page whose exported data, or whose script, showed anything else would fail). The panels must also
+work from ``file://`` with no request to another host, pass axe in both colour schemes in the
+states they can reach, and stay hidden without JavaScript, where the static figure is the figure.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_lab.attention import soft_join
+from transformer_lab.explorers import log_temperatures
+
+pytestmark = pytest.mark.browser
+
+CHAPTER_1 = "chapters/01-soft-join.html"
+
+# Chapter 1's join (chapters/01-soft-join.md, "From equality to similarity").
+PLANS = ["Starter", "Team", "Business", "Enterprise"]
+PRICES = [[9.0, 72.0], [19.0, 24.0], [39.0, 8.0], [79.0, 2.0]]
+TICKETS = [
+    (101, "Team"),
+    (102, "Enterprise"),
+    (103, "Starter"),
+    (104, "Team"),
+    (105, "Business"),
+]
+
+READ_TABLE = """(figure) => Array.from(document.querySelectorAll(figure + ' tbody tr')).map(
+    row => Array.from(row.children).map(cell => ({text: cell.textContent.trim(),
+                                                   kind: cell.className || cell.tagName})))"""
+
+AXE_PANEL = """async (selector) => {
+    const result = await axe.run(document.querySelector(selector), {resultTypes: ['violations']});
+    return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '));
+}"""
+
+
+def chapter_1_join():
+    generator = torch.Generator().manual_seed(20)
+    keys = torch.nn.functional.normalize(
+        torch.randn(len(PLANS), 8, generator=generator, dtype=torch.float64), dim=1
+    )
+    own = [PLANS.index(plan) for _, plan in TICKETS]
+    values = torch.tensor(PRICES, dtype=torch.float64)
+    return keys[own], keys, values, values[own]
+
+
+def cells(rows: list[list[dict]], kind: str) -> list[list[float]]:
+    """The numbers of one kind of cell (tl-weight, tl-soft, tl-exact), row by row."""
+    return [[float(cell["text"]) for cell in row if cell["kind"] == kind] for row in rows]
+
+
+def close(shown: list[list[float]], expected: torch.Tensor, decimals: int) -> bool:
+    """Displayed (rounded to ``decimals``) equals the package's value to that rounding."""
+    tolerance = 0.5 * 10**-decimals + 1e-9
+    return torch.allclose(
+        torch.tensor(shown, dtype=torch.float64), expected.double(), atol=tolerance, rtol=0
+    )
+
+
+@pytest.fixture()
+def chapter_1(open_page):
+    opened = open_page(CHAPTER_1)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def check_temperature_state(page, step: int) -> None:
+    temperatures = log_temperatures(warm=1.0, coldest=0.001)
+    slider = page.locator("#tl-temperature-step")
+    assert slider.input_value() == str(step)
+    query_keys, keys, values, exact = chapter_1_join()
+    mixed, weights = soft_join(query_keys, keys, values, temperatures[step])
+    rows = page.evaluate(READ_TABLE, "#tl-temperature-figure")
+    labels = [row[0]["text"] for row in rows]
+    assert labels == [f"{ticket} {plan}" for ticket, plan in TICKETS]
+    assert close(cells(rows, "tl-weight"), weights, 3), f"weights at step {step}: {rows}"
+    assert close(cells(rows, "tl-soft"), mixed, 2), f"blend at step {step}: {rows}"
+    assert close(cells(rows, "tl-exact"), exact, 2), f"exact join at step {step}: {rows}"
+    label = f"τ = {temperatures[step]:g}"
+    assert page.locator("#tl-temperature-value").inner_text() == label
+    assert slider.get_attribute("aria-valuetext") == label
+    status = page.locator("#tl-temperature-status").inner_text()
+    assert status.startswith(label), status
+    equal = bool(torch.equal(mixed.mul(100).round(), exact.mul(100).round()))
+    assert ("equal the exact join" in status) == equal, status
+
+
+def test_temperature_explorer_follows_the_keyboard(chapter_1):
+    page = chapter_1.page
+    panel = page.locator('.tl-explorer[data-explorer="temperature"]')
+    assert panel.is_visible()
+    assert page.locator("#tl-temperature-status").get_attribute("aria-live") == "polite"
+    assert (
+        page.locator("label[for=tl-temperature-step]")
+        .inner_text()
+        .startswith("Temperature")
+    )
+    check_temperature_state(page, 0)
+    slider = page.locator("#tl-temperature-step")
+    slider.focus()
+    last = len(log_temperatures(warm=1.0, coldest=0.001)) - 1
+    for step in range(1, last + 1):
+        page.keyboard.press("ArrowRight")
+        check_temperature_state(page, step)
+    # Past the hard-join limit: the coldest state is the merge, to the cent.
+    assert "equal the exact join" in page.locator("#tl-temperature-status").inner_text()
+    page.keyboard.press("Home")
+    check_temperature_state(page, 0)
+    page.keyboard.press("End")
+    check_temperature_state(page, last)
+    assert not chapter_1.records().console_errors
+
+
+def test_temperature_explorer_follows_the_pointer(chapter_1):
+    page = chapter_1.page
+    slider = page.locator("#tl-temperature-step")
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    last = len(log_temperatures(warm=1.0, coldest=0.001)) - 1
+    page.mouse.click(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    check_temperature_state(page, last)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    check_temperature_state(page, int(slider.input_value()))
+    assert 0 < int(slider.input_value()) < last
+    page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
+    check_temperature_state(page, 0)
+
+
+@pytest.mark.parametrize("step", ["Home", "End"])
+def test_explorers_pass_axe_in_both_schemes(chapter_1, axe_source, step):
+    page = chapter_1.page
+    page.add_script_tag(content=axe_source)
+    page.locator("#tl-temperature-step").focus()
+    page.keyboard.press(step)
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.evaluate(
+            "(s) => document.documentElement.setAttribute('data-theme', s)", scheme
+        )
+        problems = page.evaluate(AXE_PANEL, ".tl-explorer")
+        assert not problems, f"{scheme} scheme, after {step}: {problems}"
+
+
+def test_explorers_work_from_disk(open_page):
+    opened = open_page(CHAPTER_1, from_disk=True)
+    try:
+        assert opened.page.url.startswith("file://")
+        check_temperature_state(opened.page, 0)
+        opened.page.locator("#tl-temperature-step").focus()
+        opened.page.keyboard.press("End")
+        check_temperature_state(opened.page, len(log_temperatures(1.0, 0.001)) - 1)
+        records = opened.records()
+        assert not records.console_errors and not records.third_party_requests, records
+    finally:
+        opened.close()
+
+
+def test_without_javascript_the_static_figure_stands_alone(browser, server):
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(server.url(CHAPTER_1), wait_until="load")
+        assert page.locator(".tl-explorer").count() >= 1
+        assert not page.locator(".tl-explorer").first.is_visible()
+        figure = page.locator("#fig-soft-join-weights img")
+        assert figure.is_visible() and figure.get_attribute("alt")
+    finally:
+        context.close()

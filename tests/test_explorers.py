@@ -1,0 +1,140 @@
+"""The explorers' data: every state computed by the package, rounded once, exported compactly."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import matplotlib
+import pytest
+import torch
+
+from transformer_lab.attention import soft_join
+from transformer_lab.explorers import (
+    Explorer,
+    log_temperatures,
+    palette,
+    temperature_explorer,
+    temperature_states,
+)
+from transformer_lab.plotting import SEQUENTIAL_CMAP
+
+
+def plans_join():
+    """Four unit-length plan keys, five tickets whose queries are their plan's key."""
+    generator = torch.Generator().manual_seed(3)
+    keys = torch.nn.functional.normalize(
+        torch.randn(4, 6, generator=generator, dtype=torch.float64), dim=1
+    )
+    own = [1, 3, 0, 1, 2]
+    values = torch.tensor(
+        [[9.0, 72.0], [19.0, 24.0], [39.0, 8.0], [79.0, 2.0]], dtype=torch.float64
+    )
+    return keys[own], keys, values, values[own]
+
+
+def exported(explorer: Explorer) -> dict:
+    """The JSON inside the explorer's HTML, parsed back."""
+    found = re.search(
+        r'<script type="application/json" class="tl-explorer-data">(.*?)</script>',
+        explorer._repr_html_(),
+        flags=re.DOTALL,
+    )
+    assert found, "the explorer's HTML holds no data script"
+    return json.loads(found.group(1))
+
+
+def test_log_temperatures_run_from_warm_to_cold_in_even_log_steps():
+    temperatures = log_temperatures(warm=1.0, coldest=0.001, per_decade=4)
+    assert temperatures[0] == 1.0 and temperatures[-1] == 0.001
+    assert len(temperatures) == 13
+    assert temperatures[4] == 0.1 and temperatures[8] == 0.01
+    assert all(a > b for a, b in zip(temperatures, temperatures[1:]))
+
+
+def test_log_temperatures_reject_a_cold_end_above_the_warm_one():
+    with pytest.raises(ValueError, match="coldest must be below warm"):
+        log_temperatures(warm=0.01, coldest=1.0)
+
+
+def test_palette_is_the_books_colormap():
+    stops = palette()
+    cmap = matplotlib.colormaps[SEQUENTIAL_CMAP]
+    assert stops[0] == matplotlib.colors.to_hex(cmap(0.0))
+    assert stops[-1] == matplotlib.colors.to_hex(cmap(1.0))
+    assert all(re.fullmatch(r"#[0-9a-f]{6}", stop) for stop in stops)
+
+
+def test_temperature_states_are_soft_join_rounded():
+    query_keys, keys, values, exact = plans_join()
+    temperatures = [1.0, 0.1, 0.001]
+    states = temperature_states(query_keys, keys, values, exact, temperatures)
+    for state, temperature in zip(states, temperatures):
+        mixed, weights = soft_join(query_keys, keys, values, temperature)
+        assert state["temperature"] == temperature
+        assert state["label"] == f"τ = {temperature:g}"
+        assert torch.allclose(torch.tensor(state["weights"]), weights.float(), atol=5e-4)
+        assert torch.allclose(
+            torch.tensor(state["mixed"], dtype=torch.float64), mixed, atol=5e-3
+        )
+        gaps = (mixed - exact).abs().amax(dim=0)
+        assert torch.allclose(
+            torch.tensor(state["gaps"], dtype=torch.float64), gaps, atol=5e-3
+        )
+    assert not states[0]["equal"] and states[0]["gaps"][0] > 1
+    assert states[-1]["equal"] and states[-1]["gaps"] == [0.0, 0.0]
+    assert states[-1]["weights"][0] == [0.0, 1.0, 0.0, 0.0]
+
+
+def test_temperature_explorer_exports_every_state_compactly():
+    query_keys, keys, values, exact = plans_join()
+    temperatures = log_temperatures()
+    explorer = temperature_explorer(
+        query_keys,
+        keys,
+        values,
+        exact,
+        row_labels=list("abcde"),
+        key_labels=list("ABCD"),
+        value_labels=["price $", "SLA h"],
+        temperatures=temperatures,
+    )
+    data = exported(explorer)
+    assert data == json.loads(json.dumps(explorer.data))
+    assert [state["temperature"] for state in data["states"]] == temperatures
+    assert data["exact"] == exact.tolist()
+    assert len(explorer.json()) < 5000  # a few kB
+    html = explorer._repr_html_()
+    assert '<div class="tl-explorer" data-explorer="temperature" hidden>' in html
+    assert '<label for="tl-temperature-step">' in html
+    assert 'id="tl-temperature-step"' in html and f'max="{len(temperatures) - 1}"' in html
+    assert 'aria-live="polite"' in html
+    assert "interactive in the HTML book" in repr(explorer)
+
+
+def test_explorer_json_cannot_close_its_script_element():
+    explorer = Explorer("demo", "a title", "", {"label": "</script><b>"})
+    assert "</script><b>" not in explorer.json()
+    assert json.loads(explorer.json()) == {"label": "</script><b>"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"row_labels": list("abcd")}, "row_labels needs 5 labels, got 4"),
+        ({"key_labels": list("ABC")}, "key_labels needs 4 labels, got 3"),
+        ({"temperatures": [1.0]}, "at least 2 temperatures"),
+        ({"exact": torch.zeros(5, 3)}, r"exact must have shape \(Lq, Dv\) = \(5, 2\)"),
+    ],
+)
+def test_temperature_explorer_names_bad_arguments(change, message):
+    query_keys, keys, values, exact = plans_join()
+    arguments = {
+        "exact": exact,
+        "row_labels": list("abcde"),
+        "key_labels": list("ABCD"),
+        "value_labels": ["price $", "SLA h"],
+        "temperatures": [1.0, 0.1],
+    } | change
+    with pytest.raises(ValueError, match=message):
+        temperature_explorer(query_keys, keys, values, **arguments)
