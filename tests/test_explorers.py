@@ -16,6 +16,8 @@ from transformer_lab.explorers import (
     palette,
     temperature_explorer,
     temperature_states,
+    width_explorer,
+    width_states,
 )
 from transformer_lab.plotting import SEQUENTIAL_CMAP
 
@@ -138,3 +140,37 @@ def test_temperature_explorer_names_bad_arguments(change, message):
     } | change
     with pytest.raises(ValueError, match=message):
         temperature_explorer(query_keys, keys, values, **arguments)
+
+
+def test_width_states_are_softmax_and_attention_of_one_query():
+    widths = [4, 64, 1024]
+    states = width_states(widths, n_keys=8, seed=1)
+    generator = torch.Generator().manual_seed(1)
+    for state, width in zip(states, widths):
+        q = torch.randn(1, 1, width, generator=generator)
+        k = torch.randn(1, 8, width, generator=generator)
+        scores = (q @ k.transpose(-2, -1))[0, 0]
+        raw, scaled = torch.softmax(scores, -1), torch.softmax(scores / width**0.5, -1)
+        assert state["width"] == width
+        assert torch.allclose(torch.tensor(state["raw"]["weights"]), raw, atol=5e-4)
+        assert torch.allclose(torch.tensor(state["scaled"]["weights"]), scaled, atol=5e-4)
+        assert torch.allclose(torch.tensor(state["raw"]["scores"]), scores, atol=5e-3)
+        assert state["raw"]["top_key"] == int(raw.argmax())
+        assert state["scaled"]["largest"] == round(scaled.max().item(), 3)
+    # Without the scale the scores spread with the width; with it they do not.
+    assert states[-1]["raw"]["std"] > 10 * states[-1]["scaled"]["std"]
+
+
+def test_width_explorer_offers_every_width_and_the_switch():
+    explorer = width_explorer([4, 16, 1024], n_keys=16, seed=0)
+    html = explorer._repr_html_()
+    assert '<option value="2">1024</option>' in html
+    assert '<input type="checkbox" id="tl-width-scaled" checked>' in html
+    assert '<label for="tl-width-scaled">' in html and '<label for="tl-width-d">' in html
+    assert [state["width"] for state in exported(explorer)["states"]] == [4, 16, 1024]
+    assert len(explorer.json()) < 5000
+
+
+def test_width_states_name_bad_widths():
+    with pytest.raises(ValueError, match="each width"):
+        width_states([4, 0])

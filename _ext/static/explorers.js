@@ -24,7 +24,8 @@
     "  color: var(--pst-color-text-base, inherit); background: transparent; }",
     ".tl-explorer table.tl-table th, .tl-explorer table.tl-table td {",
     "  padding: 0.15em 0.45em; text-align: right; border: 1px solid var(--pst-color-border, #8a8a8a); }",
-    ".tl-explorer table.tl-table th[scope=row] { text-align: left; }",
+    ".tl-explorer table.tl-table th[scope=row] { text-align: left; white-space: nowrap; }",
+    ".tl-explorer table.tl-table td.tl-share { text-align: left; width: 13em; }",
     ".tl-explorer .tl-bar { display: inline-block; height: 0.8em; background: #0072B2; }",
     "@media print { .tl-explorer { display: none !important; } }",
   ].join("\n");
@@ -129,7 +130,44 @@
     draw();
   }
 
-  const EXPLORERS = { temperature: temperature };
+  /* Chapter 1: why √d — one query's softmax row at each width, scaled or not. */
+  function width(panel, data) {
+    const select = panel.querySelector("#tl-width-d");
+    const scaled = panel.querySelector("#tl-width-scaled");
+    const status = panel.querySelector(".tl-status");
+    const [weightDecimals, valueDecimals] = data.decimals;
+    const grid = table("One query's scores and softmax weights over the keys");
+    grid.tHead.appendChild(headerRow("key", ["score", "weight", "share of the row"]));
+    panel.querySelector(".tl-figure").appendChild(grid);
+
+    function draw() {
+      const state = data.states[Number(select.value)];
+      const row = scaled.checked ? state.scaled : state.raw;
+      const body = element("tbody");
+      row.weights.forEach((w, i) => {
+        const line = element("tr");
+        line.appendChild(element("th", { scope: "row" }, `k${i + 1}`));
+        line.appendChild(element("td", { class: "tl-score" }, format(row.scores[i], valueDecimals)));
+        line.appendChild(weightCell(w, weightDecimals, data.colours, "tl-weight"));
+        const bar = element("td", { class: "tl-share", "aria-hidden": "true" });
+        const fill = element("span", { class: "tl-bar" });
+        fill.style.width = `${(w * 12).toFixed(2)}em`;
+        bar.appendChild(fill);
+        line.appendChild(bar);
+        body.appendChild(line);
+      });
+      grid.replaceChild(body, grid.tBodies[0]);
+      const how = scaled.checked ? "scores divided by √d" : "raw scores";
+      status.textContent = `d = ${state.width}, ${how}: scores' standard deviation ` +
+        `${format(row.std, valueDecimals)}, largest weight ${format(row.largest, weightDecimals)} ` +
+        `(key k${row.top_key + 1}).`;
+    }
+    select.addEventListener("change", draw);
+    scaled.addEventListener("change", draw);
+    draw();
+  }
+
+  const EXPLORERS = { temperature: temperature, width: width };
 
   function start() {
     const panels = document.querySelectorAll(".tl-explorer[data-explorer]");

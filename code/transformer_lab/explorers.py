@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import matplotlib
 import torch
 
-from transformer_lab.attention import soft_join
+from transformer_lab.attention import attention, mix_values, soft_join
 from transformer_lab.plotting import SEQUENTIAL_CMAP
 from transformer_lab.validation import require_int, require_number, require_texts
 
@@ -182,4 +182,64 @@ def temperature_explorer(
     )
     return Explorer(
         "temperature", "cool the soft join down to the hard join", controls, data
+    )
+
+
+def width_states(widths: Sequence[int], n_keys: int = 16, seed: int = 0) -> list[dict]:
+    """For each width D, one random query against ``n_keys`` random keys, scaled and not.
+
+    Draws q (1, 1, D) and k (1, n_keys, D) from N(0, 1) with ``seed`` (one generator, widths in
+    order). "raw" is the softmax of the raw scores q·kᵀ (``mix_values``); "scaled" is
+    ``attention``'s weights, whose scores are divided by √D. Each holds the scores and weights
+    (n_keys,), the scores' standard deviation, the largest weight and the key that gets it.
+    """
+    widths = [require_int("each width", width, minimum=1) for width in widths]
+    n_keys = require_int("n_keys", n_keys, minimum=2)
+    generator = torch.Generator().manual_seed(require_int("seed", seed))
+    states = []
+    for width in widths:
+        q = torch.randn(1, 1, width, generator=generator)
+        k = torch.randn(1, n_keys, width, generator=generator)
+        v = torch.zeros(1, n_keys, 1)
+        raw_scores = q @ k.transpose(-2, -1)
+        _, raw_weights = mix_values(raw_scores, v)
+        _, scaled_weights = attention(q, k, v)
+        state = {"width": width}
+        for name, scores, weights in (
+            ("raw", raw_scores, raw_weights),
+            ("scaled", raw_scores / math.sqrt(width), scaled_weights),
+        ):
+            row = weights[0, 0]
+            state[name] = {
+                "scores": _rounded(scores[0, 0], VALUE_DECIMALS),
+                "weights": _rounded(row, WEIGHT_DECIMALS),
+                "std": _rounded(scores.std(), VALUE_DECIMALS),
+                "largest": _rounded(row.max(), WEIGHT_DECIMALS),
+                "top_key": int(row.argmax()),
+            }
+        states.append(state)
+    return states
+
+
+def width_explorer(widths: Sequence[int], n_keys: int = 16, seed: int = 0) -> Explorer:
+    """A width selector and a scaling switch over ``width_states``: one query's softmax row."""
+    data = {
+        "states": width_states(widths, n_keys, seed),
+        "colours": palette(),
+        "decimals": [WEIGHT_DECIMALS, VALUE_DECIMALS],
+    }
+    options = "".join(
+        f'<option value="{i}">{width}</option>' for i, width in enumerate(widths)
+    )
+    controls = (
+        f'<span><label for="tl-width-d">Width d of q and k</label> '
+        f'<select id="tl-width-d">{options}</select></span>'
+        '<span><input type="checkbox" id="tl-width-scaled" checked> '
+        '<label for="tl-width-scaled">divide the scores by √d</label></span>'
+    )
+    return Explorer(
+        "width",
+        f"one query against {n_keys} keys: the softmax with and without √d",
+        controls,
+        data,
     )

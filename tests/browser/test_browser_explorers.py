@@ -35,7 +35,7 @@ READ_TABLE = """(figure) => Array.from(document.querySelectorAll(figure + ' tbod
                                                    kind: cell.className || cell.tagName})))"""
 
 AXE_PANEL = """async (selector) => {
-    const result = await axe.run(document.querySelector(selector), {resultTypes: ['violations']});
+    const result = await axe.run(selector, {resultTypes: ['violations']});
     return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
         .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '));
 }"""
@@ -62,6 +62,22 @@ def close(shown: list[list[float]], expected: torch.Tensor, decimals: int) -> bo
     return torch.allclose(
         torch.tensor(shown, dtype=torch.float64), expected.double(), atol=tolerance, rtol=0
     )
+
+
+# Chapter 1's "Why divide by √d" explorer.
+WIDTHS = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+N_KEYS = 16
+
+
+def width_rows(seed: int = 0) -> list[torch.Tensor]:
+    """One query's raw scores against N_KEYS keys per width, drawn as the package draws them."""
+    generator = torch.Generator().manual_seed(seed)
+    rows = []
+    for width in WIDTHS:
+        q = torch.randn(1, 1, width, generator=generator)
+        k = torch.randn(1, N_KEYS, width, generator=generator)
+        rows.append((q @ k.transpose(-2, -1))[0, 0])
+    return rows
 
 
 @pytest.fixture()
@@ -120,6 +136,48 @@ def test_temperature_explorer_follows_the_keyboard(chapter_1):
     assert not chapter_1.records().console_errors
 
 
+def check_width_state(page, index: int, scaled: bool) -> None:
+    assert page.locator("#tl-width-d").input_value() == str(index)
+    assert page.locator("#tl-width-scaled").is_checked() == scaled
+    width = WIDTHS[index]
+    scores = width_rows()[index] / (width**0.5 if scaled else 1.0)
+    weights = torch.softmax(scores, dim=-1)
+    rows = page.evaluate(READ_TABLE, "#tl-width-figure")
+    assert [row[0]["text"] for row in rows] == [f"k{i + 1}" for i in range(N_KEYS)]
+    assert close([r[0] for r in cells(rows, "tl-score")], scores, 2), rows
+    assert close([r[0] for r in cells(rows, "tl-weight")], weights, 3), rows
+    status = page.locator("#tl-width-status").inner_text()
+    assert status.startswith(f"d = {width}, "), status
+    assert (
+        f"largest weight {weights.max().item():.3f} (key k{int(weights.argmax()) + 1})"
+        in status
+    )
+    assert ("divided by √d" in status) == scaled, status
+
+
+def test_width_explorer_follows_keyboard_and_pointer(chapter_1):
+    page = chapter_1.page
+    assert page.locator('.tl-explorer[data-explorer="width"]').is_visible()
+    assert page.locator("#tl-width-status").get_attribute("aria-live") == "polite"
+    check_width_state(page, 0, scaled=True)
+    select = page.locator("#tl-width-d")
+    select.focus()
+    for index in range(1, len(WIDTHS)):
+        page.keyboard.press("ArrowDown")
+        check_width_state(page, index, scaled=True)
+    page.locator("#tl-width-scaled").focus()
+    page.keyboard.press("Space")  # the scale off, by keyboard
+    check_width_state(page, len(WIDTHS) - 1, scaled=False)
+    # At d = 1024 without the scale one key swallows the row.
+    assert max(cells(page.evaluate(READ_TABLE, "#tl-width-figure"), "tl-weight"))[0] > 0.99
+    page.locator("label[for=tl-width-scaled]").click()  # the scale back on, by pointer
+    check_width_state(page, len(WIDTHS) - 1, scaled=True)
+    select.select_option("0")
+    check_width_state(page, 0, scaled=True)
+    page.locator("#tl-width-scaled").click()
+    check_width_state(page, 0, scaled=False)
+
+
 def test_temperature_explorer_follows_the_pointer(chapter_1):
     page = chapter_1.page
     slider = page.locator("#tl-temperature-step")
@@ -141,6 +199,10 @@ def test_explorers_pass_axe_in_both_schemes(chapter_1, axe_source, step):
     page.add_script_tag(content=axe_source)
     page.locator("#tl-temperature-step").focus()
     page.keyboard.press(step)
+    page.locator("#tl-width-d").select_option(
+        "0" if step == "Home" else str(len(WIDTHS) - 1)
+    )
+    page.locator("#tl-width-scaled").set_checked(step == "Home")
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         page.evaluate(
