@@ -9,10 +9,12 @@ import matplotlib
 import pytest
 import torch
 
-from transformer_lab.attention import soft_join
+from transformer_lab.attention import attention, soft_join
 from transformer_lab.explorers import (
     Explorer,
     log_temperatures,
+    mask_explorer,
+    mask_states,
     palette,
     temperature_explorer,
     temperature_states,
@@ -174,3 +176,50 @@ def test_width_explorer_offers_every_width_and_the_switch():
 def test_width_states_name_bad_widths():
     with pytest.raises(ValueError, match="each width"):
         width_states([4, 0])
+
+
+CHAPTER_X = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
+
+
+def test_mask_states_are_attention_and_pytorchs_masked_softmax():
+    states = mask_states(CHAPTER_X, max_padding=2)
+    assert len(states) == 3 * 2 * 2
+    right = states["2-right-causal"]
+    assert right["padding"] == "0011"
+    assert right["ignore"] == ["0111", "0011", "0011", "0011"]
+    padding = torch.tensor([[False, False, True, True]])
+    _, weights = attention(CHAPTER_X, CHAPTER_X, CHAPTER_X, padding, causal=True)
+    assert torch.allclose(torch.tensor(right["book"]), weights[0], atol=5e-4)
+    assert right["pytorch"] == right["book"] and right["error"] is None
+    assert right["empty_rows"] == 0
+
+
+def test_left_padding_under_a_causal_mask_gives_nan_and_the_books_error():
+    state = mask_states(CHAPTER_X, max_padding=1)["1-left-causal"]
+    assert state["padding"] == "1000" and state["ignore"][0] == "1111"
+    assert state["pytorch"][0] == [None] * 4  # NaN, exported as null
+    assert state["empty_rows"] == 1 and state["book"] is None
+    with pytest.raises(ValueError) as raised:
+        attention(
+            CHAPTER_X,
+            CHAPTER_X,
+            CHAPTER_X,
+            torch.tensor([[True, False, False, False]]),
+            True,
+        )
+    assert state["error"] == str(raised.value)
+    # Without the causal mask the same padding leaves every query a key.
+    assert mask_states(CHAPTER_X, max_padding=1)["1-left-full"]["empty_rows"] == 0
+
+
+def test_mask_explorer_offers_labelled_controls_and_checks_its_input():
+    explorer = mask_explorer(CHAPTER_X, tokens=["a", "b", "c", "d"], max_padding=3)
+    html = explorer._repr_html_()
+    for control in ("tl-mask-count", "tl-mask-left", "tl-mask-right", "tl-mask-causal"):
+        assert f'<label for="{control}">' in html and f'id="{control}"' in html
+    assert "<legend>Padding on the</legend>" in html
+    assert len(explorer.json()) < 6000
+    with pytest.raises(ValueError, match="L = 3 tokens"):
+        mask_explorer(CHAPTER_X, tokens=["a", "b", "c"], max_padding=1)
+    with pytest.raises(ValueError, match="max_padding must leave a real token"):
+        mask_states(CHAPTER_X, max_padding=4)

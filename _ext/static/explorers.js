@@ -14,8 +14,11 @@
     "  padding: 0.5em 0.75em; margin: 1em 0; }",
     ".tl-explorer .tl-controls { display: flex; flex-wrap: wrap; gap: 0.4em 1.2em;",
     "  align-items: center; margin: 0.4em 0; }",
-    ".tl-explorer fieldset { border: none; margin: 0; padding: 0; display: inline-flex; gap: 0.6em; }",
-    ".tl-explorer legend { float: left; margin-right: 0.6em; padding: 0; }",
+    ".tl-explorer .tl-controls span { white-space: nowrap; }",
+    ".tl-explorer fieldset { border: none; margin: 0; padding: 0; display: inline-block; }",
+    ".tl-explorer fieldset span { margin-left: 0.6em; }",
+    ".tl-explorer legend { float: left; width: auto; margin: 0; padding: 0; font-size: inherit;",
+    "  font-weight: inherit; line-height: inherit; }",
     ".tl-explorer input[type=range] { width: 16em; }",
     ".tl-explorer .tl-status { min-height: 1.5em; margin: 0.3em 0; }",
     ".tl-explorer table.tl-table { border-collapse: collapse; font-size: 0.85em;",
@@ -27,6 +30,9 @@
     ".tl-explorer table.tl-table th[scope=row] { text-align: left; white-space: nowrap; }",
     ".tl-explorer table.tl-table td.tl-share { text-align: left; width: 13em; }",
     ".tl-explorer .tl-bar { display: inline-block; height: 0.8em; background: #0072B2; }",
+    ".tl-explorer .tl-figure:has(#tl-mask-pytorch) { display: flex; flex-wrap: wrap; gap: 0 1.5em;",
+    "  align-items: flex-start; }",
+    ".tl-explorer td.tl-hidden { outline: 2px dashed currentColor; outline-offset: -4px; }",
     "@media print { .tl-explorer { display: none !important; } }",
   ].join("\n");
 
@@ -167,7 +173,61 @@
     draw();
   }
 
-  const EXPLORERS = { temperature: temperature, width: width };
+  /* Chapters 1–2: the mask builder — padding, causal, and a row with no key left. */
+  function mask(panel, data) {
+    const count = panel.querySelector("#tl-mask-count");
+    const left = panel.querySelector("#tl-mask-left");
+    const causal = panel.querySelector("#tl-mask-causal");
+    const status = panel.querySelector(".tl-status");
+    const figure = panel.querySelector(".tl-figure");
+    const [decimals] = data.decimals;
+
+    function weights(caption, id, matrix, state) {
+      const grid = table(caption);
+      grid.id = id;
+      const name = (token, i) => (state.padding[i] === "1" ? `${token} (pad)` : token);
+      grid.tHead.appendChild(headerRow("query \\ key", data.tokens.map(name)));
+      data.tokens.forEach((token, i) => {
+        const row = element("tr");
+        row.appendChild(element("th", { scope: "row" }, name(token, i)));
+        matrix[i].forEach((w, j) => {
+          const cell = weightCell(w, decimals, data.colours, "tl-weight");
+          if (state.ignore[i][j] === "1") {
+            cell.classList.add("tl-hidden");
+            cell.title = "hidden by the mask";
+          }
+          row.appendChild(cell);
+        });
+        grid.tBodies[0].appendChild(row);
+      });
+      return grid;
+    }
+
+    function draw() {
+      const side = left.checked ? "left" : "right";
+      const key = `${count.value}-${side}-${causal.checked ? "causal" : "full"}`;
+      const state = data.states[key];
+      figure.replaceChildren();
+      figure.appendChild(weights("PyTorch: softmax of the scores, hidden ones set to −∞",
+        "tl-mask-pytorch", state.pytorch, state));
+      if (state.book) {
+        figure.appendChild(weights("The book's attention", "tl-mask-book", state.book, state));
+      } else {
+        figure.appendChild(element("p", { id: "tl-mask-book", class: "tl-error" },
+          `The book's attention raises ValueError: ${state.error}`));
+      }
+      const empty = state.empty_rows;
+      const what = `${count.value} padded on the ${side}, causal ${causal.checked ? "on" : "off"}`;
+      status.textContent = empty
+        ? `${what}: ${empty} row(s) with no key left — PyTorch gives NaN, the book's attention raises an error.`
+        : `${what}: every row sums to 1.`;
+    }
+    count.addEventListener("change", draw);
+    for (const control of panel.querySelectorAll("input")) control.addEventListener("change", draw);
+    draw();
+  }
+
+  const EXPLORERS = { temperature: temperature, width: width, mask: mask };
 
   function start() {
     const panels = document.querySelectorAll(".tl-explorer[data-explorer]");

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import matplotlib
 import torch
 
-from transformer_lab.attention import attention, mix_values, soft_join
+from transformer_lab.attention import attention, causal_mask, mix_values, soft_join
 from transformer_lab.plotting import SEQUENTIAL_CMAP
 from transformer_lab.validation import require_int, require_number, require_texts
 
@@ -242,4 +242,90 @@ def width_explorer(widths: Sequence[int], n_keys: int = 16, seed: int = 0) -> Ex
         f"one query against {n_keys} keys: the softmax with and without √d",
         controls,
         data,
+    )
+
+
+def _bits(mask: torch.Tensor) -> str:
+    """A boolean vector (L,) as a string of 0 and 1 (1 = True), compact in JSON."""
+    return "".join("1" if hidden else "0" for hidden in mask.tolist())
+
+
+def mask_states(x: torch.Tensor, max_padding: int) -> dict[str, dict]:
+    """Self-attention of ``x`` (1, L, D) under every padding count, side and causal switch.
+
+    Keys ``"<n>-<left|right>-<causal|full>"``: n padded positions (0 to ``max_padding``) at the
+    left or right end, with or without the causal mask. Each state holds the padding (L,) and the
+    ignore mask (L, L) as strings of 0 and 1 (1 = hidden), PyTorch's softmax of the scores with
+    hidden ones set to -inf (L, L; a row with every key hidden is NaN, exported as null), how many
+    rows have every key hidden, and the book's ``attention`` weights, or the ValueError it raises
+    when a row has no key left.
+    """
+    length = x.shape[1]
+    max_padding = require_int("max_padding", max_padding, minimum=0)
+    if max_padding >= length:
+        raise ValueError(
+            f"max_padding must leave a real token: below L={length}, got {max_padding}"
+        )
+    scores = x @ x.transpose(-2, -1) / math.sqrt(x.shape[-1])
+    states = {}
+    for count in range(max_padding + 1):
+        for side in ("right", "left"):
+            padding = torch.zeros(1, length, dtype=torch.bool)
+            if side == "right":
+                padding[0, length - count :] = True
+            else:
+                padding[0, :count] = True
+            for causal in (False, True):
+                ignore = padding[:, None, :].expand(1, length, length)
+                if causal:
+                    ignore = ignore | causal_mask(length)[None]
+                pytorch = torch.softmax(scores.masked_fill(ignore, float("-inf")), dim=-1)
+                state = {
+                    "padding": _bits(padding[0]),
+                    "ignore": [_bits(row) for row in ignore[0]],
+                    "pytorch": _rounded(pytorch[0], WEIGHT_DECIMALS),
+                    "empty_rows": int(ignore[0].all(dim=-1).sum()),
+                    "book": None,
+                    "error": None,
+                }
+                try:
+                    _, weights = attention(x, x, x, padding, causal=causal)
+                    state["book"] = _rounded(weights[0], WEIGHT_DECIMALS)
+                except ValueError as error:
+                    state["error"] = str(error)
+                key = f"{count}-{side}-{'causal' if causal else 'full'}"
+                states[key] = state
+    return states
+
+
+def mask_explorer(x: torch.Tensor, tokens: list[str], max_padding: int) -> Explorer:
+    """Padding count, left/right padding and the causal switch over ``mask_states`` of ``x``.
+
+    x (1, L, D): the sequence attending to itself; ``tokens`` names its L positions.
+    """
+    tokens = require_texts("tokens", tokens)
+    if x.dim() != 3 or x.shape[0] != 1 or x.shape[1] != len(tokens):
+        raise ValueError(
+            f"x must have shape (1, L, D) with L = {len(tokens)} tokens, got {tuple(x.shape)}"
+        )
+    data = {
+        "tokens": tokens,
+        "states": mask_states(x, max_padding),
+        "colours": palette(),
+        "decimals": [WEIGHT_DECIMALS],
+    }
+    options = "".join(f'<option value="{n}">{n}</option>' for n in range(max_padding + 1))
+    controls = (
+        '<span><label for="tl-mask-count">Padded positions</label> '
+        f'<select id="tl-mask-count">{options}</select></span>'
+        "<fieldset><legend>Padding on the</legend>"
+        '<span><input type="radio" name="tl-mask-side" id="tl-mask-right" value="right" checked>'
+        ' <label for="tl-mask-right">right</label></span>'
+        '<span><input type="radio" name="tl-mask-side" id="tl-mask-left" value="left">'
+        ' <label for="tl-mask-left">left</label></span></fieldset>'
+        '<span><input type="checkbox" id="tl-mask-causal"> '
+        '<label for="tl-mask-causal">causal mask</label></span>'
+    )
+    return Explorer(
+        "mask", "build a mask: padding, causal, and a row with no key left", controls, data
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from transformer_lab.attention import soft_join
+from transformer_lab.attention import attention, causal_mask, soft_join
 from transformer_lab.explorers import log_temperatures
 
 pytestmark = pytest.mark.browser
@@ -78,6 +78,10 @@ def width_rows(seed: int = 0) -> list[torch.Tensor]:
         k = torch.randn(1, N_KEYS, width, generator=generator)
         rows.append((q @ k.transpose(-2, -1))[0, 0])
     return rows
+
+
+# Chapter 1's mask builder: the four-token x of "Padding masks".
+MASK_X = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
 
 
 @pytest.fixture()
@@ -178,6 +182,92 @@ def test_width_explorer_follows_keyboard_and_pointer(chapter_1):
     check_width_state(page, 0, scaled=False)
 
 
+def check_mask_state(page, count: int, side: str, causal: bool) -> None:
+    assert page.locator("#tl-mask-count").input_value() == str(count)
+    assert page.locator(f"#tl-mask-{side}").is_checked()
+    assert page.locator("#tl-mask-causal").is_checked() == causal
+    length = MASK_X.shape[1]
+    padding = torch.zeros(1, length, dtype=torch.bool)
+    if side == "right":
+        padding[0, length - count :] = True
+    else:
+        padding[0, :count] = True
+    ignore = padding[:, None, :].expand(1, length, length)
+    if causal:
+        ignore = ignore | causal_mask(length)[None]
+    scores = MASK_X @ MASK_X.transpose(-2, -1) / 2**0.5
+    pytorch = torch.softmax(scores.masked_fill(ignore, float("-inf")), dim=-1)[0]
+    rows = page.evaluate(READ_TABLE, "#tl-mask-pytorch")
+    names = [f"t{i} (pad)" if padding[0, i] else f"t{i}" for i in range(length)]
+    assert [row[0]["text"] for row in rows] == names
+    shown = [
+        [cell["text"] for cell in row if cell["kind"].startswith("tl-weight")]
+        for row in rows
+    ]
+    empty = ignore[0].all(dim=-1)
+    for i, row in enumerate(shown):
+        if empty[i]:
+            assert row == ["NaN"] * length, shown  # PyTorch's 0/0
+            assert torch.isnan(pytorch[i]).all()
+        else:
+            assert close([[float(t) for t in row]], pytorch[i : i + 1], 3), shown
+    hidden = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#tl-mask-pytorch tbody tr')).map("
+        "r => Array.from(r.querySelectorAll('td')).map(c => c.classList.contains('tl-hidden')))"
+    )
+    assert hidden == ignore[0].tolist()
+    book = page.locator("#tl-mask-book")
+    status = page.locator("#tl-mask-status").inner_text()
+    if empty.any():
+        with pytest.raises(ValueError) as raised:
+            attention(MASK_X, MASK_X, MASK_X, padding, causal=causal)
+        assert (
+            book.inner_text() == f"The book's attention raises ValueError: {raised.value}"
+        )
+        assert "PyTorch gives NaN" in status, status
+    else:
+        _, weights = attention(MASK_X, MASK_X, MASK_X, padding, causal=causal)
+        book_rows = page.evaluate(READ_TABLE, "#tl-mask-book")
+        shown_book = [
+            [float(cell["text"]) for cell in row if cell["kind"].startswith("tl-weight")]
+            for row in book_rows
+        ]
+        assert close(shown_book, weights[0], 3), book_rows
+        assert "every row sums to 1" in status, status
+    assert status.startswith(
+        f"{count} padded on the {side}, causal {'on' if causal else 'off'}"
+    )
+
+
+def test_mask_explorer_follows_keyboard_and_pointer(chapter_1):
+    page = chapter_1.page
+    assert page.locator('.tl-explorer[data-explorer="mask"]').is_visible()
+    assert page.locator("#tl-mask-status").get_attribute("aria-live") == "polite"
+    check_mask_state(page, 0, "right", causal=False)
+    page.locator("#tl-mask-count").focus()
+    for count in (1, 2):
+        page.keyboard.press("ArrowDown")
+        check_mask_state(page, count, "right", causal=False)
+    page.locator("#tl-mask-causal").focus()
+    page.keyboard.press("Space")
+    check_mask_state(page, 2, "right", causal=True)
+    page.locator("#tl-mask-right").focus()
+    page.keyboard.press("ArrowRight")  # the radio group moves to "left"
+    check_mask_state(
+        page, 2, "left", causal=True
+    )  # left padding + causal: rows with no key
+    page.locator("label[for=tl-mask-causal]").click()
+    check_mask_state(page, 2, "left", causal=False)
+    page.locator("label[for=tl-mask-right]").click()
+    check_mask_state(page, 2, "right", causal=False)
+    page.locator("#tl-mask-left").click()
+    page.locator("#tl-mask-causal").click()
+    page.locator("#tl-mask-count").select_option("3")
+    check_mask_state(page, 3, "left", causal=True)
+    page.locator("#tl-mask-count").select_option("0")
+    check_mask_state(page, 0, "left", causal=True)
+
+
 def test_temperature_explorer_follows_the_pointer(chapter_1):
     page = chapter_1.page
     slider = page.locator("#tl-temperature-step")
@@ -203,6 +293,10 @@ def test_explorers_pass_axe_in_both_schemes(chapter_1, axe_source, step):
         "0" if step == "Home" else str(len(WIDTHS) - 1)
     )
     page.locator("#tl-width-scaled").set_checked(step == "Home")
+    # End: left padding under the causal mask, the state with a NaN row and the error text.
+    page.locator("#tl-mask-count").select_option("0" if step == "Home" else "1")
+    page.locator("#tl-mask-left").set_checked(step == "End")
+    page.locator("#tl-mask-causal").set_checked(step == "End")
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         page.evaluate(
