@@ -325,9 +325,25 @@ def test_without_javascript_the_static_figure_stands_alone(browser, server):
     try:
         page = context.new_page()
         page.goto(server.url(CHAPTER_1), wait_until="load")
-        assert page.locator(".tl-explorer").count() >= 1
-        assert not page.locator(".tl-explorer").first.is_visible()
-        figure = page.locator("#fig-soft-join-weights img")
-        assert figure.is_visible() and figure.get_attribute("alt")
+        panels = page.locator(".tl-explorer")
+        assert panels.count() == 3
+        for index in range(panels.count()):
+            assert not panels.nth(index).is_visible()
+        for figure in ("fig-soft-join-weights", "fig-sqrt-d", "fig-masks"):
+            image = page.locator(f"#{figure} img")
+            assert image.is_visible() and image.get_attribute("alt"), figure
     finally:
         context.close()
+
+
+def test_in_print_the_static_figures_replace_the_explorers(chapter_1):
+    page = chapter_1.page
+    assert page.locator(".tl-explorer").first.is_visible()
+    page.emulate_media(media="print")
+    try:
+        panels = page.locator(".tl-explorer")
+        assert panels.count() == 3
+        assert all(not panels.nth(i).is_visible() for i in range(panels.count()))
+        assert page.locator("#fig-sqrt-d img").is_visible()
+    finally:
+        page.emulate_media(media="screen")
