@@ -24,7 +24,7 @@
     ".tl-explorer table.tl-table { border-collapse: collapse; font-size: 0.85em;",
     "  font-variant-numeric: tabular-nums; margin: 0.3em 0; }",
     ".tl-explorer table.tl-table caption { caption-side: top; text-align: left; padding: 0.2em 0;",
-    "  color: var(--pst-color-text-base, inherit); background: transparent; }",
+    "  color: inherit; background: transparent; }",
     ".tl-explorer table.tl-table th, .tl-explorer table.tl-table td {",
     "  padding: 0.15em 0.35em; text-align: right; border: 1px solid var(--pst-color-border, #8a8a8a); }",
     ".tl-explorer table.tl-table th[scope=row] { text-align: left; }",
