@@ -29,6 +29,10 @@ launches the fork; elsewhere ``_config.yml``'s ``repository`` decides.
 Long lines of code outside executed cells. Code shown from the package (``literalinclude``) and
 in exercise hints may be wider than the page's code column; ``static/book_code.css`` wraps it
 inside the column instead of cutting it off behind a scroll bar.
+
+Explorers. ``static/explorers.js`` shows the interactive figures whose data the package
+exports in a cell's output (``transformer_lab.explorers``); it is the book's own file, served
+from ``_static/``, so the explorers work offline and from ``file://``.
 """
 
 from __future__ import annotations
@@ -147,6 +151,9 @@ def setup(app: Sphinx) -> dict[str, Any]:
     # After sphinx-book-theme (priority 501) has made the buttons and copied the executed page.
     app.connect("html-page-context", offer_reader_notebook, priority=600)
     app.add_css_file("book_code.css")
+    # The explorers' script (static/explorers.js, code/transformer_lab/explorers.py): does
+    # nothing on a page without an explorer.
+    app.add_js_file("explorers.js", defer="defer")
     # Late (priority 900): after myst-nb and the theme have added their per-page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}

@@ -1,0 +1,331 @@
+"""Figures a reader can move: every state of an explorer, computed by the package when the page runs.
+
+An explorer is a panel of native controls beside a table; ``_ext/static/explorers.js`` only
+*shows* the state the controls select. Every number it shows is computed here, with the same
+functions the chapter uses (``soft_join``, ``attention``, ``mix_values``), rounded once, and
+exported as compact JSON inside the cell's HTML output, so nbval compares it with the reference.
+Nothing is interpolated and nothing is recomputed in JavaScript.
+
+The panel starts ``hidden``: without JavaScript (and in print) the reader sees the chapter's
+static figure, which stays on the page.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections.abc import Sequence
+
+import matplotlib
+import torch
+
+from transformer_lab.attention import attention, causal_mask, mix_values, soft_join
+from transformer_lab.plotting import SEQUENTIAL_CMAP
+from transformer_lab.validation import require_int, require_number, require_texts
+
+WEIGHT_DECIMALS = 3
+VALUE_DECIMALS = 2
+COLOUR_STOPS = 11
+
+
+def log_temperatures(
+    warm: float = 1.0, coldest: float = 0.001, per_decade: int = 4
+) -> list[float]:
+    """Temperatures from ``warm`` down to ``coldest``, ``per_decade`` steps per factor of 10."""
+    warm = require_number("warm", warm, above=0)
+    coldest = require_number("coldest", coldest, above=0)
+    per_decade = require_int("per_decade", per_decade, minimum=1)
+    if coldest >= warm:
+        raise ValueError(
+            f"coldest must be below warm, got coldest={coldest} and warm={warm}"
+        )
+    steps = round(math.log10(warm / coldest) * per_decade)
+    return [float(f"{warm * 10 ** (-step / per_decade):.3g}") for step in range(steps + 1)]
+
+
+def palette() -> list[str]:
+    """The book's sequential colormap (plotting.SEQUENTIAL_CMAP) as hex stops from 0 to 1."""
+    cmap = matplotlib.colormaps[SEQUENTIAL_CMAP]
+    return [
+        matplotlib.colors.to_hex(cmap(i / (COLOUR_STOPS - 1))) for i in range(COLOUR_STOPS)
+    ]
+
+
+def _rounded(tensor: torch.Tensor, decimals: int) -> list:
+    """A tensor as nested lists of floats rounded to ``decimals`` (NaN as ``None``)."""
+
+    def walk(item):
+        if isinstance(item, list):
+            return [walk(part) for part in item]
+        return None if math.isnan(item) else round(item, decimals) + 0.0
+
+    return walk(tensor.tolist())
+
+
+def temperature_states(
+    query_keys: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    exact: torch.Tensor,
+    temperatures: Sequence[float],
+) -> list[dict]:
+    """One state per temperature: the soft join's weights (Lq, Lk) and blended values (Lq, Dv).
+
+    query_keys (Lq, D), keys (Lk, D), values (Lk, Dv), as for ``soft_join``; exact (Lq, Dv) the
+    hard join's values. Each state also holds the largest gap |blend - exact| per value column
+    and whether the blend equals the exact join once rounded. Weights are rounded to
+    WEIGHT_DECIMALS, values and gaps to VALUE_DECIMALS.
+    """
+    states = []
+    for temperature in temperatures:
+        mixed, weights = soft_join(query_keys, keys, values, temperature)
+        gaps = (mixed - exact).abs().amax(dim=0)
+        states.append(
+            {
+                "temperature": temperature,
+                "label": f"τ = {temperature:g}",
+                "weights": _rounded(weights, WEIGHT_DECIMALS),
+                "mixed": _rounded(mixed, VALUE_DECIMALS),
+                "gaps": _rounded(gaps, VALUE_DECIMALS),
+                "equal": _rounded(mixed, VALUE_DECIMALS) == _rounded(exact, VALUE_DECIMALS),
+            }
+        )
+    return states
+
+
+class Explorer:
+    """An explorer's HTML (controls, an empty figure the script fills, the data as JSON).
+
+    In the HTML book it is interactive; in a notebook or terminal its text is one line.
+    """
+
+    def __init__(self, kind: str, title: str, controls: str, data: dict) -> None:
+        self.kind = kind
+        self.title = title
+        self.controls = controls
+        self.data = data
+
+    def json(self) -> str:
+        """The data, compact, safe inside a ``<script>`` element."""
+        text = json.dumps(
+            self.data, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        )
+        return text.replace("</", "<\\/")
+
+    def _repr_html_(self) -> str:
+        kind = html.escape(self.kind)
+        return (
+            f'<div class="tl-explorer" data-explorer="{kind}" hidden>'
+            f'<p class="tl-explorer-title" id="tl-{kind}-title"><strong>Explorer:</strong> '
+            f"{html.escape(self.title)}</p>"
+            f'<div class="tl-controls" role="group" aria-labelledby="tl-{kind}-title">'
+            f"{self.controls}</div>"
+            f'<p class="tl-status" id="tl-{kind}-status" aria-live="polite"></p>'
+            f'<div class="tl-figure" id="tl-{kind}-figure"></div>'
+            f'<script type="application/json" class="tl-explorer-data">{self.json()}</script>'
+            "</div>"
+        )
+
+    def __repr__(self) -> str:
+        return f"{self.title} (interactive in the HTML book; {len(self.json())} characters of data)"
+
+
+def temperature_explorer(
+    query_keys: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    exact: torch.Tensor,
+    row_labels: list[str],
+    key_labels: list[str],
+    value_labels: list[str],
+    temperatures: Sequence[float],
+) -> Explorer:
+    """A slider over ``temperatures`` (warm to cold) redrawing the soft join's weights and blend.
+
+    query_keys (Lq, D), keys (Lk, D), values (Lk, Dv), exact (Lq, Dv): the hard join's values,
+    shown beside the blend. One label per query row, per key and per value column.
+    """
+    row_labels = require_texts("row_labels", row_labels)
+    key_labels = require_texts("key_labels", key_labels)
+    value_labels = require_texts("value_labels", value_labels)
+    if len(temperatures) < 2:
+        raise ValueError(
+            f"the slider needs at least 2 temperatures, got {len(temperatures)}"
+        )
+    for name, labels, size in (
+        ("row_labels", row_labels, query_keys.shape[0]),
+        ("key_labels", key_labels, keys.shape[0]),
+        ("value_labels", value_labels, values.shape[1]),
+    ):
+        if len(labels) != size:
+            raise ValueError(f"{name} needs {size} labels, got {len(labels)}")
+    if tuple(exact.shape) != (query_keys.shape[0], values.shape[1]):
+        raise ValueError(
+            f"exact must have shape (Lq, Dv) = ({query_keys.shape[0]}, {values.shape[1]}), "
+            f"got {tuple(exact.shape)}"
+        )
+    data = {
+        "rows": row_labels,
+        "keys": key_labels,
+        "values": value_labels,
+        "exact": _rounded(exact, VALUE_DECIMALS),
+        "states": temperature_states(query_keys, keys, values, exact, temperatures),
+        "colours": palette(),
+        "decimals": [WEIGHT_DECIMALS, VALUE_DECIMALS],
+    }
+    last = len(temperatures) - 1
+    controls = (
+        '<label for="tl-temperature-step">Temperature τ (log scale, warm to cold)</label> '
+        f'<input type="range" id="tl-temperature-step" min="0" max="{last}" step="1" value="0">'
+        ' <output id="tl-temperature-value" for="tl-temperature-step"></output>'
+    )
+    return Explorer(
+        "temperature", "cool the soft join down to the hard join", controls, data
+    )
+
+
+def width_states(widths: Sequence[int], n_keys: int = 16, seed: int = 0) -> list[dict]:
+    """For each width D, one random query against ``n_keys`` random keys, scaled and not.
+
+    Draws q (1, 1, D) and k (1, n_keys, D) from N(0, 1) with ``seed`` (one generator, widths in
+    order). "raw" is the softmax of the raw scores q·kᵀ (``mix_values``); "scaled" is
+    ``attention``'s weights, whose scores are divided by √D. Each holds the scores and weights
+    (n_keys,), the scores' standard deviation, the largest weight and the key that gets it.
+    """
+    widths = [require_int("each width", width, minimum=1) for width in widths]
+    n_keys = require_int("n_keys", n_keys, minimum=2)
+    generator = torch.Generator().manual_seed(require_int("seed", seed))
+    states = []
+    for width in widths:
+        q = torch.randn(1, 1, width, generator=generator)
+        k = torch.randn(1, n_keys, width, generator=generator)
+        v = torch.zeros(1, n_keys, 1)
+        raw_scores = q @ k.transpose(-2, -1)
+        _, raw_weights = mix_values(raw_scores, v)
+        _, scaled_weights = attention(q, k, v)
+        state = {"width": width}
+        for name, scores, weights in (
+            ("raw", raw_scores, raw_weights),
+            ("scaled", raw_scores / math.sqrt(width), scaled_weights),
+        ):
+            row = weights[0, 0]
+            state[name] = {
+                "scores": _rounded(scores[0, 0], VALUE_DECIMALS),
+                "weights": _rounded(row, WEIGHT_DECIMALS),
+                "std": _rounded(scores.std(), VALUE_DECIMALS),
+                "largest": _rounded(row.max(), WEIGHT_DECIMALS),
+                "top_key": int(row.argmax()),
+            }
+        states.append(state)
+    return states
+
+
+def width_explorer(widths: Sequence[int], n_keys: int = 16, seed: int = 0) -> Explorer:
+    """A width selector and a scaling switch over ``width_states``: one query's softmax row."""
+    data = {
+        "states": width_states(widths, n_keys, seed),
+        "colours": palette(),
+        "decimals": [WEIGHT_DECIMALS, VALUE_DECIMALS],
+    }
+    options = "".join(
+        f'<option value="{i}">{width}</option>' for i, width in enumerate(widths)
+    )
+    controls = (
+        f'<span><label for="tl-width-d">Width d of q and k</label> '
+        f'<select id="tl-width-d">{options}</select></span>'
+        '<span><input type="checkbox" id="tl-width-scaled" checked> '
+        '<label for="tl-width-scaled">divide the scores by √d</label></span>'
+    )
+    return Explorer(
+        "width",
+        f"one query against {n_keys} keys: the softmax with and without √d",
+        controls,
+        data,
+    )
+
+
+def _bits(mask: torch.Tensor) -> str:
+    """A boolean vector (L,) as a string of 0 and 1 (1 = True), compact in JSON."""
+    return "".join("1" if hidden else "0" for hidden in mask.tolist())
+
+
+def mask_states(x: torch.Tensor, max_padding: int) -> dict[str, dict]:
+    """Self-attention of ``x`` (1, L, D) under every padding count, side and causal switch.
+
+    Keys ``"<n>-<left|right>-<causal|full>"``: n padded positions (0 to ``max_padding``) at the
+    left or right end, with or without the causal mask. Each state holds the padding (L,) and the
+    ignore mask (L, L) as strings of 0 and 1 (1 = hidden), PyTorch's softmax of the scores with
+    hidden ones set to -inf (L, L; a row with every key hidden is NaN, exported as null), how many
+    rows have every key hidden, and the book's ``attention`` weights, or the ValueError it raises
+    when a row has no key left.
+    """
+    length = x.shape[1]
+    max_padding = require_int("max_padding", max_padding, minimum=0)
+    if max_padding >= length:
+        raise ValueError(
+            f"max_padding must leave a real token: below L={length}, got {max_padding}"
+        )
+    scores = x @ x.transpose(-2, -1) / math.sqrt(x.shape[-1])
+    states = {}
+    for count in range(max_padding + 1):
+        for side in ("right", "left"):
+            padding = torch.zeros(1, length, dtype=torch.bool)
+            if side == "right":
+                padding[0, length - count :] = True
+            else:
+                padding[0, :count] = True
+            for causal in (False, True):
+                ignore = padding[:, None, :].expand(1, length, length)
+                if causal:
+                    ignore = ignore | causal_mask(length)[None]
+                pytorch = torch.softmax(scores.masked_fill(ignore, float("-inf")), dim=-1)
+                state = {
+                    "padding": _bits(padding[0]),
+                    "ignore": [_bits(row) for row in ignore[0]],
+                    "pytorch": _rounded(pytorch[0], WEIGHT_DECIMALS),
+                    "empty_rows": int(ignore[0].all(dim=-1).sum()),
+                    "book": None,
+                    "error": None,
+                }
+                try:
+                    _, weights = attention(x, x, x, padding, causal=causal)
+                    state["book"] = _rounded(weights[0], WEIGHT_DECIMALS)
+                except ValueError as error:
+                    state["error"] = str(error)
+                key = f"{count}-{side}-{'causal' if causal else 'full'}"
+                states[key] = state
+    return states
+
+
+def mask_explorer(x: torch.Tensor, tokens: list[str], max_padding: int) -> Explorer:
+    """Padding count, left/right padding and the causal switch over ``mask_states`` of ``x``.
+
+    x (1, L, D): the sequence attending to itself; ``tokens`` names its L positions.
+    """
+    tokens = require_texts("tokens", tokens)
+    if x.dim() != 3 or x.shape[0] != 1 or x.shape[1] != len(tokens):
+        raise ValueError(
+            f"x must have shape (1, L, D) with L = {len(tokens)} tokens, got {tuple(x.shape)}"
+        )
+    data = {
+        "tokens": tokens,
+        "states": mask_states(x, max_padding),
+        "colours": palette(),
+        "decimals": [WEIGHT_DECIMALS],
+    }
+    options = "".join(f'<option value="{n}">{n}</option>' for n in range(max_padding + 1))
+    controls = (
+        '<span><label for="tl-mask-count">Padded positions</label> '
+        f'<select id="tl-mask-count">{options}</select></span>'
+        "<fieldset><legend>Padding on the</legend>"
+        '<span><input type="radio" name="tl-mask-side" id="tl-mask-right" value="right" checked>'
+        ' <label for="tl-mask-right">right</label></span>'
+        '<span><input type="radio" name="tl-mask-side" id="tl-mask-left" value="left">'
+        ' <label for="tl-mask-left">left</label></span></fieldset>'
+        '<span><input type="checkbox" id="tl-mask-causal"> '
+        '<label for="tl-mask-causal">causal mask</label></span>'
+    )
+    return Explorer(
+        "mask", "build a mask: padding, causal, and a row with no key left", controls, data
+    )

@@ -1,0 +1,375 @@
+"""The explorers of the built book, driven as a reader drives them: keyboard and pointer.
+
+Each test moves a control, reads the numbers the page then displays, and compares them with the
+package's values for that state, recomputed here in Python from the chapter's own inputs (so a
+page whose exported data, or whose script, showed anything else would fail). The panels must also
+work from ``file://`` with no request to another host, pass axe in both colour schemes in the
+states they can reach, and stay hidden without JavaScript, where the static figure is the figure.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer_lab.attention import attention, causal_mask, soft_join
+from transformer_lab.explorers import log_temperatures
+
+pytestmark = pytest.mark.browser
+
+CHAPTER_1 = "chapters/01-soft-join.html"
+
+# Chapter 1's join (chapters/01-soft-join.md, "From equality to similarity").
+PLANS = ["Starter", "Team", "Business", "Enterprise"]
+PRICES = [[9.0, 72.0], [19.0, 24.0], [39.0, 8.0], [79.0, 2.0]]
+TICKETS = [
+    (101, "Team"),
+    (102, "Enterprise"),
+    (103, "Starter"),
+    (104, "Team"),
+    (105, "Business"),
+]
+
+READ_TABLE = """(figure) => Array.from(document.querySelectorAll(figure + ' tbody tr')).map(
+    row => Array.from(row.children).map(cell => ({text: cell.textContent.trim(),
+                                                   kind: cell.className || cell.tagName})))"""
+
+AXE_PANEL = """async (selector) => {
+    const result = await axe.run(selector, {resultTypes: ['violations']});
+    return result.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+        .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', '));
+}"""
+
+
+# Text in the panels whose contrast with the background behind it is below 4.5 (WCAG AA); axe
+# reports a text drawn in the colour of its background as "incomplete", not as a violation.
+LOW_CONTRAST = """() => {
+    const parse = c => c.match(/[\\d.]+/g).map(Number);
+    const lum = ([r, g, b]) => [r, g, b].map(v => { v /= 255;
+        return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); })
+        .reduce((sum, v, i) => sum + v * [0.2126, 0.7152, 0.0722][i], 0);
+    const behind = el => { for (let e = el; e; e = e.parentElement) {
+        const c = parse(getComputedStyle(e).backgroundColor);
+        if (c.length < 4 || c[3] > 0) return c.slice(0, 3); } return [255, 255, 255]; };
+    const low = [];
+    for (const el of document.querySelectorAll(
+            '.tl-explorer caption, .tl-explorer p, .tl-explorer label, .tl-explorer legend, '
+            + '.tl-explorer th, .tl-explorer td, .tl-explorer output')) {
+        if (!el.textContent.trim() || !el.getClientRects().length) continue;
+        const [a, b] = [lum(parse(getComputedStyle(el).color).slice(0, 3)), lum(behind(el))];
+        const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+        if (ratio < 4.5) low.push(el.tagName + ' ' + el.textContent.trim().slice(0, 40)
+                                  + ' ' + ratio.toFixed(2));
+    }
+    return low;
+}"""
+
+
+def chapter_1_join():
+    generator = torch.Generator().manual_seed(20)
+    keys = torch.nn.functional.normalize(
+        torch.randn(len(PLANS), 8, generator=generator, dtype=torch.float64), dim=1
+    )
+    own = [PLANS.index(plan) for _, plan in TICKETS]
+    values = torch.tensor(PRICES, dtype=torch.float64)
+    return keys[own], keys, values, values[own]
+
+
+def cells(rows: list[list[dict]], kind: str) -> list[list[float]]:
+    """The numbers of one kind of cell (tl-weight, tl-soft, tl-exact), row by row."""
+    return [[float(cell["text"]) for cell in row if cell["kind"] == kind] for row in rows]
+
+
+def close(shown: list[list[float]], expected: torch.Tensor, decimals: int) -> bool:
+    """Displayed (rounded to ``decimals``) equals the package's value to that rounding."""
+    tolerance = 0.5 * 10**-decimals + 1e-9
+    return torch.allclose(
+        torch.tensor(shown, dtype=torch.float64), expected.double(), atol=tolerance, rtol=0
+    )
+
+
+# Chapter 1's "Why divide by √d" explorer.
+WIDTHS = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+N_KEYS = 16
+
+
+def width_rows(seed: int = 0) -> list[torch.Tensor]:
+    """One query's raw scores against N_KEYS keys per width, drawn as the package draws them."""
+    generator = torch.Generator().manual_seed(seed)
+    rows = []
+    for width in WIDTHS:
+        q = torch.randn(1, 1, width, generator=generator)
+        k = torch.randn(1, N_KEYS, width, generator=generator)
+        rows.append((q @ k.transpose(-2, -1))[0, 0])
+    return rows
+
+
+# Chapter 1's mask builder: the four-token x of "Padding masks".
+MASK_X = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
+
+
+@pytest.fixture()
+def chapter_1(open_page):
+    opened = open_page(CHAPTER_1)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def check_temperature_state(page, step: int) -> None:
+    temperatures = log_temperatures(warm=1.0, coldest=0.001)
+    slider = page.locator("#tl-temperature-step")
+    assert slider.input_value() == str(step)
+    query_keys, keys, values, exact = chapter_1_join()
+    mixed, weights = soft_join(query_keys, keys, values, temperatures[step])
+    rows = page.evaluate(READ_TABLE, "#tl-temperature-figure")
+    labels = [row[0]["text"] for row in rows]
+    assert labels == [f"{ticket} {plan}" for ticket, plan in TICKETS]
+    assert close(cells(rows, "tl-weight"), weights, 3), f"weights at step {step}: {rows}"
+    assert close(cells(rows, "tl-soft"), mixed, 2), f"blend at step {step}: {rows}"
+    assert close(cells(rows, "tl-exact"), exact, 2), f"exact join at step {step}: {rows}"
+    label = f"τ = {temperatures[step]:g}"
+    assert page.locator("#tl-temperature-value").inner_text() == label
+    assert slider.get_attribute("aria-valuetext") == label
+    status = page.locator("#tl-temperature-status").inner_text()
+    assert status.startswith(label), status
+    equal = bool(torch.equal(mixed.mul(100).round(), exact.mul(100).round()))
+    assert ("equal the exact join" in status) == equal, status
+
+
+def test_temperature_explorer_follows_the_keyboard(chapter_1):
+    page = chapter_1.page
+    panel = page.locator('.tl-explorer[data-explorer="temperature"]')
+    assert panel.is_visible()
+    assert page.locator("#tl-temperature-status").get_attribute("aria-live") == "polite"
+    assert (
+        page.locator("label[for=tl-temperature-step]")
+        .inner_text()
+        .startswith("Temperature")
+    )
+    check_temperature_state(page, 0)
+    slider = page.locator("#tl-temperature-step")
+    slider.focus()
+    last = len(log_temperatures(warm=1.0, coldest=0.001)) - 1
+    for step in range(1, last + 1):
+        page.keyboard.press("ArrowRight")
+        check_temperature_state(page, step)
+    # Past the hard-join limit: the coldest state is the merge, to the cent.
+    assert "equal the exact join" in page.locator("#tl-temperature-status").inner_text()
+    page.keyboard.press("Home")
+    check_temperature_state(page, 0)
+    page.keyboard.press("End")
+    check_temperature_state(page, last)
+    assert not chapter_1.records().console_errors
+
+
+def check_width_state(page, index: int, scaled: bool) -> None:
+    assert page.locator("#tl-width-d").input_value() == str(index)
+    assert page.locator("#tl-width-scaled").is_checked() == scaled
+    width = WIDTHS[index]
+    scores = width_rows()[index] / (width**0.5 if scaled else 1.0)
+    weights = torch.softmax(scores, dim=-1)
+    rows = page.evaluate(READ_TABLE, "#tl-width-figure")
+    assert [row[0]["text"] for row in rows] == [f"k{i + 1}" for i in range(N_KEYS)]
+    assert close([r[0] for r in cells(rows, "tl-score")], scores, 2), rows
+    assert close([r[0] for r in cells(rows, "tl-weight")], weights, 3), rows
+    status = page.locator("#tl-width-status").inner_text()
+    assert status.startswith(f"d = {width}, "), status
+    assert (
+        f"largest weight {weights.max().item():.3f} (key k{int(weights.argmax()) + 1})"
+        in status
+    )
+    assert ("divided by √d" in status) == scaled, status
+
+
+def test_width_explorer_follows_keyboard_and_pointer(chapter_1):
+    page = chapter_1.page
+    assert page.locator('.tl-explorer[data-explorer="width"]').is_visible()
+    assert page.locator("#tl-width-status").get_attribute("aria-live") == "polite"
+    check_width_state(page, 0, scaled=True)
+    select = page.locator("#tl-width-d")
+    select.focus()
+    for index in range(1, len(WIDTHS)):
+        page.keyboard.press("ArrowDown")
+        check_width_state(page, index, scaled=True)
+    page.locator("#tl-width-scaled").focus()
+    page.keyboard.press("Space")  # the scale off, by keyboard
+    check_width_state(page, len(WIDTHS) - 1, scaled=False)
+    # At d = 1024 without the scale one key swallows the row.
+    assert max(cells(page.evaluate(READ_TABLE, "#tl-width-figure"), "tl-weight"))[0] > 0.99
+    page.locator("label[for=tl-width-scaled]").click()  # the scale back on, by pointer
+    check_width_state(page, len(WIDTHS) - 1, scaled=True)
+    select.select_option("0")
+    check_width_state(page, 0, scaled=True)
+    page.locator("#tl-width-scaled").click()
+    check_width_state(page, 0, scaled=False)
+
+
+def check_mask_state(page, count: int, side: str, causal: bool) -> None:
+    assert page.locator("#tl-mask-count").input_value() == str(count)
+    assert page.locator(f"#tl-mask-{side}").is_checked()
+    assert page.locator("#tl-mask-causal").is_checked() == causal
+    length = MASK_X.shape[1]
+    padding = torch.zeros(1, length, dtype=torch.bool)
+    if side == "right":
+        padding[0, length - count :] = True
+    else:
+        padding[0, :count] = True
+    ignore = padding[:, None, :].expand(1, length, length)
+    if causal:
+        ignore = ignore | causal_mask(length)[None]
+    scores = MASK_X @ MASK_X.transpose(-2, -1) / 2**0.5
+    pytorch = torch.softmax(scores.masked_fill(ignore, float("-inf")), dim=-1)[0]
+    rows = page.evaluate(READ_TABLE, "#tl-mask-pytorch")
+    names = [f"t{i} (pad)" if padding[0, i] else f"t{i}" for i in range(length)]
+    assert [row[0]["text"] for row in rows] == names
+    shown = [
+        [cell["text"] for cell in row if cell["kind"].startswith("tl-weight")]
+        for row in rows
+    ]
+    empty = ignore[0].all(dim=-1)
+    for i, row in enumerate(shown):
+        if empty[i]:
+            assert row == ["NaN"] * length, shown  # PyTorch's 0/0
+            assert torch.isnan(pytorch[i]).all()
+        else:
+            assert close([[float(t) for t in row]], pytorch[i : i + 1], 3), shown
+    hidden = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#tl-mask-pytorch tbody tr')).map("
+        "r => Array.from(r.querySelectorAll('td')).map(c => c.classList.contains('tl-hidden')))"
+    )
+    assert hidden == ignore[0].tolist()
+    book = page.locator("#tl-mask-book")
+    status = page.locator("#tl-mask-status").inner_text()
+    if empty.any():
+        with pytest.raises(ValueError) as raised:
+            attention(MASK_X, MASK_X, MASK_X, padding, causal=causal)
+        assert (
+            book.inner_text() == f"The book's attention raises ValueError: {raised.value}"
+        )
+        assert "PyTorch gives NaN" in status, status
+    else:
+        _, weights = attention(MASK_X, MASK_X, MASK_X, padding, causal=causal)
+        book_rows = page.evaluate(READ_TABLE, "#tl-mask-book")
+        shown_book = [
+            [float(cell["text"]) for cell in row if cell["kind"].startswith("tl-weight")]
+            for row in book_rows
+        ]
+        assert close(shown_book, weights[0], 3), book_rows
+        assert "every row sums to 1" in status, status
+    assert status.startswith(
+        f"{count} padded on the {side}, causal {'on' if causal else 'off'}"
+    )
+
+
+def test_mask_explorer_follows_keyboard_and_pointer(chapter_1):
+    page = chapter_1.page
+    assert page.locator('.tl-explorer[data-explorer="mask"]').is_visible()
+    assert page.locator("#tl-mask-status").get_attribute("aria-live") == "polite"
+    check_mask_state(page, 0, "right", causal=False)
+    page.locator("#tl-mask-count").focus()
+    for count in (1, 2):
+        page.keyboard.press("ArrowDown")
+        check_mask_state(page, count, "right", causal=False)
+    page.locator("#tl-mask-causal").focus()
+    page.keyboard.press("Space")
+    check_mask_state(page, 2, "right", causal=True)
+    page.locator("#tl-mask-right").focus()
+    page.keyboard.press("ArrowRight")  # the radio group moves to "left"
+    check_mask_state(
+        page, 2, "left", causal=True
+    )  # left padding + causal: rows with no key
+    page.locator("label[for=tl-mask-causal]").click()
+    check_mask_state(page, 2, "left", causal=False)
+    page.locator("label[for=tl-mask-right]").click()
+    check_mask_state(page, 2, "right", causal=False)
+    page.locator("#tl-mask-left").click()
+    page.locator("#tl-mask-causal").click()
+    page.locator("#tl-mask-count").select_option("3")
+    check_mask_state(page, 3, "left", causal=True)
+    page.locator("#tl-mask-count").select_option("0")
+    check_mask_state(page, 0, "left", causal=True)
+
+
+def test_temperature_explorer_follows_the_pointer(chapter_1):
+    page = chapter_1.page
+    slider = page.locator("#tl-temperature-step")
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    last = len(log_temperatures(warm=1.0, coldest=0.001)) - 1
+    page.mouse.click(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    check_temperature_state(page, last)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    check_temperature_state(page, int(slider.input_value()))
+    assert 0 < int(slider.input_value()) < last
+    page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
+    check_temperature_state(page, 0)
+
+
+@pytest.mark.parametrize("step", ["Home", "End"])
+def test_explorers_pass_axe_in_both_schemes(chapter_1, axe_source, step):
+    page = chapter_1.page
+    page.add_script_tag(content=axe_source)
+    page.locator("#tl-temperature-step").focus()
+    page.keyboard.press(step)
+    page.locator("#tl-width-d").select_option(
+        "0" if step == "Home" else str(len(WIDTHS) - 1)
+    )
+    page.locator("#tl-width-scaled").set_checked(step == "Home")
+    # End: left padding under the causal mask, the state with a NaN row and the error text.
+    page.locator("#tl-mask-count").select_option("0" if step == "Home" else "1")
+    page.locator("#tl-mask-left").set_checked(step == "End")
+    page.locator("#tl-mask-causal").set_checked(step == "End")
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.evaluate(
+            "(s) => document.documentElement.setAttribute('data-theme', s)", scheme
+        )
+        problems = page.evaluate(AXE_PANEL, ".tl-explorer")
+        assert not problems, f"{scheme} scheme, after {step}: {problems}"
+        low = page.evaluate(LOW_CONTRAST)
+        assert not low, f"{scheme} scheme, after {step}: text below 4.5:1 contrast: {low}"
+
+
+def test_explorers_work_from_disk(open_page):
+    opened = open_page(CHAPTER_1, from_disk=True)
+    try:
+        assert opened.page.url.startswith("file://")
+        check_temperature_state(opened.page, 0)
+        opened.page.locator("#tl-temperature-step").focus()
+        opened.page.keyboard.press("End")
+        check_temperature_state(opened.page, len(log_temperatures(1.0, 0.001)) - 1)
+        records = opened.records()
+        assert not records.console_errors and not records.third_party_requests, records
+    finally:
+        opened.close()
+
+
+def test_without_javascript_the_static_figure_stands_alone(browser, server):
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(server.url(CHAPTER_1), wait_until="load")
+        panels = page.locator(".tl-explorer")
+        assert panels.count() == 3
+        for index in range(panels.count()):
+            assert not panels.nth(index).is_visible()
+        for figure in ("fig-soft-join-weights", "fig-sqrt-d", "fig-masks"):
+            image = page.locator(f"#{figure} img")
+            assert image.is_visible() and image.get_attribute("alt"), figure
+    finally:
+        context.close()
+
+
+def test_in_print_the_static_figures_replace_the_explorers(chapter_1):
+    page = chapter_1.page
+    assert page.locator(".tl-explorer").first.is_visible()
+    page.emulate_media(media="print")
+    try:
+        panels = page.locator(".tl-explorer")
+        assert panels.count() == 3
+        assert all(not panels.nth(i).is_visible() for i in range(panels.count()))
+        assert page.locator("#fig-sqrt-d img").is_visible()
+    finally:
+        page.emulate_media(media="screen")
