@@ -291,3 +291,20 @@ def test_the_repository_follows_the_github_run_and_else_the_config():
     )
     # Not in a GitHub run: a stray variable changes nothing.
     assert rn.repository_settings({"GITHUB_REPOSITORY": "x/y"}) == local
+
+
+def test_text_bounds_cut_a_listing_as_sphinx_does():
+    context = rn.Context(Path("chapters/x.md"), None, {}, "notebook", {})
+    lines = ["a", "# start here", "b", "def stop():", "c"]
+    cut = rn.text_bounds(lines, {"start-at": "start here", "end-before": "stop()"}, context)
+    assert cut == ["# start here", "b"]
+    cut = rn.text_bounds(lines, {"start-after": "start here", "end-at": "stop()"}, context)
+    assert cut == ["b", "def stop():"]
+    with pytest.raises(rn.ReaderError, match="start-at: text not found"):
+        rn.text_bounds(lines, {"start-at": "nowhere"}, context)
+
+
+def test_a_loop_of_asserts_is_bookkeeping():
+    source = "total = 1\nfor x in [1, 2]:\n    assert x > 0\nprint(total)"
+    assert "assert" not in rn.needed_part(source, {"total"})
+    assert "total = 1" in rn.needed_part(source, {"total"})

@@ -379,13 +379,36 @@ def python_object(source: str, dotted: str) -> tuple[int, int]:
     return first, found.end_lineno
 
 
+# Sphinx's text bounds of a literalinclude: where the listing starts and where it ends.
+TEXT_BOUNDS = ("start-at", "start-after", "end-before", "end-at")
+
+
+def text_bounds(lines: list[str], options: dict[str, str], context: Context) -> list[str]:
+    """``lines`` cut as Sphinx cuts them: from the first line holding ``start-at`` (or after the
+    one holding ``start-after``) up to the first later line holding ``end-at`` (kept) or
+    ``end-before`` (not kept)."""
+    for option, keep in (("start-at", True), ("start-after", False)):
+        if option in options:
+            found = [i for i, line in enumerate(lines) if options[option] in line]
+            if not found:
+                raise ReaderError(context.where(f"literalinclude {option}: text not found"))
+            lines = lines[found[0] + (0 if keep else 1) :]
+    for option, keep in (("end-at", True), ("end-before", False)):
+        if option in options:
+            found = [i for i, line in enumerate(lines) if options[option] in line]
+            if not found:
+                raise ReaderError(context.where(f"literalinclude {option}: text not found"))
+            lines = lines[: found[0] + (1 if keep else 0)]
+    return lines
+
+
 def literalinclude(argument: str, options: dict[str, str], context: Context) -> str:
     path = (context.page.parent / argument.strip()).resolve()
     if not path.is_file():
         raise ReaderError(context.where(f"literalinclude {argument}: no such file"))
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines()
-    known = {"language", "pyobject", "lines", "dedent"}
+    known = {"language", "pyobject", "lines", "dedent", *TEXT_BOUNDS}
     unknown = sorted(set(options) - known)
     if unknown:
         raise ReaderError(context.where(f"literalinclude options {unknown} not supported"))
@@ -403,6 +426,7 @@ def literalinclude(argument: str, options: dict[str, str], context: Context) -> 
             low, _, high = part.strip().partition("-")
             chosen += lines[int(low) - 1 : int(high or low)]
         lines = chosen
+    lines = text_bounds(lines, options, context)
     text = "\n".join(lines)
     if "dedent" in options:
         text = textwrap.dedent(text)
@@ -622,6 +646,18 @@ def strip_glue(source: str) -> str:
     return "\n".join(kept)
 
 
+def only_asserts(node: ast.stmt) -> bool:
+    """True for an assert, or a loop, ``if`` or ``with`` whose every statement is one (a check
+    of the prose run over several results)."""
+    if isinstance(node, ast.Assert):
+        return True
+    if isinstance(node, ast.For | ast.While | ast.If | ast.With):
+        return all(
+            only_asserts(child) for child in [*node.body, *getattr(node, "orelse", [])]
+        )
+    return False
+
+
 def needed_part(source: str, needed: set[str]) -> str:
     """What a hidden book-keeping cell must still run for the visible cells after it.
 
@@ -637,7 +673,7 @@ def needed_part(source: str, needed: set[str]) -> str:
     chosen: list[ast.stmt] = []
     wanted = set(needed)
     for node in reversed(tree.body):
-        if is_glue(node) or contains_glue(node) or isinstance(node, ast.Assert):
+        if is_glue(node) or contains_glue(node) or only_asserts(node):
             continue
         binds = bound_names(node)
         if (binds & wanted) or not binds:
