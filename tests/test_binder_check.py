@@ -333,7 +333,7 @@ def test_a_missing_listing_caption_dropdown_and_a_dead_link_fail(home):
     problems = judge(PAGE, home, plant)
     assert "listing missing: ../code/transformer_lab/attention.py attention" in problems
     assert any(p.startswith("caption missing: 'Fig. 2 ") for p in problems)
-    assert "0 dropdowns drawn, the page has 1" in problems
+    assert any(p.startswith("0 dropdowns drawn, the page has ") for p in problems)
     assert any(p.endswith("link 'chapter 2': goes to '#'") for p in problems)
     assert any(p.endswith("no anchor #nowhere on this notebook") for p in problems)
     assert "raw MyST in the rendered prose: ['{ref}']" in problems

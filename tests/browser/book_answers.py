@@ -18,10 +18,12 @@ entry then), so the list cannot rot.
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from book_pages import ROOT
 
@@ -29,9 +31,20 @@ HOMEWORK = "exercises/homework/index.html"
 WEEK_20 = "exercises/week-20/index.html"
 BY_HAND = "exercises/by-hand/index.html"
 BY_HAND_REFERENCE = ROOT / "tests" / "references" / "exercises" / "by-hand" / "index.ipynb"
-# Week 20's task 2 prints the toy's table for these tokens and this seed by default (its starter).
-WEEK_20_TOY_TOKENS = ("login", "failed", "again")
-WEEK_20_TOY_SEED = 0
+
+
+def starter_setting(starter: Path, name: str):
+    """The value of a CAPITAL setting at the top of a starter script (read, not run)."""
+    for node in ast.parse(starter.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and [t.id for t in node.targets] == [name]:
+            return ast.literal_eval(node.value)
+    raise KeyError(f"{starter} sets no {name}")
+
+
+# Week 20's task 2 prints the toy's table for its starter's tokens and seed by default.
+WEEK_20_STARTER = ROOT / "exercises" / "week-20" / "starter.py"
+WEEK_20_TOY_TOKENS = starter_setting(WEEK_20_STARTER, "TOY_TOKENS")
+WEEK_20_TOY_SEED = starter_setting(WEEK_20_STARTER, "TOY_SEED")
 UNSEEN_SENTENCE = "the transformer decoder generates text"  # homework exercise 10
 
 
@@ -176,10 +189,6 @@ def answers() -> list[Answer]:
                 r"\(\s*logits\s*>\s*[0-9.]+\s*\)\s*(\.float\(\)|\.to\([^)]*\))?\s*==\s*labels",
                 r"\(\s*logits\s*>\s*[0-9.]+\s*\)\s*\.(float|to)\(",
             ),
-            known_leaks={
-                HOMEWORK: "exercises: the 'diagnosed mistake' demo above exercise 1",
-                "chapters/03-set-classifier.html": "exp-ch3: the visible 'bug' cell",
-            },
         ),
         Answer(
             "homework-2-masked-mean",
@@ -279,11 +288,6 @@ def answers() -> list[Answer]:
                 r"self\.encoder\(\s*x\s*,\s*src_key_padding_mask\s*=\s*padding\s*\)",
                 r"self\.head\(\s*masked_mean\(",
             ),
-            known_leaks={
-                "chapters/04-position-embeddings.html": (
-                    "exp-ch4: PraiseClassifier.forward shown in full"
-                ),
-            },
         ),
         Answer(
             "week-20-2-toy-weights",
@@ -299,13 +303,6 @@ def answers() -> list[Answer]:
             WEEK_20,
             "ex-week-20-attention-map",
             tuple(sequence_pattern(row, gap=r"\s+") for row in toy_rows),
-            known_leaks={
-                "chapters/01-soft-join.html": (
-                    "exercises: task 2 runs chapter 1's own seed-0 toy; it must use a sentence or "
-                    "seed the chapter does not print (not seeds 0-3), then update "
-                    "WEEK_20_TOY_TOKENS / WEEK_20_TOY_SEED here"
-                ),
-            },
         ),
         Answer(
             "week-20-4-sinusoidal-positions",

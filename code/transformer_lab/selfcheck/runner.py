@@ -173,7 +173,16 @@ def _run_in_worker(
             bool(getattr(check, "library_attention", False)),
         )
         groups.setdefault(needs, []).append(check)
-    for (modules, library), group in groups.items():
+
+    # A group whose check builds on another group's check runs after it, so that ``_blocked``
+    # sees the result it depends on.
+    def waits(group: list[Check]) -> bool:
+        names = {check.name for check in group}
+        return any(check.requires and check.requires not in names for check in group)
+
+    for (modules, library), group in sorted(
+        groups.items(), key=lambda item: waits(item[1])
+    ):
         names = [check.name for check in group]
         with Worker(path, names, limits, tuple(hidden), modules, library) as worker:
             report.isolation = worker.isolation.level
