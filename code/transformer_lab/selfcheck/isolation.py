@@ -202,7 +202,16 @@ def _bwrap_works() -> bool:
         return False
     try:
         done = subprocess.run(
-            [*base, "--tmpfs", "/tmp", os.path.abspath(sys.executable), "-I", "-c", "pass"],
+            [
+                *base,
+                "--tmpfs",
+                "/tmp",
+                *_interpreter_binds([]),
+                sys.executable,
+                "-I",
+                "-c",
+                "pass",
+            ],
             capture_output=True,
             timeout=60,
             check=False,
@@ -210,6 +219,21 @@ def _bwrap_works() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
+
+
+def _interpreter_binds(hidden: list[str]) -> list[str]:
+    """bwrap arguments that keep the interpreter and its packages visible when they live in a
+    hidden folder or under /tmp (a virtual environment inside a clone there); never the book's
+    own package."""
+    binds: list[str] = []
+    package = str(PACKAGE)
+    for path in dict.fromkeys([sys.prefix, sys.base_prefix, *site.getsitepackages()]):
+        real = os.path.realpath(path)
+        covered = _inside(real, "/tmp") or any(_inside(real, h) for h in hidden)
+        if os.path.isdir(real) and covered:
+            if not (_inside(real, package) or _inside(package, real)):
+                binds += ["--ro-bind", real, real]
+    return binds
 
 
 def isolation() -> Isolation:
@@ -241,21 +265,18 @@ def worker_command(
     python = [os.path.abspath(sys.executable), "-I", "-c", start]
     if level != BUBBLEWRAP:
         return [*prefix, *python, root, *arguments], workdir
-    command = [*prefix, *_bwrap_base()]
+    # /tmp first: a later mount shows through it, so a project cloned under /tmp still works.
+    command = [*prefix, *_bwrap_base(), "--tmpfs", "/tmp"]
     for path in _outermost(hidden):
+        if _inside(os.path.realpath(path), "/tmp"):
+            continue  # already behind the empty /tmp
         if os.path.isdir(path):
             command += ["--tmpfs", path]
         elif os.path.exists(path):
             command += ["--ro-bind", "/dev/null", path]
-    # The interpreter and its packages stay visible even when they live inside the project.
-    for path in dict.fromkeys([sys.prefix, sys.base_prefix, *site.getsitepackages()]):
-        real = os.path.realpath(path)
-        package = str(PACKAGE)
-        if os.path.isdir(real) and any(_inside(real, h) for h in hidden):
-            if not (_inside(real, package) or _inside(package, real)):
-                command += ["--ro-bind", real, real]
+    command += _interpreter_binds(hidden)
     command += [arg for path in visible for arg in ("--ro-bind", path, path)]
-    command += ["--tmpfs", "/tmp", "--ro-bind", root, SANDBOX_SKELETON]
+    command += ["--ro-bind", root, SANDBOX_SKELETON]
     command += ["--bind", workdir, SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
     command += ["--setenv", "TMPDIR", SANDBOX_WORKDIR, "--setenv", "HOME", SANDBOX_WORKDIR]
     return [*command, *python, SANDBOX_SKELETON, *arguments], SANDBOX_WORKDIR
