@@ -39,10 +39,10 @@ from book_pages import ROOT, has_code, toc_pages
 from machine import cpu_info, torch_kernels
 
 # Budgets on a 2-vCPU AVX2 machine without a GPU (a CI runner or a student's laptop).
-TOTAL_BUDGET_S = 90.0  # the whole clean build, every page executed
+TOTAL_BUDGET_S = 45.0  # the whole clean build, every page executed
 PAGE_BUDGET_S = 15.0  # one page's execution
 STARTER_BUDGET_S = 15.0  # one starter script's default run
-TEST_BUDGET_S = 360.0  # the whole `make test` once set up: the build and the test suite
+TEST_BUDGET_S = 240.0  # the whole `make test` once set up: the build and the test suite
 STARTERS = ("exercises/week-20/starter.py", "exercises/homework/starter.py")
 EXECUTED = re.compile(
     r"^(?P<path>\S.*?): Executed notebook in (?P<seconds>[0-9.]+) seconds"

@@ -12,6 +12,8 @@ against; `make refresh` rewrites them after a deliberate change.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
 import sys
@@ -75,7 +77,18 @@ def toc_pages() -> list[Path]:
 
 
 def read_page(page: Path) -> nbformat.NotebookNode:
-    """Read a MyST page as a notebook: only `{code-cell}` blocks become code cells."""
+    """Read a MyST page as a notebook: only `{code-cell}` blocks become code cells.
+
+    Parsing a page takes a tenth of a second or more, and one build reads each page several times
+    (the reader notebooks, the references' staleness check), so the parse is kept per file
+    version (path, modification time, size); every caller gets its own copy to change."""
+    page = Path(page).resolve()
+    stat = page.stat()
+    return copy.deepcopy(_parsed_page(page, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _parsed_page(page: Path, mtime_ns: int, size: int) -> nbformat.NotebookNode:
     return jupytext.read(page, fmt="md:myst" if page.suffix == ".md" else None)
 
 
