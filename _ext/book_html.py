@@ -110,6 +110,13 @@ def _book() -> tuple[frozenset[Path], Any, dict[str, str]]:
     return pages, reader_notebooks.read_book(), reader_notebooks.repository_settings()
 
 
+def read_book_before_writing(app: Sphinx, env: Any) -> list[str]:
+    """Read every page once in the main process, before Sphinx forks its parallel writers: each
+    writer inherits the parsed pages instead of parsing the whole book again."""
+    _book()
+    return []
+
+
 def offer_reader_notebook(
     app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
 ) -> None:
@@ -149,6 +156,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", declare_parallel_safe)
     app.connect("config-inited", follow_repository)
     # After sphinx-book-theme (priority 501) has made the buttons and copied the executed page.
+    app.connect("env-updated", read_book_before_writing)
     app.connect("html-page-context", offer_reader_notebook, priority=600)
     app.add_css_file("book_code.css")
     # The explorers' script (static/explorers.js, code/transformer_lab/explorers.py): does
