@@ -8,6 +8,7 @@ import re
 import matplotlib
 import pytest
 import torch
+from tokenizers import Tokenizer
 
 from transformer_lab.attention import attention, soft_join
 from transformer_lab.explorers import (
@@ -18,6 +19,8 @@ from transformer_lab.explorers import (
     log_temperatures,
     mask_explorer,
     mask_states,
+    merge_explorer,
+    merge_states,
     palette,
     temperature_explorer,
     temperature_states,
@@ -31,6 +34,12 @@ from transformer_lab.set_classifier import (
     largest_key_attention,
 )
 from transformer_lab.set_task import largest_key_index, make_sets
+from transformer_lab.tokenizer import (
+    TINY_CORPUS,
+    merges,
+    train_bpe_tokenizer,
+    train_byte_level_bpe_tokenizer,
+)
 
 
 def plans_join():
@@ -370,3 +379,84 @@ def test_head_sets_name_bad_counts():
         head_sets(model, x, padding, y, count=25)
     with pytest.raises(ValueError, match="wrong must be at most count=3, got 4"):
         head_sets(model, x, padding, y, count=3, wrong=4)
+
+
+# Chapter 5's merge stepper, on the tiny corpus and a sentence it never saw.
+SENTENCE = "my dog reads the whole sentence"
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer():
+    return train_bpe_tokenizer(TINY_CORPUS, vocab_size=80)
+
+
+def test_merge_states_run_from_characters_to_the_trained_tokenizer(tiny_tokenizer):
+    learned = merges(tiny_tokenizer)
+    states = merge_states(tiny_tokenizer, SENTENCE)
+    assert len(states) == len(learned) + 1
+    first, last = states[0], states[-1]
+    assert first["tokens"].split() == list(SENTENCE.replace(" ", ""))  # one per character
+    assert first["merge"] is None and first["made"] == 0
+    assert last["tokens"].split() == tiny_tokenizer.encode(SENTENCE).tokens
+    assert last["vocab_size"] == tiny_tokenizer.get_vocab_size()
+    words = len(SENTENCE.split())
+    for k, state in enumerate(states):
+        tokens = state["tokens"].split(" ")
+        assert state["merges"] == k
+        assert state["vocab_size"] == tiny_tokenizer.get_vocab_size() - len(learned) + k
+        assert state["count"] == len(tokens)
+        assert state["per_word"] == round(len(tokens) / words, 2)
+        assert "".join(tokens) == SENTENCE.replace(" ", "")  # nothing lost, nothing added
+        if k:
+            assert state["merge"] == list(learned[k - 1])
+            assert state["made"] == tokens.count("".join(learned[k - 1]))
+            # a merge only ever joins tokens: the count never grows
+            assert state["count"] <= states[k - 1]["count"]
+    # some merges change the sentence and some do not: the stepper has something to show
+    assert any(s["made"] for s in states) and not all(s["made"] for s in states[1:])
+
+
+def test_merge_states_match_a_tokenizer_trained_to_that_step(tiny_tokenizer):
+    """Step k is what training with k merges would have produced (same corpus, same trainer)."""
+    base = tiny_tokenizer.get_vocab_size() - len(merges(tiny_tokenizer))
+    states = merge_states(tiny_tokenizer, SENTENCE)
+    for k in (0, 5, 20):
+        shorter = train_bpe_tokenizer(TINY_CORPUS, vocab_size=base + k)
+        assert merges(shorter) == merges(tiny_tokenizer)[:k]
+        assert states[k]["tokens"].split() == shorter.encode(SENTENCE).tokens
+
+
+def test_merge_explorer_offers_a_labelled_slider_and_compact_data(tiny_tokenizer):
+    explorer = merge_explorer(tiny_tokenizer, SENTENCE)
+    data = exported(explorer)
+    assert data == json.loads(json.dumps(explorer.data))
+    assert data["sentence"] == SENTENCE and data["words"] == 6
+    html = explorer._repr_html_()
+    assert '<div class="tl-explorer" data-explorer="merges" hidden>' in html
+    assert '<label for="tl-merges-step">' in html
+    assert f'max="{len(merges(tiny_tokenizer))}"' in html
+    assert 'aria-live="polite"' in html
+    assert len(explorer.json()) < 8000
+
+
+def test_merge_states_name_bad_input(tiny_tokenizer):
+    with pytest.raises(ValueError, match="sentence must be a str with at least one word"):
+        merge_states(tiny_tokenizer, "   ")
+    with pytest.raises(TypeError, match="tokenizer must be a tokenizers.Tokenizer"):
+        merge_states("not a tokenizer", SENTENCE)
+    # a vocabulary not in training order cannot be cut after merge k: refused, not misread
+    spec = json.loads(tiny_tokenizer.to_str())
+    vocab = spec["model"]["vocab"]
+    first = "".join(merges(tiny_tokenizer)[0])
+    second = "".join(merges(tiny_tokenizer)[1])
+    vocab[first], vocab[second] = vocab[second], vocab[first]
+    with pytest.raises(ValueError, match="not ordered as training builds it"):
+        merge_states(Tokenizer.from_str(json.dumps(spec)), SENTENCE)
+
+
+def test_merge_states_work_for_byte_level_bpe_too():
+    # its tokens carry the space as Ġ inside a token, never a space itself
+    byte_level = train_byte_level_bpe_tokenizer(TINY_CORPUS, vocab_size=256 + 1 + 10)
+    assert merge_states(byte_level, SENTENCE)[-1]["tokens"].split() == (
+        byte_level.encode(SENTENCE).tokens
+    )

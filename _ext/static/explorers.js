@@ -39,6 +39,11 @@
     "  border-right: 3px solid currentColor !important; }",
     ".tl-explorer td.tl-top { font-weight: bold; text-decoration: underline; }",
     ".tl-explorer td.tl-pad-row { text-align: left; font-style: italic; }",
+    ".tl-explorer ol.tl-tokens { list-style: none; display: flex; flex-wrap: wrap; gap: 0.3em;",
+    "  padding: 0; margin: 0.4em 0; }",
+    ".tl-explorer ol.tl-tokens li { border: 1px solid var(--pst-color-border, #8a8a8a);",
+    "  border-radius: 3px; padding: 0 0.3em; font-family: var(--pst-font-family-monospace, monospace); }",
+    ".tl-explorer ol.tl-tokens li.tl-new { border: 2px solid currentColor; font-weight: bold; }",
     "@media print { .tl-explorer { display: none !important; } }",
   ].join("\n");
 
@@ -318,7 +323,41 @@
     draw();
   }
 
-  const EXPLORERS = { temperature: temperature, width: width, mask: mask, heads: heads };
+  /* Chapter 5: step through the learned merges and re-tokenize the unseen sentence. */
+  function merges(panel, data) {
+    const slider = panel.querySelector("#tl-merges-step");
+    const shown = panel.querySelector("#tl-merges-value");
+    const status = panel.querySelector(".tl-status");
+    const figure = panel.querySelector(".tl-figure");
+
+    function draw() {
+      const state = data.states[Number(slider.value)];
+      const made = state.merge ? state.merge.join("") : null;
+      const label = `${state.merges} of ${data.states.length - 1} merges`;
+      shown.textContent = label;
+      slider.setAttribute("aria-valuetext", label);
+      const step = element("p", { id: "tl-merges-merge" }, state.merge
+        ? `Merge ${state.merges}: ${state.merge[0]} + ${state.merge[1]} → ${made}`
+        : "Before any merge: one token per character");
+      const list = element("ol", { class: "tl-tokens", id: "tl-merges-tokens",
+        "aria-label": `the sentence "${data.sentence}" as tokens` });
+      for (const token of state.tokens.split(" ")) {
+        list.appendChild(element("li", token === made ? { class: "tl-new" } : {}, token));
+      }
+      figure.replaceChildren(step, list);
+      status.textContent = `After ${label} (vocabulary of ${state.vocab_size} tokens): ` +
+        `${data.words} words are ${state.count} tokens, ${state.per_word.toFixed(2)} per word` +
+        (!state.merge ? "." : state.made
+          ? `; ${state.made} of them made by merge ${state.merges} (bold).`
+          : `; merge ${state.merges} makes none of them.`);
+    }
+    slider.addEventListener("input", draw);
+    draw();
+  }
+
+  const EXPLORERS = {
+    temperature: temperature, width: width, mask: mask, heads: heads, merges: merges,
+  };
 
   function start() {
     const panels = document.querySelectorAll(".tl-explorer[data-explorer]");

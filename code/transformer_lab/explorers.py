@@ -24,6 +24,7 @@ from transformer_lab.attention import attention, causal_mask, mix_values, soft_j
 from transformer_lab.plotting import SEQUENTIAL_CMAP
 from transformer_lab.set_classifier import SetClassifier, largest_key_attention
 from transformer_lab.set_task import check_sets, largest_key_index
+from transformer_lab.tokenizer import Tokenizer, check_tokenizer, merges
 from transformer_lab.validation import (
     require_binary_labels,
     require_int,
@@ -494,6 +495,72 @@ def head_explorer(
     return Explorer(
         "heads",
         "pick a validation set and a head: does the largest key get the attention?",
+        controls,
+        data,
+    )
+
+
+def merge_states(tokenizer: Tokenizer, sentence: str) -> list[dict]:
+    """``sentence`` encoded by ``tokenizer`` with only its first k merges, for k = 0 to all.
+
+    A trained BPE tokenizer applies its merges in the order training made them, so the same
+    tokenizer with its merge list cut after k (and its vocabulary cut after the k-th merged
+    token) encodes as training step k would have: k = 0 is one token per character, the last
+    state is ``tokenizer.encode(sentence)``. Each state holds k, the vocabulary size, the k-th
+    merge (``None`` for k = 0) and how many of the sentence's tokens it made, the sentence's
+    tokens joined by spaces (compact in JSON; a token of a ``Whitespace`` pre-tokenizer never
+    holds one), their number and tokens per word (rounded to 2 decimals).
+    """
+    check_tokenizer(tokenizer)
+    if not isinstance(sentence, str) or not sentence.split():
+        raise ValueError(f"sentence must be a str with at least one word, got {sentence!r}")
+    learned = merges(tokenizer)
+    spec = json.loads(tokenizer.to_str())
+    model = spec["model"]
+    vocab, merge_list = model["vocab"], model["merges"]
+    base = len(vocab) - len(learned)
+    for step, (left, right) in enumerate(learned):
+        if vocab.get(left + right) != base + step:
+            raise ValueError(
+                "the tokenizer's vocabulary is not ordered as training builds it (special "
+                f"tokens, alphabet, one token per merge): merge {step + 1}, {left} + {right}, "
+                f"should have id {base + step}, has {vocab.get(left + right)}"
+            )
+    words = len(sentence.split())
+    states = []
+    for k in range(len(learned) + 1):
+        model["merges"] = merge_list[:k]
+        model["vocab"] = {token: i for token, i in vocab.items() if i < base + k}
+        tokens = Tokenizer.from_str(json.dumps(spec)).encode(sentence).tokens
+        if any(not token or any(c.isspace() for c in token) for token in tokens):
+            raise ValueError(f"a token of {sentence!r} is empty or holds a space: {tokens}")
+        states.append(
+            {
+                "merges": k,
+                "vocab_size": base + k,
+                "merge": list(learned[k - 1]) if k else None,
+                "made": tokens.count("".join(learned[k - 1])) if k else 0,
+                "tokens": " ".join(tokens),
+                "count": len(tokens),
+                "per_word": round(len(tokens) / words, VALUE_DECIMALS),
+            }
+        )
+    return states
+
+
+def merge_explorer(tokenizer: Tokenizer, sentence: str) -> Explorer:
+    """A slider over ``merge_states``: step through the learned merges, re-tokenize ``sentence``."""
+    states = merge_states(tokenizer, sentence)
+    data = {"sentence": sentence, "words": len(sentence.split()), "states": states}
+    last = len(states) - 1
+    controls = (
+        '<label for="tl-merges-step">Merges applied (in training order)</label> '
+        f'<input type="range" id="tl-merges-step" min="0" max="{last}" step="1" value="0">'
+        ' <output id="tl-merges-value" for="tl-merges-step"></output>'
+    )
+    return Explorer(
+        "merges",
+        "step through the merges: the unseen sentence, re-tokenized",
         controls,
         data,
     )

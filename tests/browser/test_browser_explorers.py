@@ -9,6 +9,8 @@ states they can reach, and stay hidden without JavaScript, where the static figu
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 import torch
 
@@ -21,6 +23,7 @@ from transformer_lab.set_task import (
     largest_key_index,
     make_sets,
 )
+from transformer_lab.tokenizer import TINY_CORPUS, merges, train_bpe_tokenizer
 
 pytestmark = pytest.mark.browser
 
@@ -566,3 +569,146 @@ def test_in_print_chapter_3_shows_its_static_heads_figure(chapter_3):
         assert page.locator("#fig-ch3-trained-heads img").is_visible()
     finally:
         page.emulate_media(media="screen")
+
+
+# Chapter 5's merge stepper: the tiny corpus's tokenizer and the unseen sentence of
+# chapters/05-tokenizers.md ("Encoding a sentence it never saw").
+CHAPTER_5 = "chapters/05-tokenizers.html"
+TINY_VOCAB = 80
+SENTENCE = "my dog reads the whole sentence"
+
+
+@functools.cache
+def trained_to(vocab_size: int) -> list[str]:
+    """The sentence's tokens from a tokenizer trained on the tiny corpus to ``vocab_size``."""
+    return train_bpe_tokenizer(TINY_CORPUS, vocab_size=vocab_size).encode(SENTENCE).tokens
+
+
+@pytest.fixture()
+def chapter_5(open_page):
+    opened = open_page(CHAPTER_5)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def check_merge_state(page, k: int) -> None:
+    """What the page shows after k merges equals a tokenizer *trained* with k merges."""
+    full = train_bpe_tokenizer(TINY_CORPUS, vocab_size=TINY_VOCAB)
+    learned = merges(full)
+    base = full.get_vocab_size() - len(learned)
+    assert page.locator("#tl-merges-step").input_value() == str(k)
+    tokens = page.locator("#tl-merges-tokens li").all_inner_texts()
+    assert tokens == trained_to(base + k), (k, tokens)
+    made = "".join(learned[k - 1]) if k else None
+    bold = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#tl-merges-tokens li'))"
+        ".map(li => li.classList.contains('tl-new'))"
+    )
+    assert bold == [token == made for token in tokens]
+    label = f"{k} of {len(learned)} merges"
+    assert page.locator("#tl-merges-value").inner_text() == label
+    assert page.locator("#tl-merges-step").get_attribute("aria-valuetext") == label
+    step = page.locator("#tl-merges-merge").inner_text()
+    if k:
+        assert step == f"Merge {k}: {learned[k - 1][0]} + {learned[k - 1][1]} → {made}"
+    else:
+        assert step == "Before any merge: one token per character"
+    words = len(SENTENCE.split())
+    status = page.locator("#tl-merges-status").inner_text()
+    assert status.startswith(
+        f"After {label} (vocabulary of {base + k} tokens): {words} words are "
+        f"{len(tokens)} tokens, {len(tokens) / words:.2f} per word"
+    ), status
+    if k and made in tokens:
+        assert status.endswith(
+            f"; {tokens.count(made)} of them made by merge {k} (bold)."
+        ), status
+    elif k:
+        assert status.endswith(f"; merge {k} makes none of them."), status
+    else:
+        assert status.endswith(" per word."), status
+
+
+def test_merge_stepper_follows_the_keyboard(chapter_5):
+    page = chapter_5.page
+    assert page.locator('.tl-explorer[data-explorer="merges"]').is_visible()
+    assert page.locator("#tl-merges-status").get_attribute("aria-live") == "polite"
+    assert page.locator("label[for=tl-merges-step]").inner_text().startswith("Merges")
+    last = len(merges(train_bpe_tokenizer(TINY_CORPUS, vocab_size=TINY_VOCAB)))
+    check_merge_state(page, 0)
+    page.locator("#tl-merges-step").focus()
+    for k in range(1, last + 1):
+        page.keyboard.press("ArrowRight")
+        check_merge_state(page, k)
+    page.keyboard.press("Home")
+    check_merge_state(page, 0)
+    page.keyboard.press("End")
+    check_merge_state(page, last)
+    assert not chapter_5.records().console_errors
+
+
+def test_merge_stepper_follows_the_pointer(chapter_5):
+    page = chapter_5.page
+    slider = page.locator("#tl-merges-step")
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    last = int(slider.get_attribute("max"))
+    page.mouse.click(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    check_merge_state(page, last)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert 0 < int(slider.input_value()) < last
+    check_merge_state(page, int(slider.input_value()))
+    page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
+    check_merge_state(page, 0)
+    page.emulate_media(media="print")  # in print the chapter's own tables stand alone
+    try:
+        assert not page.locator('.tl-explorer[data-explorer="merges"]').is_visible()
+    finally:
+        page.emulate_media(media="screen")
+
+
+def test_merge_stepper_passes_axe_in_both_schemes(chapter_5, axe_source):
+    page = chapter_5.page
+    page.add_script_tag(content=axe_source)
+    for key in ("Home", "End"):
+        page.locator("#tl-merges-step").focus()
+        page.keyboard.press(key)
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            page.evaluate(
+                "(s) => document.documentElement.setAttribute('data-theme', s)", scheme
+            )
+            problems = page.evaluate(AXE_PANEL, '.tl-explorer[data-explorer="merges"]')
+            assert not problems, f"{scheme} scheme, after {key}: {problems}"
+            low = page.evaluate(LOW_CONTRAST)
+            assert not low, f"{scheme} scheme, after {key}: below 4.5:1 contrast: {low}"
+
+
+def test_merge_stepper_works_from_disk_and_falls_back_without_javascript(
+    open_page, browser, server
+):
+    opened = open_page(CHAPTER_5, from_disk=True)
+    try:
+        assert opened.page.url.startswith("file://")
+        check_merge_state(opened.page, 0)
+        opened.page.locator("#tl-merges-step").focus()
+        opened.page.keyboard.press("End")
+        check_merge_state(
+            opened.page, int(opened.page.locator("#tl-merges-step").input_value())
+        )
+        records = opened.records()
+        assert not records.console_errors and not records.third_party_requests, records
+    finally:
+        opened.close()
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(server.url(CHAPTER_5), wait_until="load")
+        panel = page.locator('.tl-explorer[data-explorer="merges"]')
+        assert panel.count() == 1 and not panel.is_visible()
+        # the static tables stay: the first merges and the sentence's pieces
+        assert page.get_by_text("my dog reads the whole sentence").first.is_visible()
+    finally:
+        context.close()
