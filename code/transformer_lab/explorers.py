@@ -2,9 +2,11 @@
 
 An explorer is a panel of native controls beside a table; ``_ext/static/explorers.js`` only
 *shows* the state the controls select. Every number it shows is computed here, with the same
-functions the chapter uses (``soft_join``, ``attention``, ``mix_values``), rounded once, and
-exported as compact JSON inside the cell's HTML output, so nbval compares it with the reference.
-Nothing is interpolated and nothing is recomputed in JavaScript.
+functions the chapter uses (chapter 1: ``soft_join``, ``attention``, ``mix_values``; chapter 3:
+``SetClassifier.attention_weights`` and ``largest_key_attention``; chapter 5: the trained
+tokenizer's own ``encode``), rounded once, and exported as compact JSON inside the cell's HTML
+output, so nbval compares it with the reference. Nothing is interpolated and nothing is
+recomputed in JavaScript.
 
 The panel starts ``hidden``: without JavaScript (and in print) the reader sees the chapter's
 static figure, which stays on the page.

@@ -10,6 +10,7 @@ states they can reach, and stay hidden without JavaScript, where the static figu
 from __future__ import annotations
 
 import functools
+import re
 
 import pytest
 import torch
@@ -489,8 +490,11 @@ def test_head_explorer_follows_keyboard_and_pointer(chapter_3):
     states = page.evaluate(HEAD_DATA)["states"]
     heads = len(states[0]["heads"])
     assert 8 <= len(states) <= 12 and heads == NHEAD
-    # the trained model gets a few validation sets wrong: the explorer offers one
-    assert any(not state["right"] for state in states)
+    # when the page's trained transformer gets validation sets wrong, the explorer offers one
+    printed = re.search(r"^transformer +([01]\.\d{3}) ", page.inner_text("main"), re.M)
+    assert printed, "chapter 3's results table (transformer, val acc) is not on the page"
+    if float(printed.group(1)) < 1:
+        assert any(not state["right"] for state in states)
     check_heads_state(page, 0, 0)
     page.locator("#tl-heads-set").focus()
     for option in range(1, len(states)):
@@ -504,7 +508,9 @@ def test_head_explorer_follows_keyboard_and_pointer(chapter_3):
     check_heads_state(page, len(states) - 1, 0)
     page.locator(f"label[for=tl-heads-head-{heads - 1}]").click()  # by pointer
     check_heads_state(page, len(states) - 1, heads - 1)
-    wrong = next(i for i, state in enumerate(states) if not state["right"])
+    wrong = next(
+        (i for i, state in enumerate(states) if not state["right"]), len(states) - 1
+    )
     page.locator("#tl-heads-set").select_option(str(wrong))
     check_heads_state(page, wrong, heads - 1)
     page.locator("#tl-heads-head-0").click()
@@ -516,7 +522,9 @@ def test_head_explorer_passes_axe_in_both_schemes(chapter_3, axe_source):
     page = chapter_3.page
     page.add_script_tag(content=axe_source)
     states = page.evaluate(HEAD_DATA)["states"]
-    wrong = next(i for i, state in enumerate(states) if not state["right"])
+    wrong = next(
+        (i for i, state in enumerate(states) if not state["right"]), len(states) - 1
+    )
     for option, head in ((0, 0), (wrong, NHEAD - 1)):
         page.locator("#tl-heads-set").select_option(str(option))
         page.locator(f"#tl-heads-head-{head}").check()
