@@ -8,13 +8,19 @@ import re
 import matplotlib
 import pytest
 import torch
+from tokenizers import Tokenizer
 
 from transformer_lab.attention import attention, soft_join
 from transformer_lab.explorers import (
     Explorer,
+    head_explorer,
+    head_sets,
+    head_states,
     log_temperatures,
     mask_explorer,
     mask_states,
+    merge_explorer,
+    merge_states,
     palette,
     temperature_explorer,
     temperature_states,
@@ -22,6 +28,18 @@ from transformer_lab.explorers import (
     width_states,
 )
 from transformer_lab.plotting import SEQUENTIAL_CMAP
+from transformer_lab.set_classifier import (
+    SetClassifier,
+    build_set_classifier,
+    largest_key_attention,
+)
+from transformer_lab.set_task import largest_key_index, make_sets
+from transformer_lab.tokenizer import (
+    TINY_CORPUS,
+    merges,
+    train_bpe_tokenizer,
+    train_byte_level_bpe_tokenizer,
+)
 
 
 def plans_join():
@@ -223,3 +241,222 @@ def test_mask_explorer_offers_labelled_controls_and_checks_its_input():
         mask_explorer(CHAPTER_X, tokens=["a", "b", "c"], max_padding=1)
     with pytest.raises(ValueError, match="max_padding must leave a real token"):
         mask_states(CHAPTER_X, max_padding=4)
+
+
+# Chapter 3's head explorer, on an untrained (seeded) transformer and a few small sets.
+HEAD_SETS = make_sets(24, seed=5)
+
+
+def untrained_heads() -> SetClassifier:
+    return build_set_classifier("transformer", seed=1)
+
+
+def test_head_states_are_the_models_own_weights_rounded():
+    model = untrained_heads()
+    x, padding, y = HEAD_SETS
+    sets = [0, 3, 7]
+    states = head_states(model, x, padding, y, sets)
+    weights = model.attention_weights(x[sets], padding[sets])  # (3, H, L, L)
+    share = largest_key_attention(model, x[sets], padding[sets])
+    with torch.no_grad():
+        probability = torch.sigmoid(model.eval()(x[sets], padding[sets]))
+    for s, (state, index) in enumerate(zip(states, sets)):
+        real = ~padding[index]
+        assert state["set"] == index
+        assert state["padding"] == "".join("1" if p else "0" for p in padding[index])
+        assert state["length"] == int(real.sum())
+        assert state["winner"] == int(largest_key_index(x, padding)[index])
+        assert state["label"] == int(y[index])
+        assert state["probability"] == round(probability[s].item(), 3)
+        assert state["right"] == bool((probability[s] > 0.5) == (y[index] == 1))
+        assert state["uniform"] == round(1 / int(real.sum()), 3)
+        assert len(state["heads"]) == weights.shape[1] == model.encoder.self_attn.num_heads
+        for i, token in enumerate(state["tokens"]):
+            if real[i]:
+                assert torch.allclose(torch.tensor(token), x[index, i], atol=5e-3)
+            else:
+                assert token is None
+        for h, head in enumerate(state["heads"]):
+            assert head["share"] == round(share["per_head"][s, h].item(), 3)
+            shown = [row for row in head["weights"] if row is not None]
+            assert len(head["weights"]) == x.shape[1]  # L rows, padded queries as None
+            assert torch.allclose(torch.tensor(shown), weights[s, h][real], atol=5e-4)
+            for i, row in enumerate(head["weights"]):
+                if row is None:
+                    assert not real[i] and head["top_keys"][i] is None
+                    continue
+                # every real query's row sums to 1 over the real keys; padding gets exactly 0
+                assert abs(sum(row) - 1) <= 5e-4 * len(row)
+                assert all(w == 0.0 for w, real_key in zip(row, real) if not real_key)
+                assert head["top_keys"][i] == int(weights[s, h, i].argmax())
+            tops = [key for key in head["top_keys"] if key is not None]
+            assert head["winner_top"] == tops.count(state["winner"])
+
+
+def test_head_states_leave_the_models_mode_alone():
+    x, padding, y = HEAD_SETS
+    for training in (True, False):
+        model = untrained_heads().train(training)
+        head_states(model, x, padding, y, [0])
+        assert model.training == training
+
+
+def test_head_sets_offer_the_models_mistakes_first_then_the_first_sets():
+    model = untrained_heads()
+    x, padding, y = HEAD_SETS
+    with torch.no_grad():
+        wrong = ((model.eval()(x, padding) > 0).float() != y).nonzero().flatten().tolist()
+    assert len(wrong) >= 2  # an untrained model gets plenty wrong: the test can fail
+    chosen = head_sets(model, x, padding, y, count=6, wrong=2)
+    assert len(chosen) == 6 and chosen == sorted(chosen)
+    assert set(wrong[:2]) <= set(chosen)
+    others = [i for i in range(len(y)) if i not in wrong[:2]][:4]
+    assert chosen == sorted(wrong[:2] + others)
+    # a model with no mistakes among the sets: just the first sets
+    perfect = head_sets(
+        model,
+        x[[i for i in range(len(y)) if i not in wrong]],
+        padding[[i for i in range(len(y)) if i not in wrong]],
+        y[[i for i in range(len(y)) if i not in wrong]],
+        count=3,
+    )
+    assert perfect == [0, 1, 2]
+
+
+def test_head_explorer_offers_labelled_controls_and_compact_data():
+    model = untrained_heads()
+    x, padding, y = HEAD_SETS
+    explorer = head_explorer(model, x, padding, y, count=8, wrong=2)
+    data = exported(explorer)
+    assert data == json.loads(json.dumps(explorer.data))
+    assert len(data["states"]) == 8
+    html = explorer._repr_html_()
+    assert '<div class="tl-explorer" data-explorer="heads" hidden>' in html
+    assert '<label for="tl-heads-set">' in html and 'id="tl-heads-set"' in html
+    for h in range(model.encoder.self_attn.num_heads):
+        assert f'<label for="tl-heads-head-{h}">head {h}</label>' in html
+        assert f'id="tl-heads-head-{h}"' in html
+    assert "<legend>Head</legend>" in html
+    wrong = [state["set"] for state in data["states"] if not state["right"]]
+    assert len(wrong) >= 2  # the first sets of an untrained model may be wrong too
+    for state in data["states"]:
+        mark = " (the model is wrong)" if state["set"] in wrong else ""
+        assert f">set {state['set']}{mark}</option>" in html
+    assert 'aria-live="polite"' in html
+    assert len(explorer.json()) < 8000  # a few kB: 8 sets, 2 heads, at most 8 × 8 weights
+    assert "interactive in the HTML book" in repr(explorer)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"model": build_set_classifier("DeepSets")}, ValueError, "has no attention"),
+        ({"model": torch.nn.Linear(2, 1)}, TypeError, "model must be a SetClassifier"),
+        ({"y": torch.zeros(3)}, ValueError, r"y must have shape \(B,\) = \(24,\)"),
+        ({"y": torch.full((24,), 2.0)}, ValueError, "y must hold only the classes 0 and 1"),
+        ({"x": torch.zeros(24, 8, 3)}, ValueError, "x"),
+        ({"sets": [0, 24]}, ValueError, "each set must be an index below B=24, got 24"),
+        ({"sets": []}, ValueError, "sets is empty"),
+    ],
+)
+def test_head_states_name_bad_input(change, error, message):
+    x, padding, y = HEAD_SETS
+    arguments = {
+        "model": untrained_heads(),
+        "x": x,
+        "padding": padding,
+        "y": y,
+        "sets": [0, 1],
+    } | change
+    with pytest.raises(error, match=message):
+        head_states(**arguments)
+
+
+def test_head_sets_name_bad_counts():
+    model = untrained_heads()
+    x, padding, y = HEAD_SETS
+    with pytest.raises(ValueError, match="count must be at most the 24 sets given, got 25"):
+        head_sets(model, x, padding, y, count=25)
+    with pytest.raises(ValueError, match="wrong must be at most count=3, got 4"):
+        head_sets(model, x, padding, y, count=3, wrong=4)
+
+
+# Chapter 5's merge stepper, on the tiny corpus and a sentence it never saw.
+SENTENCE = "my dog reads the whole sentence"
+
+
+@pytest.fixture(scope="module")
+def tiny_tokenizer():
+    return train_bpe_tokenizer(TINY_CORPUS, vocab_size=80)
+
+
+def test_merge_states_run_from_characters_to_the_trained_tokenizer(tiny_tokenizer):
+    learned = merges(tiny_tokenizer)
+    states = merge_states(tiny_tokenizer, SENTENCE)
+    assert len(states) == len(learned) + 1
+    first, last = states[0], states[-1]
+    assert first["tokens"].split() == list(SENTENCE.replace(" ", ""))  # one per character
+    assert first["merge"] is None and first["made"] == 0
+    assert last["tokens"].split() == tiny_tokenizer.encode(SENTENCE).tokens
+    assert last["vocab_size"] == tiny_tokenizer.get_vocab_size()
+    words = len(SENTENCE.split())
+    for k, state in enumerate(states):
+        tokens = state["tokens"].split(" ")
+        assert state["merges"] == k
+        assert state["vocab_size"] == tiny_tokenizer.get_vocab_size() - len(learned) + k
+        assert state["count"] == len(tokens)
+        assert state["per_word"] == round(len(tokens) / words, 2)
+        assert "".join(tokens) == SENTENCE.replace(" ", "")  # nothing lost, nothing added
+        if k:
+            assert state["merge"] == list(learned[k - 1])
+            assert state["made"] == tokens.count("".join(learned[k - 1]))
+            # a merge only ever joins tokens: the count never grows
+            assert state["count"] <= states[k - 1]["count"]
+    # some merges change the sentence and some do not: the stepper has something to show
+    assert any(s["made"] for s in states) and not all(s["made"] for s in states[1:])
+
+
+def test_merge_states_match_a_tokenizer_trained_to_that_step(tiny_tokenizer):
+    """Step k is what training with k merges would have produced (same corpus, same trainer)."""
+    base = tiny_tokenizer.get_vocab_size() - len(merges(tiny_tokenizer))
+    states = merge_states(tiny_tokenizer, SENTENCE)
+    for k in (0, 5, 20):
+        shorter = train_bpe_tokenizer(TINY_CORPUS, vocab_size=base + k)
+        assert merges(shorter) == merges(tiny_tokenizer)[:k]
+        assert states[k]["tokens"].split() == shorter.encode(SENTENCE).tokens
+
+
+def test_merge_explorer_offers_a_labelled_slider_and_compact_data(tiny_tokenizer):
+    explorer = merge_explorer(tiny_tokenizer, SENTENCE)
+    data = exported(explorer)
+    assert data == json.loads(json.dumps(explorer.data))
+    assert data["sentence"] == SENTENCE and data["words"] == 6
+    html = explorer._repr_html_()
+    assert '<div class="tl-explorer" data-explorer="merges" hidden>' in html
+    assert '<label for="tl-merges-step">' in html
+    assert f'max="{len(merges(tiny_tokenizer))}"' in html
+    assert 'aria-live="polite"' in html
+    assert len(explorer.json()) < 8000
+
+
+def test_merge_states_name_bad_input(tiny_tokenizer):
+    with pytest.raises(ValueError, match="sentence must be a str with at least one word"):
+        merge_states(tiny_tokenizer, "   ")
+    with pytest.raises(TypeError, match="tokenizer must be a tokenizers.Tokenizer"):
+        merge_states("not a tokenizer", SENTENCE)
+    # a vocabulary not in training order cannot be cut after merge k: refused, not misread
+    spec = json.loads(tiny_tokenizer.to_str())
+    vocab = spec["model"]["vocab"]
+    first = "".join(merges(tiny_tokenizer)[0])
+    second = "".join(merges(tiny_tokenizer)[1])
+    vocab[first], vocab[second] = vocab[second], vocab[first]
+    with pytest.raises(ValueError, match="not ordered as training builds it"):
+        merge_states(Tokenizer.from_str(json.dumps(spec)), SENTENCE)
+
+
+def test_merge_states_work_for_byte_level_bpe_too():
+    # its tokens carry the space as Ġ inside a token, never a space itself
+    byte_level = train_byte_level_bpe_tokenizer(TINY_CORPUS, vocab_size=256 + 1 + 10)
+    assert merge_states(byte_level, SENTENCE)[-1]["tokens"].split() == (
+        byte_level.encode(SENTENCE).tokens
+    )

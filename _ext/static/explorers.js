@@ -33,6 +33,17 @@
     ".tl-explorer .tl-figure:has(#tl-mask-pytorch) { display: flex; flex-wrap: wrap; gap: 0 1.5em;",
     "  align-items: flex-start; }",
     ".tl-explorer td.tl-hidden { outline: 2px dashed currentColor; outline-offset: -4px; }",
+    ".tl-explorer .tl-figure:has(#tl-heads-weights) { display: flex; flex-wrap: wrap; gap: 0 1.5em;",
+    "  align-items: flex-start; }",
+    ".tl-explorer .tl-winner { border-left: 3px solid currentColor !important;",
+    "  border-right: 3px solid currentColor !important; }",
+    ".tl-explorer td.tl-top { font-weight: bold; text-decoration: underline; }",
+    ".tl-explorer td.tl-pad-row { text-align: left; font-style: italic; }",
+    ".tl-explorer ol.tl-tokens { list-style: none; display: flex; flex-wrap: wrap; gap: 0.3em;",
+    "  padding: 0; margin: 0.4em 0; }",
+    ".tl-explorer ol.tl-tokens li { border: 1px solid var(--pst-color-border, #8a8a8a);",
+    "  border-radius: 3px; padding: 0 0.3em; font-family: var(--pst-font-family-monospace, monospace); }",
+    ".tl-explorer ol.tl-tokens li.tl-new { border: 2px solid currentColor; font-weight: bold; }",
     "@media print { .tl-explorer { display: none !important; } }",
   ].join("\n");
 
@@ -227,7 +238,126 @@
     draw();
   }
 
-  const EXPLORERS = { temperature: temperature, width: width, mask: mask };
+  /* Chapter 3: the trained set classifier's heads — one validation set, one head at a time. */
+  function heads(panel, data) {
+    const select = panel.querySelector("#tl-heads-set");
+    const radios = panel.querySelectorAll("input[name=tl-heads-head]");
+    const status = panel.querySelector(".tl-status");
+    const figure = panel.querySelector(".tl-figure");
+    const [weightDecimals, valueDecimals] = data.decimals;
+
+    /* The static figure's names: t<i> a real token, p<i> padding, * the largest key. */
+    function names(state) {
+      return Array.from(state.padding, (bit, i) =>
+        (bit === "1" ? "p" : "t") + i + (i === state.winner ? "*" : ""));
+    }
+
+    function tokens(state, labels) {
+      const grid = table(`Validation set ${state.set}: its tokens (* largest key, p padding)`);
+      grid.id = "tl-heads-tokens";
+      grid.tHead.appendChild(headerRow("token", labels));
+      ["key", "value"].forEach((name, column) => {
+        const row = element("tr");
+        row.appendChild(element("th", { scope: "row" }, name));
+        state.tokens.forEach((token, i) => {
+          const cell = element("td", { class: token ? "tl-token" : "tl-token tl-pad" },
+            token ? format(token[column], valueDecimals) : "pad");
+          if (i === state.winner) cell.classList.add("tl-winner");
+          row.appendChild(cell);
+        });
+        grid.tBodies[0].appendChild(row);
+      });
+      return grid;
+    }
+
+    function weights(state, head, labels) {
+      const grid = table(`Head ${head}: each query's weights over the keys ` +
+        "(bold: its most-attended key)");
+      grid.id = "tl-heads-weights";
+      const header = headerRow("query \\ key", labels);
+      header.children[state.winner + 1].classList.add("tl-winner");
+      grid.tHead.appendChild(header);
+      const chosen = state.heads[head];
+      chosen.weights.forEach((line, i) => {
+        const row = element("tr");
+        row.appendChild(element("th", { scope: "row" }, labels[i]));
+        if (line === null) {
+          row.appendChild(element("td", { class: "tl-pad-row", colspan: String(labels.length) },
+            "padded query: its output is never used"));
+        } else {
+          line.forEach((w, j) => {
+            const cell = weightCell(w, weightDecimals, data.colours, "tl-weight");
+            if (state.padding[j] === "1") {
+              cell.classList.add("tl-hidden");
+              cell.title = "padding: hidden from every query";
+            }
+            if (j === state.winner) cell.classList.add("tl-winner");
+            if (j === chosen.top_keys[i]) cell.classList.add("tl-top");
+            row.appendChild(cell);
+          });
+        }
+        grid.tBodies[0].appendChild(row);
+      });
+      return grid;
+    }
+
+    function draw() {
+      const state = data.states[Number(select.value)];
+      const checked = panel.querySelector("input[name=tl-heads-head]:checked");
+      const head = Number(checked.value);
+      const chosen = state.heads[head];
+      const labels = names(state);
+      figure.replaceChildren(tokens(state, labels), weights(state, head, labels));
+      const winner = state.tokens[state.winner];
+      status.textContent = `Validation set ${state.set}, head ${head}: ` +
+        `the largest key, t${state.winner} (key ${format(winner[0], valueDecimals)}, ` +
+        `value ${format(winner[1], valueDecimals)}), gets ${format(chosen.share, weightDecimals)} ` +
+        `of a real query's attention on average (uniform share ` +
+        `${format(state.uniform, weightDecimals)}) and is the most-attended key of ` +
+        `${chosen.winner_top} of ${state.length} real queries. Label ${state.label}; ` +
+        `the model's probability of label 1: ${format(state.probability, weightDecimals)} — ` +
+        `${state.right ? "right" : "wrong"}.`;
+    }
+    select.addEventListener("change", draw);
+    radios.forEach((radio) => radio.addEventListener("change", draw));
+    draw();
+  }
+
+  /* Chapter 5: step through the learned merges and re-tokenize the unseen sentence. */
+  function merges(panel, data) {
+    const slider = panel.querySelector("#tl-merges-step");
+    const shown = panel.querySelector("#tl-merges-value");
+    const status = panel.querySelector(".tl-status");
+    const figure = panel.querySelector(".tl-figure");
+
+    function draw() {
+      const state = data.states[Number(slider.value)];
+      const made = state.merge ? state.merge.join("") : null;
+      const label = `${state.merges} of ${data.states.length - 1} merges`;
+      shown.textContent = label;
+      slider.setAttribute("aria-valuetext", label);
+      const step = element("p", { id: "tl-merges-merge" }, state.merge
+        ? `Merge ${state.merges}: ${state.merge[0]} + ${state.merge[1]} → ${made}`
+        : "Before any merge: one token per character");
+      const list = element("ol", { class: "tl-tokens", id: "tl-merges-tokens",
+        "aria-label": `the sentence "${data.sentence}" as tokens` });
+      for (const token of state.tokens.split(" ")) {
+        list.appendChild(element("li", token === made ? { class: "tl-new" } : {}, token));
+      }
+      figure.replaceChildren(step, list);
+      status.textContent = `After ${label} (vocabulary of ${state.vocab_size} tokens): ` +
+        `${data.words} words are ${state.count} tokens, ${state.per_word.toFixed(2)} per word` +
+        (!state.merge ? "." : state.made
+          ? `; ${state.made} of them made by merge ${state.merges} (bold).`
+          : `; merge ${state.merges} makes none of them.`);
+    }
+    slider.addEventListener("input", draw);
+    draw();
+  }
+
+  const EXPLORERS = {
+    temperature: temperature, width: width, mask: mask, heads: heads, merges: merges,
+  };
 
   function start() {
     const panels = document.querySelectorAll(".tl-explorer[data-explorer]");

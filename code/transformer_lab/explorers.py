@@ -2,9 +2,11 @@
 
 An explorer is a panel of native controls beside a table; ``_ext/static/explorers.js`` only
 *shows* the state the controls select. Every number it shows is computed here, with the same
-functions the chapter uses (``soft_join``, ``attention``, ``mix_values``), rounded once, and
-exported as compact JSON inside the cell's HTML output, so nbval compares it with the reference.
-Nothing is interpolated and nothing is recomputed in JavaScript.
+functions the chapter uses (chapter 1: ``soft_join``, ``attention``, ``mix_values``; chapter 3:
+``SetClassifier.attention_weights`` and ``largest_key_attention``; chapter 5: the trained
+tokenizer's own ``encode``), rounded once, and exported as compact JSON inside the cell's HTML
+output, so nbval compares it with the reference. Nothing is interpolated and nothing is
+recomputed in JavaScript.
 
 The panel starts ``hidden``: without JavaScript (and in print) the reader sees the chapter's
 static figure, which stays on the page.
@@ -22,7 +24,15 @@ import torch
 
 from transformer_lab.attention import attention, causal_mask, mix_values, soft_join
 from transformer_lab.plotting import SEQUENTIAL_CMAP
-from transformer_lab.validation import require_int, require_number, require_texts
+from transformer_lab.set_classifier import SetClassifier, largest_key_attention
+from transformer_lab.set_task import check_sets, largest_key_index
+from transformer_lab.tokenizer import Tokenizer, check_tokenizer, merges
+from transformer_lab.validation import (
+    require_binary_labels,
+    require_int,
+    require_number,
+    require_texts,
+)
 
 WEIGHT_DECIMALS = 3
 VALUE_DECIMALS = 2
@@ -328,4 +338,231 @@ def mask_explorer(x: torch.Tensor, tokens: list[str], max_padding: int) -> Explo
     )
     return Explorer(
         "mask", "build a mask: padding, causal, and a row with no key left", controls, data
+    )
+
+
+def _logits(model: SetClassifier, x: torch.Tensor, padding: torch.Tensor) -> torch.Tensor:
+    """The model's logits (B,) on x (B, L, 2), in eval mode and without gradients."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            return model(x, padding)
+    finally:
+        model.train(was_training)
+
+
+def _check_head_inputs(
+    model: SetClassifier, x: torch.Tensor, padding: torch.Tensor, y: torch.Tensor
+) -> None:
+    """Raise unless ``model`` is a SetClassifier and x (B, L, 2), padding (B, L), y (B,) fit."""
+    if not isinstance(model, SetClassifier):
+        raise TypeError(f"model must be a SetClassifier, got {type(model).__name__}")
+    check_sets(x, padding)
+    require_binary_labels("y", y)
+    if tuple(y.shape) != (x.shape[0],):
+        raise ValueError(
+            f"y must have shape (B,) = ({x.shape[0]},), one label per set, got {tuple(y.shape)}"
+        )
+
+
+def head_sets(
+    model: SetClassifier,
+    x: torch.Tensor,
+    padding: torch.Tensor,
+    y: torch.Tensor,
+    count: int = 8,
+    wrong: int = 2,
+) -> list[int]:
+    """Which ``count`` of the sets x (B, L, 2) the head explorer offers, in index order.
+
+    The first ``wrong`` sets the model misclassifies (fewer if it gets fewer wrong), then the
+    first of the other sets, from set 0 on, until there are ``count``.
+    """
+    _check_head_inputs(model, x, padding, y)
+    count = require_int("count", count, minimum=1)
+    wrong = require_int("wrong", wrong, minimum=0)
+    if count > x.shape[0]:
+        raise ValueError(f"count must be at most the {x.shape[0]} sets given, got {count}")
+    if wrong > count:
+        raise ValueError(f"wrong must be at most count={count}, got {wrong}")
+    right = (_logits(model, x, padding) > 0).to(y.dtype) == y
+    misses = (~right).nonzero().flatten().tolist()[:wrong]
+    others = [i for i in range(x.shape[0]) if i not in misses][: count - len(misses)]
+    return sorted(misses + others)
+
+
+def head_states(
+    model: SetClassifier,
+    x: torch.Tensor,
+    padding: torch.Tensor,
+    y: torch.Tensor,
+    sets: Sequence[int],
+) -> list[dict]:
+    """One state per chosen set: each head's attention, the largest key, prediction and label.
+
+    x (B, L, 2), padding (B, L) True = padding, y (B,) labels; ``sets`` indexes B. The weights
+    are the model's own (``SetClassifier.attention_weights``, (H, L, L) per set), rounded to
+    WEIGHT_DECIMALS; a padded query's row is ``None`` (its output is never used). Each state also
+    holds the padding as a string of 0 and 1, the real tokens' (key, value) (``None`` at padding),
+    the position of the largest key, per head its average share of a real query's attention
+    (``largest_key_attention``), each real query's most-attended key and how many of them are
+    the largest key, the uniform share 1 / length, the model's probability of label 1 and
+    whether its prediction (logit > 0) is right.
+    """
+    _check_head_inputs(model, x, padding, y)
+    size = x.shape[0]
+    chosen = [require_int("each set", index, minimum=0) for index in sets]
+    if not chosen:
+        raise ValueError("sets is empty: the explorer needs at least one set")
+    if max(chosen) >= size:
+        raise ValueError(f"each set must be an index below B={size}, got {max(chosen)}")
+    x, padding, y = x[chosen], padding[chosen], y[chosen]
+    weights = model.attention_weights(x, padding)  # (S, H, L, L)
+    share = largest_key_attention(model, x, padding)
+    winners = largest_key_index(x, padding)
+    logits = _logits(model, x, padding)
+    states = []
+    for s, index in enumerate(chosen):
+        real = ~padding[s]
+        top_keys = weights[s].argmax(dim=-1)  # (H, L): each query's most-attended key
+        heads = []
+        for h in range(weights.shape[1]):
+            rows = _rounded(weights[s, h], WEIGHT_DECIMALS)
+            heads.append(
+                {
+                    "weights": [row if real[i] else None for i, row in enumerate(rows)],
+                    "top_keys": [
+                        int(key) if real[i] else None for i, key in enumerate(top_keys[h])
+                    ],
+                    "winner_top": int((top_keys[h] == winners[s])[real].sum()),
+                    "share": _rounded(share["per_head"][s, h], WEIGHT_DECIMALS),
+                }
+            )
+        states.append(
+            {
+                "set": index,
+                "padding": _bits(padding[s]),
+                "tokens": [
+                    _rounded(token, VALUE_DECIMALS) if real[i] else None
+                    for i, token in enumerate(x[s])
+                ],
+                "winner": int(winners[s]),
+                "length": int(real.sum()),
+                "uniform": _rounded(share["uniform"][s], WEIGHT_DECIMALS),
+                "label": int(y[s]),
+                "probability": _rounded(torch.sigmoid(logits[s]), WEIGHT_DECIMALS),
+                "right": bool((logits[s] > 0) == (y[s] == 1)),
+                "heads": heads,
+            }
+        )
+    return states
+
+
+def head_explorer(
+    model: SetClassifier,
+    x: torch.Tensor,
+    padding: torch.Tensor,
+    y: torch.Tensor,
+    count: int = 8,
+    wrong: int = 2,
+) -> Explorer:
+    """A set selector and a head switch over ``head_states`` of ``head_sets``' choice.
+
+    x (B, L, 2), padding (B, L), y (B,): the validation sets the trained ``model`` is read on.
+    """
+    sets = head_sets(model, x, padding, y, count, wrong)
+    states = head_states(model, x, padding, y, sets)
+    data = {
+        "states": states,
+        "colours": palette(),
+        "decimals": [WEIGHT_DECIMALS, VALUE_DECIMALS],
+    }
+    options = "".join(
+        f'<option value="{i}">set {state["set"]}'
+        f"{'' if state['right'] else ' (the model is wrong)'}</option>"
+        for i, state in enumerate(states)
+    )
+    heads = "".join(
+        f'<span><input type="radio" name="tl-heads-head" id="tl-heads-head-{h}" value="{h}"'
+        f"{' checked' if h == 0 else ''}>"
+        f' <label for="tl-heads-head-{h}">head {h}</label></span>'
+        for h in range(len(states[0]["heads"]))
+    )
+    controls = (
+        '<span><label for="tl-heads-set">Validation set</label> '
+        f'<select id="tl-heads-set">{options}</select></span>'
+        f"<fieldset><legend>Head</legend>{heads}</fieldset>"
+    )
+    return Explorer(
+        "heads",
+        "pick a validation set and a head: does the largest key get the attention?",
+        controls,
+        data,
+    )
+
+
+def merge_states(tokenizer: Tokenizer, sentence: str) -> list[dict]:
+    """``sentence`` encoded by ``tokenizer`` with only its first k merges, for k = 0 to all.
+
+    A trained BPE tokenizer applies its merges in the order training made them, so the same
+    tokenizer with its merge list cut after k (and its vocabulary cut after the k-th merged
+    token) encodes as training step k would have: k = 0 is one token per character, the last
+    state is ``tokenizer.encode(sentence)``. Each state holds k, the vocabulary size, the k-th
+    merge (``None`` for k = 0) and how many of the sentence's tokens it made, the sentence's
+    tokens joined by spaces (compact in JSON; a token of a ``Whitespace`` pre-tokenizer never
+    holds one), their number and tokens per word (rounded to 2 decimals).
+    """
+    check_tokenizer(tokenizer)
+    if not isinstance(sentence, str) or not sentence.split():
+        raise ValueError(f"sentence must be a str with at least one word, got {sentence!r}")
+    learned = merges(tokenizer)
+    spec = json.loads(tokenizer.to_str())
+    model = spec["model"]
+    vocab, merge_list = model["vocab"], model["merges"]
+    base = len(vocab) - len(learned)
+    for step, (left, right) in enumerate(learned):
+        if vocab.get(left + right) != base + step:
+            raise ValueError(
+                "the tokenizer's vocabulary is not ordered as training builds it (special "
+                f"tokens, alphabet, one token per merge): merge {step + 1}, {left} + {right}, "
+                f"should have id {base + step}, has {vocab.get(left + right)}"
+            )
+    words = len(sentence.split())
+    states = []
+    for k in range(len(learned) + 1):
+        model["merges"] = merge_list[:k]
+        model["vocab"] = {token: i for token, i in vocab.items() if i < base + k}
+        tokens = Tokenizer.from_str(json.dumps(spec)).encode(sentence).tokens
+        if any(not token or any(c.isspace() for c in token) for token in tokens):
+            raise ValueError(f"a token of {sentence!r} is empty or holds a space: {tokens}")
+        states.append(
+            {
+                "merges": k,
+                "vocab_size": base + k,
+                "merge": list(learned[k - 1]) if k else None,
+                "made": tokens.count("".join(learned[k - 1])) if k else 0,
+                "tokens": " ".join(tokens),
+                "count": len(tokens),
+                "per_word": round(len(tokens) / words, VALUE_DECIMALS),
+            }
+        )
+    return states
+
+
+def merge_explorer(tokenizer: Tokenizer, sentence: str) -> Explorer:
+    """A slider over ``merge_states``: step through the learned merges, re-tokenize ``sentence``."""
+    states = merge_states(tokenizer, sentence)
+    data = {"sentence": sentence, "words": len(sentence.split()), "states": states}
+    last = len(states) - 1
+    controls = (
+        '<label for="tl-merges-step">Merges applied (in training order)</label> '
+        f'<input type="range" id="tl-merges-step" min="0" max="{last}" step="1" value="0">'
+        ' <output id="tl-merges-value" for="tl-merges-step"></output>'
+    )
+    return Explorer(
+        "merges",
+        "step through the merges: the unseen sentence, re-tokenized",
+        controls,
+        data,
     )

@@ -9,11 +9,22 @@ states they can reach, and stay hidden without JavaScript, where the static figu
 
 from __future__ import annotations
 
+import functools
+import re
+
 import pytest
 import torch
 
 from transformer_lab.attention import attention, causal_mask, soft_join
 from transformer_lab.explorers import log_temperatures
+from transformer_lab.set_classifier import NHEAD
+from transformer_lab.set_task import (
+    VALIDATION_SEED,
+    VALIDATION_SETS,
+    largest_key_index,
+    make_sets,
+)
+from transformer_lab.tokenizer import TINY_CORPUS, merges, train_bpe_tokenizer
 
 pytestmark = pytest.mark.browser
 
@@ -373,3 +384,339 @@ def test_in_print_the_static_figures_replace_the_explorers(chapter_1):
         assert page.locator("#fig-sqrt-d img").is_visible()
     finally:
         page.emulate_media(media="screen")
+
+
+# Chapter 3's head explorer, on the validation sets of chapters/03-set-classifier.md.
+CHAPTER_3 = "chapters/03-set-classifier.html"
+HEAD_DATA = """() => JSON.parse(document.querySelector(
+    '.tl-explorer[data-explorer="heads"] script.tl-explorer-data').textContent)"""
+READ_HEADS = """(figure) => Array.from(document.querySelectorAll(figure + ' tr')).map(
+    row => Array.from(row.children).map(cell => ({text: cell.textContent.trim(),
+                                                   classes: Array.from(cell.classList)})))"""
+
+
+@pytest.fixture()
+def chapter_3(open_page):
+    opened = open_page(CHAPTER_3)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def check_heads_state(page, option: int, head: int) -> None:
+    """The displayed set, tokens, weights and status against the exported state and the data.
+
+    What the test can recompute cheaply it recomputes: the validation sets (make_split's), so the
+    tokens, the padding, the largest key, the label and the uniform share. The weights and the
+    probability need the trained model; they must equal the exported state (which nbval keeps
+    equal to the reference), rows must sum to 1, padding must get 0, and the status's average
+    share and count of most-attended queries must follow from the displayed weights.
+    """
+    assert page.locator("#tl-heads-set").input_value() == str(option)
+    assert page.locator(f"#tl-heads-head-{head}").is_checked()
+    state = page.evaluate(HEAD_DATA)["states"][option]
+    index = state["set"]
+    chosen = page.locator("#tl-heads-set option:checked").inner_text()
+    assert chosen.startswith(f"set {index}")
+    assert ("(the model is wrong)" in chosen) == (not state["right"])
+    x, padding, y = make_sets(VALIDATION_SETS, VALIDATION_SEED)
+    x, padding, label = x[index], padding[index], int(y[index])
+    winner = int(largest_key_index(x[None], padding[None])[0])
+    real = ~padding
+    length = int(real.sum())
+    names = [
+        ("p" if padding[i] else "t") + str(i) + ("*" if i == winner else "")
+        for i in range(len(padding))
+    ]
+    tokens = page.evaluate(READ_HEADS, "#tl-heads-tokens")
+    assert [cell["text"] for cell in tokens[0][1:]] == names
+    for row, column in ((tokens[1], 0), (tokens[2], 1)):
+        for i, cell in enumerate(row[1:]):
+            if padding[i]:
+                assert cell["text"] == "pad"
+            else:
+                assert abs(float(cell["text"]) - x[i, column].item()) <= 0.005 + 1e-9
+            assert ("tl-winner" in cell["classes"]) == (i == winner)
+    caption = page.locator("#tl-heads-weights caption").inner_text()
+    assert caption.startswith(f"Head {head}: "), caption
+    table = page.evaluate(READ_HEADS, "#tl-heads-weights")
+    assert [cell["text"] for cell in table[0][1:]] == names
+    exported = state["heads"][head]
+    on_winner, tops = [], 0
+    for i, row in enumerate(table[1:]):
+        assert row[0]["text"] == names[i]
+        if padding[i]:
+            assert [cell["text"] for cell in row[1:]] == [
+                "padded query: its output is never used"
+            ]
+            continue
+        shown = [float(cell["text"]) for cell in row[1:]]
+        assert shown == exported["weights"][i], (i, shown)
+        assert abs(sum(shown) - 1) <= 0.0005 * len(shown) + 1e-9
+        for j, cell in enumerate(row[1:]):
+            assert ("tl-hidden" in cell["classes"]) == bool(padding[j])
+            assert ("tl-winner" in cell["classes"]) == (j == winner)
+            if padding[j]:
+                assert shown[j] == 0.0
+        bold = [j for j, cell in enumerate(row[1:]) if "tl-top" in cell["classes"]]
+        assert bold == [exported["top_keys"][i]]
+        assert shown[bold[0]] == max(shown)
+        on_winner.append(shown[winner])
+        tops += bold[0] == winner
+    share = sum(on_winner) / length
+    assert abs(share - exported["share"]) <= 0.001, (share, exported["share"])
+    assert tops == exported["winner_top"]
+    assert state["label"] == label and state["length"] == length
+    probability = state["probability"]
+    right = (probability > 0.5) == (label == 1)
+    assert state["right"] == right
+    status = page.locator("#tl-heads-status").inner_text()
+    assert status.startswith(f"Validation set {index}, head {head}: "), status
+    assert f"the largest key, t{winner} (key {x[winner, 0].item():.2f}, " in status
+    assert f"gets {exported['share']:.3f} of a real query's attention" in status
+    assert f"(uniform share {1 / length:.3f})" in status
+    assert f"key of {tops} of {length} real queries" in status
+    assert f"Label {label}; the model's probability of label 1: {probability:.3f}" in status
+    assert status.endswith("right." if right else "wrong."), status
+
+
+def test_head_explorer_follows_keyboard_and_pointer(chapter_3):
+    page = chapter_3.page
+    panel = page.locator('.tl-explorer[data-explorer="heads"]')
+    assert panel.is_visible()
+    assert page.locator("#tl-heads-status").get_attribute("aria-live") == "polite"
+    assert page.locator("label[for=tl-heads-set]").inner_text() == "Validation set"
+    states = page.evaluate(HEAD_DATA)["states"]
+    heads = len(states[0]["heads"])
+    assert 8 <= len(states) <= 12 and heads == NHEAD
+    # when the page's trained transformer gets validation sets wrong, the explorer offers one
+    printed = re.search(r"^transformer +([01]\.\d{3}) ", page.inner_text("main"), re.M)
+    assert printed, "chapter 3's results table (transformer, val acc) is not on the page"
+    if float(printed.group(1)) < 1:
+        assert any(not state["right"] for state in states)
+    check_heads_state(page, 0, 0)
+    page.locator("#tl-heads-set").focus()
+    for option in range(1, len(states)):
+        page.keyboard.press("ArrowDown")
+        check_heads_state(page, option, 0)
+    page.locator("#tl-heads-head-0").focus()
+    for head in range(1, heads):
+        page.keyboard.press("ArrowRight")  # the radio group moves to the next head
+        check_heads_state(page, len(states) - 1, head)
+    page.keyboard.press("ArrowRight")  # and wraps round to head 0
+    check_heads_state(page, len(states) - 1, 0)
+    page.locator(f"label[for=tl-heads-head-{heads - 1}]").click()  # by pointer
+    check_heads_state(page, len(states) - 1, heads - 1)
+    wrong = next(
+        (i for i, state in enumerate(states) if not state["right"]), len(states) - 1
+    )
+    page.locator("#tl-heads-set").select_option(str(wrong))
+    check_heads_state(page, wrong, heads - 1)
+    page.locator("#tl-heads-head-0").click()
+    check_heads_state(page, wrong, 0)
+    assert not chapter_3.records().console_errors
+
+
+def test_head_explorer_passes_axe_in_both_schemes(chapter_3, axe_source):
+    page = chapter_3.page
+    page.add_script_tag(content=axe_source)
+    states = page.evaluate(HEAD_DATA)["states"]
+    wrong = next(
+        (i for i, state in enumerate(states) if not state["right"]), len(states) - 1
+    )
+    for option, head in ((0, 0), (wrong, NHEAD - 1)):
+        page.locator("#tl-heads-set").select_option(str(option))
+        page.locator(f"#tl-heads-head-{head}").check()
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            page.evaluate(
+                "(s) => document.documentElement.setAttribute('data-theme', s)", scheme
+            )
+            problems = page.evaluate(AXE_PANEL, '.tl-explorer[data-explorer="heads"]')
+            assert not problems, f"{scheme} scheme, set option {option}: {problems}"
+            low = page.evaluate(LOW_CONTRAST)
+            assert not low, f"{scheme} scheme, option {option}: below 4.5:1 contrast: {low}"
+
+
+def test_head_explorer_works_from_disk(open_page):
+    opened = open_page(CHAPTER_3, from_disk=True)
+    try:
+        assert opened.page.url.startswith("file://")
+        check_heads_state(opened.page, 0, 0)
+        opened.page.locator("#tl-heads-set").focus()
+        opened.page.keyboard.press("End")
+        last = len(opened.page.evaluate(HEAD_DATA)["states"]) - 1
+        check_heads_state(opened.page, last, 0)
+        records = opened.records()
+        assert not records.console_errors and not records.third_party_requests, records
+    finally:
+        opened.close()
+
+
+def test_without_javascript_chapter_3_keeps_its_static_heads_figure(browser, server):
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(server.url(CHAPTER_3), wait_until="load")
+        panel = page.locator('.tl-explorer[data-explorer="heads"]')
+        assert panel.count() == 1 and not panel.is_visible()
+        image = page.locator("#fig-ch3-trained-heads img")
+        assert image.is_visible() and image.get_attribute("alt")
+    finally:
+        context.close()
+
+
+def test_in_print_chapter_3_shows_its_static_heads_figure(chapter_3):
+    page = chapter_3.page
+    panel = page.locator('.tl-explorer[data-explorer="heads"]')
+    assert panel.is_visible()
+    page.emulate_media(media="print")
+    try:
+        assert not panel.is_visible()
+        assert page.locator("#fig-ch3-trained-heads img").is_visible()
+    finally:
+        page.emulate_media(media="screen")
+
+
+# Chapter 5's merge stepper: the tiny corpus's tokenizer and the unseen sentence of
+# chapters/05-tokenizers.md ("Encoding a sentence it never saw").
+CHAPTER_5 = "chapters/05-tokenizers.html"
+TINY_VOCAB = 80
+SENTENCE = "my dog reads the whole sentence"
+
+
+@functools.cache
+def trained_to(vocab_size: int) -> list[str]:
+    """The sentence's tokens from a tokenizer trained on the tiny corpus to ``vocab_size``."""
+    return train_bpe_tokenizer(TINY_CORPUS, vocab_size=vocab_size).encode(SENTENCE).tokens
+
+
+@pytest.fixture()
+def chapter_5(open_page):
+    opened = open_page(CHAPTER_5)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def check_merge_state(page, k: int) -> None:
+    """What the page shows after k merges equals a tokenizer *trained* with k merges."""
+    full = train_bpe_tokenizer(TINY_CORPUS, vocab_size=TINY_VOCAB)
+    learned = merges(full)
+    base = full.get_vocab_size() - len(learned)
+    assert page.locator("#tl-merges-step").input_value() == str(k)
+    tokens = page.locator("#tl-merges-tokens li").all_inner_texts()
+    assert tokens == trained_to(base + k), (k, tokens)
+    made = "".join(learned[k - 1]) if k else None
+    bold = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#tl-merges-tokens li'))"
+        ".map(li => li.classList.contains('tl-new'))"
+    )
+    assert bold == [token == made for token in tokens]
+    label = f"{k} of {len(learned)} merges"
+    assert page.locator("#tl-merges-value").inner_text() == label
+    assert page.locator("#tl-merges-step").get_attribute("aria-valuetext") == label
+    step = page.locator("#tl-merges-merge").inner_text()
+    if k:
+        assert step == f"Merge {k}: {learned[k - 1][0]} + {learned[k - 1][1]} → {made}"
+    else:
+        assert step == "Before any merge: one token per character"
+    words = len(SENTENCE.split())
+    status = page.locator("#tl-merges-status").inner_text()
+    assert status.startswith(
+        f"After {label} (vocabulary of {base + k} tokens): {words} words are "
+        f"{len(tokens)} tokens, {len(tokens) / words:.2f} per word"
+    ), status
+    if k and made in tokens:
+        assert status.endswith(
+            f"; {tokens.count(made)} of them made by merge {k} (bold)."
+        ), status
+    elif k:
+        assert status.endswith(f"; merge {k} makes none of them."), status
+    else:
+        assert status.endswith(" per word."), status
+
+
+def test_merge_stepper_follows_the_keyboard(chapter_5):
+    page = chapter_5.page
+    assert page.locator('.tl-explorer[data-explorer="merges"]').is_visible()
+    assert page.locator("#tl-merges-status").get_attribute("aria-live") == "polite"
+    assert page.locator("label[for=tl-merges-step]").inner_text().startswith("Merges")
+    last = len(merges(train_bpe_tokenizer(TINY_CORPUS, vocab_size=TINY_VOCAB)))
+    check_merge_state(page, 0)
+    page.locator("#tl-merges-step").focus()
+    for k in range(1, last + 1):
+        page.keyboard.press("ArrowRight")
+        check_merge_state(page, k)
+    page.keyboard.press("Home")
+    check_merge_state(page, 0)
+    page.keyboard.press("End")
+    check_merge_state(page, last)
+    assert not chapter_5.records().console_errors
+
+
+def test_merge_stepper_follows_the_pointer(chapter_5):
+    page = chapter_5.page
+    slider = page.locator("#tl-merges-step")
+    slider.scroll_into_view_if_needed()
+    box = slider.bounding_box()
+    last = int(slider.get_attribute("max"))
+    page.mouse.click(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    check_merge_state(page, last)
+    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    assert 0 < int(slider.input_value()) < last
+    check_merge_state(page, int(slider.input_value()))
+    page.mouse.click(box["x"] + 2, box["y"] + box["height"] / 2)
+    check_merge_state(page, 0)
+    page.emulate_media(media="print")  # in print the chapter's own tables stand alone
+    try:
+        assert not page.locator('.tl-explorer[data-explorer="merges"]').is_visible()
+    finally:
+        page.emulate_media(media="screen")
+
+
+def test_merge_stepper_passes_axe_in_both_schemes(chapter_5, axe_source):
+    page = chapter_5.page
+    page.add_script_tag(content=axe_source)
+    for key in ("Home", "End"):
+        page.locator("#tl-merges-step").focus()
+        page.keyboard.press(key)
+        for scheme in ("light", "dark"):
+            page.emulate_media(color_scheme=scheme)
+            page.evaluate(
+                "(s) => document.documentElement.setAttribute('data-theme', s)", scheme
+            )
+            problems = page.evaluate(AXE_PANEL, '.tl-explorer[data-explorer="merges"]')
+            assert not problems, f"{scheme} scheme, after {key}: {problems}"
+            low = page.evaluate(LOW_CONTRAST)
+            assert not low, f"{scheme} scheme, after {key}: below 4.5:1 contrast: {low}"
+
+
+def test_merge_stepper_works_from_disk_and_falls_back_without_javascript(
+    open_page, browser, server
+):
+    opened = open_page(CHAPTER_5, from_disk=True)
+    try:
+        assert opened.page.url.startswith("file://")
+        check_merge_state(opened.page, 0)
+        opened.page.locator("#tl-merges-step").focus()
+        opened.page.keyboard.press("End")
+        check_merge_state(
+            opened.page, int(opened.page.locator("#tl-merges-step").input_value())
+        )
+        records = opened.records()
+        assert not records.console_errors and not records.third_party_requests, records
+    finally:
+        opened.close()
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(server.url(CHAPTER_5), wait_until="load")
+        panel = page.locator('.tl-explorer[data-explorer="merges"]')
+        assert panel.count() == 1 and not panel.is_visible()
+        # the static tables stay: the first merges and the sentence's pieces
+        assert page.get_by_text("my dog reads the whole sentence").first.is_visible()
+    finally:
+        context.close()
