@@ -1913,6 +1913,34 @@ def repaired_encoder_mask_left_inverted(model, ids, padding):
     return model.head(masked_mean(x, padding)).squeeze(-1)
 
 
+@wrong("masked_mean", "count_plus_one")
+def masked_mean_count_plus_one(x, padding):
+    keep = (~padding).unsqueeze(-1).to(x.dtype)
+    return (x * keep).sum(1) / (keep.sum(1) + 1)  # "so that it never divides by zero"
+
+
+@wrong("masked_mean", "first_token")
+def masked_mean_first_token(x, padding):
+    return x[:, 0]
+
+
+@wrong("forward_without_positions", "causal_mask")
+def no_positions_causal(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    length = ids.shape[1]
+    future = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+    x = model.encoder(model.embed(ids), mask=future, src_key_padding_mask=padding)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@wrong("forward_with_sinusoids", "sum_pool")
+def sines_forward_sum_pool(model, ids, padding):
+    x = model.embed(ids) + _book_sines(ids.shape[1], model.embed.embedding_dim)
+    x = model.encoder(x, src_key_padding_mask=padding)
+    return model.head(x.masked_fill(padding[..., None], 0.0).sum(dim=1)).squeeze(-1)
+
+
 # =============================================================================================
 # Running the catalogue
 # =============================================================================================

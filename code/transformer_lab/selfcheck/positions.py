@@ -258,6 +258,7 @@ def praise_forward(
     pool: str = "masked",
     squeeze: bool = True,
     sigmoid: bool = False,
+    causal: bool = False,
 ) -> torch.Tensor:
     """PraiseClassifier's forward with each step switchable to a typical mistake.
 
@@ -277,7 +278,8 @@ def praise_forward(
     elif positions == "both":
         x = x + book_table(length, width)[None] + model.pos(torch.arange(length))[None]
     key_mask = {"keys": padding, "none": None, "inverted": ~padding}[mask]
-    x = model.encoder(x, src_key_padding_mask=key_mask)
+    future = torch.ones(length, length, dtype=torch.bool).triu(1) if causal else None
+    x = model.encoder(x, mask=future, src_key_padding_mask=key_mask)
     real = (~padding)[..., None]
     pooled = {
         "masked": lambda: masked_mean(x, padding),
@@ -338,6 +340,13 @@ FORWARD_MISTAKES: list[Mistake] = [
         partial(praise_forward, pool="first"),
     ),
     Mistake(
+        "causal_mask",
+        "the encoder was given a causal mask: each character reads only the ones before "
+        "it, while a classifier of whole comments may read every character",
+        "model.encoder(x, src_key_padding_mask=padding), no mask=... for the future",
+        partial(praise_forward, causal=True),
+    ),
+    Mistake(
         "returns_probabilities",
         "the forward returns probabilities (a sigmoid at the end); training uses "
         "BCEWithLogitsLoss, which applies the sigmoid itself",
@@ -365,17 +374,16 @@ SINES_MISTAKES: list[Mistake] = [
         "add sinusoidal_positions(L, D) in place of model.pos(...), not beside it",
         partial(praise_forward, positions="both"),
     ),
+    # every mistake of Task 1's forward but the learned table, made with the sinusoids added
     *[
         Mistake(
             m.code,
             m.message,
             m.advice,
-            partial(praise_forward, positions="sines", **options),
+            partial(praise_forward, **{**m.variant.keywords, "positions": "sines"}),
         )
-        for m, options in zip(
-            FORWARD_MISTAKES[1:],
-            [{"mask": "none"}, {"mask": "inverted"}, {"pool": "plain"}, {"sigmoid": True}],
-        )
+        for m in FORWARD_MISTAKES
+        if m.code != "positions_still_added"
     ],
 ]
 
