@@ -1151,12 +1151,14 @@ def _mha(
     heads=None,
     dim=-1,
     after=False,
+    order="qkv",
 ):
     b, length, d = x.shape
     h = heads or mha.num_heads
-    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias if in_bias else None).chunk(
+    chunks = F.linear(x, mha.in_proj_weight, mha.in_proj_bias if in_bias else None).chunk(
         3, dim=-1
     )
+    q, k, v = (dict(zip(order, chunks))[name] for name in "qkv")
 
     def split(t):
         return (
@@ -1834,13 +1836,7 @@ def mha_softmax_over_heads(x, padding, mha):
 
 @wrong("multi_head_attention", "qkv_order")
 def mha_keys_first(x, padding, mha):
-    b, length, d = x.shape
-    h = mha.num_heads
-    k, q, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
-    q, k, v = (t.view(b, length, h, d // h).transpose(1, 2) for t in (q, k, v))
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d // h)
-    weights = torch.softmax(scores.masked_fill(padding[:, None, None, :], INF), dim=-1)
-    return mha.out_proj((weights @ v).transpose(1, 2).reshape(b, length, d))
+    return _mha(x, padding, mha, order="kqv")  # k, q, v = ....chunk(3, dim=-1)
 
 
 @wrong("multi_head_attention", "out_proj_not_transposed")
