@@ -38,3 +38,14 @@ def test_the_broken_forward_is_its_forward_and_the_inverted_mask_raises():
         assert torch.allclose(
             broken(short), broken_forward(broken, short, short == PAD_ID, BUGS), atol=1e-6
         )
+
+
+def test_the_half_repair_inverts_only_the_encoders_mask():
+    broken, _ = models()
+    ids = encode_texts(["fast fix, thanks", "not good at all, slow and late"])
+    padding = ids == PAD_ID
+    with torch.no_grad():
+        half = broken_forward(broken, ids, padding, ("encoder_mask_inverted",))
+        repaired = broken_forward(broken, ids, padding, ())
+    assert half.shape == repaired.shape and torch.isfinite(half).all()
+    assert not torch.allclose(half, repaired, atol=1e-4)

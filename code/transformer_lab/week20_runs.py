@@ -328,6 +328,17 @@ def parse(argv: Sequence[str] | None, settings: types.ModuleType) -> argparse.Na
     return parser.parse_args(argv)
 
 
+def recipe(args: argparse.Namespace, starter: types.ModuleType) -> dict:
+    """The settings every Week-20 run shares (the command line's, the starter's sample size)."""
+    return {
+        "window": args.window,
+        "split_seed": args.split_seed,
+        "max_epochs": args.max_epochs,
+        "patience": args.patience,
+        "n_comments": starter.N_COMMENTS,
+    }
+
+
 def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) -> int:
     """The starter's main: self-check the file, print Task 2's table, run Task 1 on request."""
     from transformer_lab.selfcheck import PASSED, check_file, format_report
@@ -347,27 +358,17 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         print("\n== Task 4: the broken transformer and your repair")
         # run whatever the repair is now: what each bug left in does to training is the clue
         debug_experiment(
-            starter.repaired_forward,
-            window=args.window,
-            split_seed=args.split_seed,
-            max_epochs=args.max_epochs,
-            patience=args.patience,
-            seed=args.seeds[0],
-            n_comments=starter.N_COMMENTS,
+            starter.repaired_forward, seed=args.seeds[0], **recipe(args, starter)
         )
     if args.tokens:
         print("\n== Task 6: characters against BPE tokens")
         if "encode_with_bpe" in passed:
             tokens_experiment(
                 starter.encode_with_bpe,
-                window=args.window,
                 bpe_vocab=starter.BPE_VOCAB,
                 bpe_length=starter.BPE_LENGTH,
-                split_seed=args.split_seed,
-                max_epochs=args.max_epochs,
-                patience=args.patience,
                 seeds=args.seeds,
-                n_comments=starter.N_COMMENTS,
+                **recipe(args, starter),
             )
         else:
             print("finish encode_with_bpe first: its check above must pass")
@@ -385,13 +386,9 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
             print("(Task 5 not trained: its checks above must pass first)")
     positions_experiment(
         starter.forward_without_positions,
-        window=args.window,
-        split_seed=args.split_seed,
-        max_epochs=args.max_epochs,
-        patience=args.patience,
         seeds=args.seeds,
-        n_comments=starter.N_COMMENTS,
         sinusoids=sines,
         test=args.test,
+        **recipe(args, starter),
     )
     return 0

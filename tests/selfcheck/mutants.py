@@ -7,6 +7,7 @@ named) and one line per variant that is not named; ``test_mutations.py`` asserts
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable
@@ -15,7 +16,14 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+from tokenizers import (
+    Tokenizer,
+    models,
+    normalizers,
+    pre_tokenizers,
+    processors,
+    trainers,
+)
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 
 from transformer_lab.selfcheck import PASSED
@@ -1143,12 +1151,14 @@ def _mha(
     heads=None,
     dim=-1,
     after=False,
+    order="qkv",
 ):
     b, length, d = x.shape
     h = heads or mha.num_heads
-    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias if in_bias else None).chunk(
+    chunks = F.linear(x, mha.in_proj_weight, mha.in_proj_bias if in_bias else None).chunk(
         3, dim=-1
     )
+    q, k, v = (dict(zip(order, chunks))[name] for name in "qkv")
 
     def split(t):
         return (
@@ -1321,7 +1331,7 @@ def mha_padding_repeat_interleaved(x, padding, mha):
 
 
 def _mha_steps(
-    x, padding, mha, value_chunk=2, out_transposed=False, temperature=1.0, groups="blocks"
+    x, padding, mha, value_chunk=2, out_bias_twice=False, temperature=1.0, groups="blocks"
 ):
     """Multi-head attention with slips that no mistake table foresees, one per step."""
     b, length, d = x.shape
@@ -1343,8 +1353,8 @@ def _mha_steps(
     scores = q @ k.transpose(-2, -1) / (math.sqrt(d // h) * temperature)
     scores = scores.masked_fill(padding[:, None, None, :], INF)
     merged = merge(torch.softmax(scores, dim=-1) @ v)
-    weight = mha.out_proj.weight.T if out_transposed else mha.out_proj.weight
-    return F.linear(merged, weight, mha.out_proj.bias)
+    out = F.linear(merged, mha.out_proj.weight, mha.out_proj.bias)
+    return out + mha.out_proj.bias if out_bias_twice else out
 
 
 @wrong("multi_head_attention", "wrong_step_projection")
@@ -1353,8 +1363,8 @@ def mha_values_from_the_keys(x, padding, mha):
 
 
 @wrong("multi_head_attention", "wrong_step_output_projection")
-def mha_output_weight_transposed(x, padding, mha):
-    return _mha_steps(x, padding, mha, out_transposed=True)
+def mha_output_bias_twice(x, padding, mha):
+    return _mha_steps(x, padding, mha, out_bias_twice=True)
 
 
 @wrong("multi_head_attention", "wrong_step_attention")
@@ -1724,12 +1734,224 @@ def bpe_lists(tokenizer, texts, length):
 
 
 # =============================================================================================
+# The second student pass: new mistakes, each with the diagnosis written for it
+# =============================================================================================
+
+
+@wrong("attention", "log_softmax")
+def attention_log_softmax(q, k, v, padding):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.log_softmax(scores.masked_fill(padding[:, None, :], INF), dim=-1)
+    return weights @ v, weights
+
+
+@wrong("attention", "mask_with_plus_inf")
+def attention_plus_inf(q, k, v, padding):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores.masked_fill(padding[:, None, :], float("inf")), dim=-1)
+    return weights @ v, weights
+
+
+@right("attention")
+def attention_renormalised_after_softmax(q, k, v, padding):
+    # zeroing padded keys after the softmax and renormalising each row is the same softmax
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    weights = torch.softmax(scores, dim=-1).masked_fill(padding[:, None, :], 0.0)
+    weights = weights / weights.sum(-1, keepdim=True)
+    return weights @ v, weights
+
+
+@wrong("embedding_parameters", "counted_a_bias")
+def embedding_padding_row(vocab_size, d):
+    return (vocab_size + 1) * d  # "one more row for padding"
+
+
+@wrong("embedding_parameters", "subtracted_special_tokens")
+def embedding_without_special_tokens(vocab_size, d):
+    return (vocab_size - 2) * d
+
+
+@wrong("train_bpe_tokenizer", "continuing_subword_prefix")
+def bpe_wordpiece_prefix(corpus, vocab_size):
+    return bpe(corpus, vocab_size, continuing_subword_prefix="##")
+
+
+@wrong("train_bpe_tokenizer", "end_of_word_suffix")
+def bpe_end_of_word_suffix(corpus, vocab_size):
+    return bpe(corpus, vocab_size, end_of_word_suffix="</w>")
+
+
+@wrong("train_bpe_tokenizer", "added_special_tokens")
+def bpe_special_tokens_on_top(corpus, vocab_size):
+    return bpe(corpus, vocab_size + 2)
+
+
+@wrong("train_bpe_tokenizer", "bpe_dropout")
+def bpe_with_dropout(corpus, vocab_size):
+    return bpe(corpus, vocab_size, model=lambda **kw: models.BPE(dropout=0.1, **kw))
+
+
+@wrong("train_bpe_tokenizer", "extra_post_processor")
+def bpe_with_a_post_processor(corpus, vocab_size):
+    tokenizer = bpe(corpus, vocab_size)
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="$A [PAD]", special_tokens=[("[PAD]", 1)]
+    )
+    return tokenizer
+
+
+@wrong("train_bpe_tokenizer", "lowercased_corpus")
+def bpe_lowercased(corpus, vocab_size):
+    return bpe([text.lower() for text in corpus], vocab_size)
+
+
+@right("train_bpe_tokenizer")
+def bpe_bert_pre_tokenizer(corpus, vocab_size):
+    # cuts at whitespace and punctuation too, as the exercise asks (a run like '?!' becomes two
+    # pieces, where Whitespace keeps one; no probe has such a run)
+    return bpe(corpus, vocab_size, pre_tokenizer=pre_tokenizers.BertPreTokenizer)
+
+
+@wrong("train_bpe_tokenizer", "deduplicated_corpus")
+def bpe_on_distinct_words(corpus, vocab_size):
+    return bpe(sorted(set(" ".join(corpus).split())), vocab_size)
+
+
+@wrong("train_bpe_tokenizer", "vocabulary_differs")
+def bpe_short_tokens(corpus, vocab_size):
+    return bpe(corpus, vocab_size, max_token_length=3)
+
+
+@wrong("causal_padding_mask", "causal_off_by_one")
+def causal_off_by_one(padding):
+    length = padding.shape[1]
+    future = torch.ones(length, length, dtype=torch.bool).triu(diagonal=2)
+    return future[None] | padding[:, None, :]
+
+
+@wrong("multi_head_attention", "softmax_over_heads")
+def mha_softmax_over_heads(x, padding, mha):
+    return _mha(x, padding, mha, dim=1)
+
+
+@wrong("multi_head_attention", "qkv_order")
+def mha_keys_first(x, padding, mha):
+    return _mha(x, padding, mha, order="kqv")  # k, q, v = ....chunk(3, dim=-1)
+
+
+@wrong("multi_head_attention", "out_proj_not_transposed")
+def mha_out_weight_not_transposed(x, padding, mha):
+    merged = _mha(x, padding, mha, out_proj=False)
+    return merged @ mha.out_proj.weight + mha.out_proj.bias
+
+
+@wrong("toy_weights", "projections_transposed")
+def toy_projections_transposed(embeddings, w_q, w_k):
+    q, k = embeddings @ w_q.T, embeddings @ w_k.T
+    return torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1)
+
+
+@wrong("toy_weights", "keys_from_w_q")
+def toy_keys_from_w_q(embeddings, w_q, w_k):
+    q = k = embeddings @ w_q
+    return torch.softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1)
+
+
+@wrong("toy_weights", "scaled_by_token_count")
+def toy_scaled_by_tokens(embeddings, w_q, w_k):
+    q, k = embeddings @ w_q, embeddings @ w_k
+    return torch.softmax(q @ k.T / math.sqrt(len(embeddings)), dim=-1)
+
+
+@wrong("toy_weights", "log_softmax")
+def toy_log_softmax(embeddings, w_q, w_k):
+    q, k = embeddings @ w_q, embeddings @ w_k
+    return F.log_softmax(q @ k.T / math.sqrt(q.shape[-1]), dim=-1)
+
+
+@wrong("forward_without_positions", "max_pool")
+def no_positions_max_pool(model, ids, padding):
+    x = model.encoder(model.embed(ids), src_key_padding_mask=padding)
+    return model.head(x.masked_fill(padding[..., None], -1e9).max(dim=1).values)[:, 0]
+
+
+@wrong("forward_without_positions", "sum_pool")
+def no_positions_sum_pool(model, ids, padding):
+    x = model.encoder(model.embed(ids), src_key_padding_mask=padding)
+    return model.head((x * (~padding)[..., None]).sum(dim=1)).squeeze(-1)
+
+
+@wrong("forward_without_positions", "first_token_pooled")
+def no_positions_first_token(model, ids, padding):
+    x = model.encoder(model.embed(ids), src_key_padding_mask=padding)
+    return model.head(x[:, 0]).squeeze(-1)
+
+
+@wrong("sinusoidal_positions", "positions_from_one")
+def sines_from_one(length, d_model):
+    return _book_sines(length + 1, d_model)[1:]
+
+
+@wrong("forward_with_sinusoids", "learned_table_kept")
+def sines_forward_both_tables(model, ids, padding):
+    def both(length, width):
+        return _book_sines(length, width) + model.pos(torch.arange(length))
+
+    return _praise(model, ids, padding, positions=both)
+
+
+@wrong("repaired_forward", "encoder_mask_inverted")
+def repaired_encoder_mask_left_inverted(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+    x = model.encoder(x.transpose(0, 1), src_key_padding_mask=~padding).transpose(0, 1)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@wrong("masked_mean", "count_plus_one")
+def masked_mean_count_plus_one(x, padding):
+    keep = (~padding).unsqueeze(-1).to(x.dtype)
+    return (x * keep).sum(1) / (keep.sum(1) + 1)  # "so that it never divides by zero"
+
+
+@wrong("masked_mean", "first_token")
+def masked_mean_first_token(x, padding):
+    return x[:, 0]
+
+
+@wrong("forward_without_positions", "causal_mask")
+def no_positions_causal(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    length = ids.shape[1]
+    future = torch.triu(torch.ones(length, length, dtype=torch.bool), diagonal=1)
+    x = model.encoder(model.embed(ids), mask=future, src_key_padding_mask=padding)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@wrong("forward_with_sinusoids", "sum_pool")
+def sines_forward_sum_pool(model, ids, padding):
+    x = model.embed(ids) + _book_sines(ids.shape[1], model.embed.embedding_dim)
+    x = model.encoder(x, src_key_padding_mask=padding)
+    return model.head(x.masked_fill(padding[..., None], 0.0).sum(dim=1)).squeeze(-1)
+
+
+@wrong("accuracy", "all_negative")
+def accuracy_softmax_over_the_batch(logits, labels):
+    probabilities = torch.softmax(logits, dim=0)  # a multi-class habit
+    return ((probabilities > 0.5).float() == labels).float().mean().item()
+
+
+# =============================================================================================
 # Running the catalogue
 # =============================================================================================
 
 
+@functools.cache
 def run(mutant: Mutant):
-    """The self-check's result for one implementation, as a student's file would get it."""
+    """The self-check's result for one implementation, as a student's file would get it (run
+    once: the per-mutant tests and the suite's statistics share the results)."""
     return BY_NAME[mutant.check].run(mutant.function)
 
 

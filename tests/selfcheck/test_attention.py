@@ -30,12 +30,17 @@ def test_single_mistakes_give_different_weights_on_the_probe():
     singles = [m for m in weight_mistakes() if "+" not in m.code]
     by_message = {}
     for mistake in singles:
-        by_message.setdefault(mistake.message, mistake.variant(*probe))
+        by_message.setdefault((mistake.code, mistake.message), mistake.variant(*probe))
     assert len(by_message) >= 20
     weights = list(by_message.items())
-    for i, (message, w) in enumerate(weights):
+    # every example of the probe has padding, so both of these make every weight NaN there;
+    # check_attention tells them apart on a probe without padding (_name_the_infinity)
+    told_apart_later = {"mask_times_inf", "mask_with_plus_inf"}
+    for i, ((code, message), w) in enumerate(weights):
         assert not close(w, reference), message
-        for other, w2 in weights[i + 1 :]:
+        for (other_code, other), w2 in weights[i + 1 :]:
+            if {code, other_code} == told_apart_later:
+                continue
             assert not close(w, w2), f"{message!r} and {other!r} give the same weights"
 
 

@@ -9,9 +9,11 @@ from transformer_lab.selfcheck.tokenizer import (
     COUNT_MISTAKES,
     OTHER_CORPUS,
     OTHER_SIZE,
+    SMALL_TRAININGS,
     TOKENIZER_SIZES,
     TRAINING_MISTAKES,
     WORDS,
+    _smallest_encoding_note,
 )
 from transformer_lab.tokenizer import TINY_CORPUS, tokens_per_word, train_bpe_tokenizer
 
@@ -62,3 +64,41 @@ def test_a_model_without_unk_token_shows_the_vanished_characters():
     )
     assert "'f', 's'" in result.finding.received and "[UNK]" not in result.finding.received
     assert 'models.BPE(unk_token="[UNK]")' in result.finding.advice
+
+
+def test_an_unforeseen_vocabulary_shows_the_smallest_training_that_goes_wrong():
+    # max_token_length is in no mistake table: the message says where it first goes wrong
+    result = check_train_bpe_tokenizer(
+        lambda corpus, vocab_size: bpe(corpus, vocab_size, max_token_length=2)
+    )
+    assert result.code == "vocabulary_differs"
+    assert (
+        "smallest input where it goes wrong: corpus ['ab abc'], vocab_size=7: expected "
+        "tokens ['[UNK]', '[PAD]', 'a', 'b', 'c', 'ab', 'abc'], received "
+        "['[UNK]', '[PAD]', 'a', 'b', 'c', 'ab']" in result.finding.mistake
+    )
+
+
+def test_smallest_trainings_run_from_the_smallest_and_end_on_a_probe():
+    assert SMALL_TRAININGS[-1] == (OTHER_CORPUS, OTHER_SIZE)
+    sizes = [sum(map(len, corpus)) for corpus, _ in SMALL_TRAININGS]
+    assert sizes == sorted(sizes)
+    for corpus, size in SMALL_TRAININGS:  # each one merges something
+        assert train_bpe_tokenizer(list(corpus), size).get_vocab_size() > 2 + len(
+            set("".join(corpus).replace(" ", ""))
+        )
+
+
+def test_an_unforeseen_encoding_shows_the_shortest_word_that_goes_wrong():
+    reference = train_bpe_tokenizer(list(TINY_CORPUS), 80)
+
+    class Reversed:  # a tokenizer that gives a word's tokens in reverse order
+        def encode(self, text):
+            encoding = reference.encode(text)
+            return type("Encoding", (), {"tokens": encoding.tokens[::-1]})()
+
+    # 'the' is one token, so the shortest word that goes wrong is 'text'
+    assert _smallest_encoding_note(Reversed(), reference) == (
+        " (smallest input where it goes wrong: 'text': expected ['te', 'x', 't'], "
+        "received ['t', 'x', 'te'])"
+    )

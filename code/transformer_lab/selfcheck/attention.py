@@ -20,6 +20,7 @@ from transformer_lab.selfcheck.core import (
     CheckResult,
     Failed,
     Mistake,
+    StudentRaised,
     combine,
     fail,
     first_match,
@@ -166,6 +167,13 @@ NORMALISERS: list[Mistake] = [
         "torch.softmax(scores, dim=-1) normalises over the keys",
         lambda s: torch.sigmoid(s),
     ),
+    Mistake(
+        "log_softmax",
+        "the weights are log-probabilities (log_softmax): they are negative, and their "
+        "exponentials, not they, sum to 1",
+        "torch.softmax(scores, dim=-1), not torch.log_softmax",
+        lambda s: torch.log_softmax(s, dim=-1),
+    ),
 ]
 
 
@@ -238,6 +246,18 @@ MASKS: list[tuple[Mistake, Callable, Callable]] = [
             "scores",
         ),
         lambda s, ignore: s + ignore.double() * float("-inf"),
+        _keep,
+    ),
+    # the same all-NaN weights as mask_times_inf where every example has padding;
+    # _name_the_infinity tells the two apart on a probe without padding
+    (
+        Mistake(
+            "mask_with_plus_inf",
+            "padded scores were set to +∞ instead of −∞: the softmax of a row holding +∞ is "
+            "NaN (∞ / ∞), so every query of an example with padding got NaN weights",
+            "masked_fill(padding[:, None, :], float('-inf')): minus infinity, so exp gives 0",
+        ),
+        _fill(float("inf")),
         _keep,
     ),
 ]
@@ -545,7 +565,11 @@ def _check_probe(student: StudentFunction, q, k, v, padding):
         if not close(output, expected_output):
             _diagnose_output(output, (q, k, v, padding), expected_output)
     except Failed as failure:
-        if failure.finding.code not in ("weights_differ", "output_differs"):
+        if failure.finding.code not in (
+            "weights_differ",
+            "output_differs",
+            "returned_weights_differ",
+        ):
             raise
         note = smallest_input_note(
             student,
@@ -655,6 +679,26 @@ def _check_overflow(student: StudentFunction):
         )
 
 
+def _name_the_infinity(student: StudentFunction, failure: Failed) -> None:
+    """mask_times_inf and mask_with_plus_inf both turn every weight of a padded example into
+    NaN; only the first also does so where nothing is padded. Re-raise with the right name."""
+    if failure.finding.code != "mask_times_inf":
+        raise failure
+    g = torch.Generator().manual_seed(24)
+    x = torch.randn(1, 2, ATT_D, generator=g)
+    padding = torch.zeros(1, 2, dtype=torch.bool)
+    try:
+        result = student.call(x, x, torch.randn(1, 2, ATT_DV, generator=g), padding).result
+    except StudentRaised:
+        raise failure from None
+    weights = result[1] if isinstance(result, (tuple, list)) and len(result) == 2 else None
+    if isinstance(weights, torch.Tensor) and torch.isfinite(weights).all():
+        plus = next(m for m, _, _ in MASKS if m.code == "mask_with_plus_inf")
+        finding = failure.finding
+        fail(plus.code, plus.message, finding.expected, finding.received, plus.advice)
+    raise failure
+
+
 def check_attention(function) -> CheckResult:
     """Check ``attention(q, k, v, padding) -> (output, weights)`` against the package's version."""
     student = as_student(function)
@@ -662,7 +706,10 @@ def check_attention(function) -> CheckResult:
     def body():
         if student.library_names:
             fail_library(student.library_names, EXERCISE)
-        _check_probe(student, *attention_probe())
+        try:
+            _check_probe(student, *attention_probe())
+        except Failed as failure:
+            _name_the_infinity(student, failure)
         # no padding at all, and a self-attention shape with Lq == Lk
         g = torch.Generator().manual_seed(21)
         x = torch.randn(3, 4, ATT_D, generator=g)

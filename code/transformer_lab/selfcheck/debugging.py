@@ -29,6 +29,11 @@ BUG_TEXT = {
         "(L, N, D), so (N, L, D) makes the comments attend to each other",
         "x.transpose(0, 1) before the encoder and back after it; the mask stays (N, L)",
     ),
+    "encoder_mask_inverted": (
+        "the encoder's padding mask is still inverted (~padding), while the pooling uses the "
+        "right one: the encoder reads the padding and hides the characters",
+        "src_key_padding_mask=padding: True must mean padding there too",
+    ),
     "double_sigmoid": (
         "the forward still returns probabilities: the training loss (BCEWithLogitsLoss) "
         "applies a sigmoid itself, so the model is squashed twice",
@@ -62,7 +67,10 @@ def mistakes() -> list[Mistake]:
     """Every non-empty set of bugs left in, the single bugs first."""
     from transformer_lab.broken_transformer import BUGS
 
-    return [_mistake(bugs) for size in (1, 2, 3) for bugs in combinations(BUGS, size)]
+    return [
+        *(_mistake(bugs) for size in (1, 2, 3) for bugs in combinations(BUGS, size)),
+        _mistake(("encoder_mask_inverted",)),
+    ]
 
 
 def broken_probe(seed: int = 6):

@@ -32,9 +32,18 @@ MISTAKES: list[Mistake] = [
     ),
     Mistake(
         "counted_a_bias",
-        "a bias was counted; an embedding is a lookup table with no bias",
+        "d numbers too many: a bias, or one row too many ((vocab_size + 1) × d, a row for "
+        "padding?); an embedding is a lookup table with no bias, and [PAD] is already one of "
+        "the vocab_size tokens",
         TABLE,
         lambda vocab_size, d: vocab_size * d + d,
+    ),
+    Mistake(
+        "subtracted_special_tokens",
+        "the special tokens were taken out ((vocab_size - 2) × d): [UNK] and [PAD] have rows "
+        "of the table like every other token",
+        TABLE,
+        lambda vocab_size, d: (vocab_size - 2) * d,
     ),
     Mistake(
         "width_squared",

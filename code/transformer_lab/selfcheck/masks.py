@@ -68,6 +68,12 @@ MISTAKES: list[Mistake] = [
         lambda p: _future(p, diagonal=0) | _keys(p),
     ),
     Mistake(
+        "causal_off_by_one",
+        "the causal mask is one off: each token may also read the next one (triu(diagonal=2))",
+        "key j is the future of query i when j > i: triu(diagonal=1), so j = i + 1 is blocked",
+        lambda p: _future(p, diagonal=2) | _keys(p),
+    ),
+    Mistake(
         "causal_transposed",
         "the past is blocked instead of the future (tril instead of triu)",
         "the future of query i is the keys j > i: the upper triangle, triu(diagonal=1)",

@@ -57,8 +57,10 @@ MISTAKES: list[Mistake] = [
     ),
     Mistake(
         "all_negative",
-        "every example was predicted negative",
-        "predict positive when logit > 0",
+        "every example was predicted negative: a softmax over the batch (its probabilities "
+        "share 1 between all the examples, so none reaches 0.5), or a threshold above every "
+        "logit",
+        "one sigmoid per logit, or no sigmoid at all: predict positive when logit > 0",
         lambda logits, labels: 1 - labels.double().mean().item(),
     ),
     Mistake(

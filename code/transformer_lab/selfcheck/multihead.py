@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import math
+from functools import partial
 
 import torch
 from torch import nn
@@ -84,6 +85,8 @@ def computed(
     in_bias: bool = True,
     out_bias: bool = True,
     out_proj: bool = True,
+    order: str = "qkv",
+    out_weight: str = "transposed",
 ) -> torch.Tensor:
     """Multi-head attention by hand with each step switchable to a typical mistake (in float64).
 
@@ -93,7 +96,8 @@ def computed(
     heads = heads or mha.num_heads
     head_width = width // heads
     w_in, b_in = mha.in_proj_weight.double(), mha.in_proj_bias.double()
-    q, k, v = (x @ w_in.T + (b_in if in_bias else 0)).chunk(3, dim=-1)
+    chunks = dict(zip(order, (x @ w_in.T + (b_in if in_bias else 0)).chunk(3, dim=-1)))
+    q, k, v = chunks["q"], chunks["k"], chunks["v"]
 
     def split_heads(t):
         if split == "transpose":
@@ -126,13 +130,10 @@ def computed(
         merged = mixed.reshape(batch, length, width)
     if not out_proj:
         return merged
-    return merged @ mha.out_proj.weight.double().T + (
+    w_out = mha.out_proj.weight.double()
+    return merged @ (w_out.T if out_weight == "transposed" else w_out) + (
         mha.out_proj.bias.double() if out_bias else 0
     )
-
-
-def _variant(**options):
-    return lambda x, padding, mha: computed(x, padding, mha, **options)
 
 
 MISTAKES: list[Mistake] = [
@@ -141,53 +142,53 @@ MISTAKES: list[Mistake] = [
         "the heads were concatenated but the output projection (mha.out_proj) was not "
         "applied",
         "finish with concat @ mha.out_proj.weight.T + mha.out_proj.bias",
-        _variant(out_proj=False),
+        partial(computed, out_proj=False),
     ),
     Mistake(
         "heads_split_without_transpose",
         "the heads were split with a reshape to (B, H, L, D/H) and no "
         "transpose, which mixes the positions and features of different tokens",
         "reshape to (B, L, H, D/H), then transpose(1, 2) to (B, H, L, D/H)",
-        _variant(split="reshape"),
+        partial(computed, split="reshape"),
     ),
     Mistake(
         "heads_merged_without_transpose",
         "the heads were merged with a reshape from (B, H, L, D/H) and no "
         "transpose, which mixes the heads of different tokens",
         "transpose(1, 2) back to (B, L, H, D/H), then reshape to (B, L, D)",
-        _variant(merge="reshape"),
+        partial(computed, merge="reshape"),
     ),
     Mistake(
         "scaled_by_model_width",
         "the scores were divided by √D (the model width) instead of √(D/H), the width "
         "of one head",
         "head_width = D // mha.num_heads; divide by math.sqrt(head_width)",
-        _variant(scale="model"),
+        partial(computed, scale="model"),
     ),
     Mistake(
         "no_scaling",
         "the scores were not divided by √(D/H)",
         "divide each head's scores by math.sqrt(D // mha.num_heads)",
-        _variant(scale="none"),
+        partial(computed, scale="none"),
     ),
     Mistake(
         "single_head",
         "the attention ran as one head over the full width: the heads were never split",
         "split q, k, v into mha.num_heads heads of width D/H, attend per head, then merge",
-        _variant(heads=1),
+        partial(computed, heads=1),
     ),
     Mistake(
         "mask_ignored",
         "the key padding mask had no effect",
         "scores.masked_fill(padding[:, None, None, :], "
         "float('-inf')) for scores of shape (B, H, L, L)",
-        _variant(mask="none"),
+        partial(computed, mask="none"),
     ),
     Mistake(
         "inverted_mask",
         "the mask was inverted: the real keys were hidden and the padded ones kept",
         "True means ignore: fill where padding is True",
-        _variant(mask="inverted"),
+        partial(computed, mask="inverted"),
     ),
     Mistake(
         "padding_tiled_by_example",
@@ -196,50 +197,79 @@ MISTAKES: list[Mistake] = [
         "(b·H + h): heads read another example's mask",
         "padding.repeat_interleave(H, dim=0) gives each example's row H times in a row, in the "
         "order of a (B, H, ...) -> (B·H, ...) reshape",
-        _variant(mask="tiled"),
+        partial(computed, mask="tiled"),
     ),
     Mistake(
         "mask_after_softmax",
         "padded keys were zeroed after the softmax instead of set to −∞ before it",
         "masked_fill with float('-inf') on the scores, then softmax",
-        _variant(mask="after"),
+        partial(computed, mask="after"),
     ),
     Mistake(
         "mask_on_queries",
         "the padding was applied to the queries instead of the keys",
         "padding[:, None, None, :] lines up with the key axis of (B, H, Lq, Lk)",
-        _variant(mask="queries"),
+        partial(computed, mask="queries"),
     ),
     Mistake(
         "softmax_over_queries",
         "the softmax ran over the queries instead of the keys (dim=-1)",
         "torch.softmax(scores, dim=-1)",
-        _variant(dim=-2),
+        partial(computed, dim=-2),
     ),
     # the same with a finite fill: a column of -1e9 spreads evenly where one of −∞ gives NaN
     Mistake(
         "softmax_over_queries",
         "the softmax ran over the queries instead of the keys (dim=-1)",
         "torch.softmax(scores, dim=-1)",
-        _variant(dim=-2, mask="before_finite"),
+        partial(computed, dim=-2, mask="before_finite"),
+    ),
+    Mistake(
+        "softmax_over_heads",
+        "the softmax ran over the heads (dim=1 of (B, H, L, L)) instead of the keys",
+        "torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1",
+        partial(computed, dim=1),
+    ),
+    Mistake(
+        "softmax_over_heads",
+        "the softmax ran over the heads (dim=1 of (B, H, L, L)) instead of the keys",
+        "torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1",
+        partial(computed, dim=1, mask="before_finite"),
+    ),
+    *(  # every other order of the three chunks
+        Mistake(
+            "qkv_order",
+            "the three chunks of the input projection were taken in another order than q, "
+            "k, v (mha.in_proj_weight stacks W_q, W_k, W_v in that order)",
+            "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)",
+            partial(computed, order=order),
+        )
+        for order in ("kqv", "qvk", "vkq", "kvq", "vqk")
+    ),
+    Mistake(
+        "out_proj_not_transposed",
+        "the output projection used mha.out_proj.weight without .T: a Linear computes "
+        "x @ W.T + b, and W (D, D) is square, so the shapes hid it",
+        "concat @ mha.out_proj.weight.T + mha.out_proj.bias (or F.linear(concat, W, b))",
+        partial(computed, out_weight="plain"),
     ),
     Mistake(
         "in_proj_bias_ignored",
         "the input projection's bias (mha.in_proj_bias) was left out",
         "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)",
-        _variant(in_bias=False),
+        partial(computed, in_bias=False),
     ),
     Mistake(
         "out_proj_bias_ignored",
         "the output projection's bias (mha.out_proj.bias) was left out",
         "concat @ mha.out_proj.weight.T + mha.out_proj.bias",
-        _variant(out_bias=False),
+        partial(computed, out_bias=False),
     ),
     Mistake(
         "biases_ignored",
         "both biases (mha.in_proj_bias and mha.out_proj.bias) were left out",
         "add mha.in_proj_bias after the input projection and mha.out_proj.bias after the output projection",
-        _variant(in_bias=False, out_bias=False),
+        partial(computed, in_bias=False, out_bias=False),
     ),
 ]
 # Two slips at once that go together: a model-width scale when the heads were never split is
@@ -249,7 +279,7 @@ MISTAKES.append(
     combine(
         _BY_CODE["no_output_projection"],
         _BY_CODE["in_proj_bias_ignored"],
-        variant=_variant(out_proj=False, in_bias=False),
+        variant=partial(computed, out_proj=False, in_bias=False),
     )
 )
 

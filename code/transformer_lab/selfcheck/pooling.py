@@ -134,6 +134,20 @@ MISTAKES: list[Mistake] = [
         ),
     ),
     Mistake(
+        "count_plus_one",
+        "the sum was divided by the number of real tokens plus 1 (to avoid dividing by "
+        "zero?): every example has a real token, so the count is never 0",
+        "divide by (~padding).sum(1, keepdim=True) itself; .clamp(min=1) if you must guard",
+        lambda x, padding: _parts(x, padding)[1] / (_parts(x, padding)[2] + 1),
+    ),
+    Mistake(
+        "first_token",
+        "only the first token was returned (x[:, 0], a [CLS] habit): the pooling is the "
+        "mean of every real token",
+        "sum the real tokens over dim=1 and divide by their count",
+        lambda x, padding: x.double()[:, 0],
+    ),
+    Mistake(
         "counts_broadcast_wrong",
         "the counts had shape (B,), so example b's sum was divided by the counts of "
         "other examples (broadcast along the feature axis)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import math
+from functools import partial
 
 import torch
 
@@ -48,19 +49,35 @@ def toy_probe(n_tokens: int, d_model: int, seed: int):
     return embeddings, w_q, w_k
 
 
-def toy_table(embeddings, w_q, w_k, *, scale="sqrt", dim=-1, swap=False, project=True):
+def toy_table(
+    embeddings,
+    w_q,
+    w_k,
+    *,
+    scale="sqrt",
+    dim=-1,
+    swap=False,
+    project=True,
+    transposed=False,
+    key_matrix="w_k",
+    log=False,
+):
     """softmax((E W_q)(E W_k)ᵀ / √d) over the keys, each step switchable to a typical mistake."""
     e = embeddings.double()
-    q, k = (e @ w_q.double(), e @ w_k.double()) if project else (e, e)
+    w_q, w_k = w_q.double(), (w_q if key_matrix == "w_q" else w_k).double()
+    if transposed:
+        w_q, w_k = w_q.T, w_k.T
+    q, k = (e @ w_q, e @ w_k) if project else (e, e)
     if swap:
         q, k = k, q
     width = e.shape[1]
-    divisor = {"sqrt": math.sqrt(width), "none": 1.0, "d": float(width)}[scale]
-    return torch.softmax(q @ k.T / divisor, dim=dim)
-
-
-def _toy(**options):
-    return lambda e, w_q, w_k: toy_table(e, w_q, w_k, **options)
+    divisor = {
+        "sqrt": math.sqrt(width),
+        "none": 1.0,
+        "d": float(width),
+        "tokens": math.sqrt(e.shape[0]),
+    }[scale]
+    return (torch.log_softmax if log else torch.softmax)(q @ k.T / divisor, dim=dim)
 
 
 TOY_MISTAKES: list[Mistake] = [
@@ -68,31 +85,58 @@ TOY_MISTAKES: list[Mistake] = [
         "softmax_over_queries",
         "the softmax ran over the queries: each column sums to 1, not each row",
         "torch.softmax(scores, dim=-1): a row is one query's shares over the keys",
-        _toy(dim=0),
+        partial(toy_table, dim=0),
     ),
     Mistake(
         "queries_keys_swapped",
         "queries and keys swapped: (E W_k)(E W_q)ᵀ, so row i is read *from* token i",
         "q = embeddings @ w_q, k = embeddings @ w_k, scores = q @ k.T",
-        _toy(swap=True),
+        partial(toy_table, swap=True),
     ),
     Mistake(
         "no_scaling",
         "the scores were not divided by √d",
         "divide q @ k.T by math.sqrt(embeddings.shape[1])",
-        _toy(scale="none"),
+        partial(toy_table, scale="none"),
     ),
     Mistake(
         "divided_by_d",
         "the scores were divided by d instead of √d",
         "divide by math.sqrt(d), not d",
-        _toy(scale="d"),
+        partial(toy_table, scale="d"),
     ),
     Mistake(
         "no_projections",
         "no projections: E against E, without w_q and w_k",
         "queries are embeddings @ w_q, keys embeddings @ w_k",
-        _toy(project=False),
+        partial(toy_table, project=False),
+    ),
+    Mistake(
+        "projections_transposed",
+        "the projection matrices were transposed (E @ W_q.T, E @ W_k.T): in this book a row "
+        "vector times W, E @ W_q, gives the queries",
+        "q = embeddings @ w_q and k = embeddings @ w_k, no .T on the matrices",
+        partial(toy_table, transposed=True),
+    ),
+    Mistake(
+        "keys_from_w_q",
+        "the keys were made with w_q as well: every token's key equals its query",
+        "k = embeddings @ w_k",
+        partial(toy_table, key_matrix="w_q"),
+    ),
+    Mistake(
+        "scaled_by_token_count",
+        "the scores were divided by √n, the number of tokens, instead of √d, the width of a "
+        "query (the toy has 3 tokens and d = 4, so the two are close but not equal)",
+        "divide by math.sqrt(embeddings.shape[1]) (d), not embeddings.shape[0]",
+        partial(toy_table, scale="tokens"),
+    ),
+    Mistake(
+        "log_softmax",
+        "the table holds log-probabilities (log_softmax): the weights of a row are their "
+        "exponentials, and those sum to 1",
+        "torch.softmax(scores, dim=-1), not torch.log_softmax",
+        partial(toy_table, log=True),
     ),
 ]
 
@@ -214,10 +258,12 @@ def praise_forward(
     pool: str = "masked",
     squeeze: bool = True,
     sigmoid: bool = False,
+    causal: bool = False,
 ) -> torch.Tensor:
     """PraiseClassifier's forward with each step switchable to a typical mistake.
 
-    ``positions``: "none", "learned" (model.pos) or "sines" (the book's sinusoids). Run with
+    ``positions``: "none", "learned" (model.pos), "sines" (the book's sinusoids) or "both";
+    ``pool``: "masked" (right), "plain" (.mean), "max", "sum" or "first" (token 0). Run with
     gradients on, as the student's code is: PyTorch's inference fast path treats a row whose
     keys are all masked differently."""
     from transformer_lab.char_transformer import sinusoidal_positions as book_table
@@ -229,16 +275,22 @@ def praise_forward(
         x = x + model.pos(torch.arange(length))[None]
     elif positions == "sines":
         x = x + book_table(length, width)[None]
+    elif positions == "both":
+        x = x + book_table(length, width)[None] + model.pos(torch.arange(length))[None]
     key_mask = {"keys": padding, "none": None, "inverted": ~padding}[mask]
-    x = model.encoder(x, src_key_padding_mask=key_mask)
-    pooled = masked_mean(x, padding) if pool == "masked" else x.mean(dim=1)
+    future = torch.ones(length, length, dtype=torch.bool).triu(1) if causal else None
+    x = model.encoder(x, mask=future, src_key_padding_mask=key_mask)
+    real = (~padding)[..., None]
+    pooled = {
+        "masked": lambda: masked_mean(x, padding),
+        "plain": lambda: x.mean(dim=1),
+        "max": lambda: x.masked_fill(~real, float("-inf")).amax(dim=1),
+        "sum": lambda: x.masked_fill(~real, 0.0).sum(dim=1),
+        "first": lambda: x[:, 0],
+    }[pool]()
     logits = model.head(pooled)
     logits = logits.squeeze(-1) if squeeze else logits
     return (torch.sigmoid(logits) if sigmoid else logits).detach()
-
-
-def _forward(**options):
-    return lambda model, ids, padding: praise_forward(model, ids, padding, **options)
 
 
 FORWARD_MISTAKES: list[Mistake] = [
@@ -246,32 +298,60 @@ FORWARD_MISTAKES: list[Mistake] = [
         "positions_still_added",
         "the learned position embedding (model.pos) is still added",
         "leave out the line that adds model.pos(...)",
-        _forward(positions="learned"),
+        partial(praise_forward, positions="learned"),
     ),
     Mistake(
         "padding_not_masked",
         "the encoder reads the padding: no src_key_padding_mask was passed",
         "model.encoder(x, src_key_padding_mask=padding)",
-        _forward(mask="none"),
+        partial(praise_forward, mask="none"),
     ),
     Mistake(
         "inverted_mask",
         "the mask is inverted: the real characters are hidden and the padding read",
         "True means padding: pass padding itself, not ~padding",
-        _forward(mask="inverted"),
+        partial(praise_forward, mask="inverted"),
     ),
     Mistake(
         "plain_mean",
         "the pooling averages the padding too (a plain .mean(dim=1))",
         "pool with masked_mean(x, padding) from transformer_lab.pooling",
-        _forward(pool="plain"),
+        partial(praise_forward, pool="plain"),
+    ),
+    Mistake(
+        "max_pool",
+        "the pooling takes the largest value of each feature over the characters (max), "
+        "not their mean",
+        "masked_mean(x, padding): the average of the real characters",
+        partial(praise_forward, pool="max"),
+    ),
+    Mistake(
+        "sum_pool",
+        "the pooling sums the real characters instead of averaging them, so a longer "
+        "comment gets a larger vector",
+        "masked_mean(x, padding): divide by the number of real characters",
+        partial(praise_forward, pool="sum"),
+    ),
+    Mistake(
+        "first_token_pooled",
+        "only the first character's output is scored (x[:, 0], a [CLS] habit): this model "
+        "has no [CLS] token and pools every real character",
+        "masked_mean(x, padding) over all the real characters",
+        partial(praise_forward, pool="first"),
+    ),
+    Mistake(
+        "causal_mask",
+        "the encoder was given a causal mask: each character reads only the ones before "
+        "it, while a classifier of whole comments may read every character",
+        "model.encoder(x, src_key_padding_mask=padding), no mask=... for the future",
+        partial(praise_forward, causal=True),
     ),
     Mistake(
         "returns_probabilities",
         "the forward returns probabilities (a sigmoid at the end); training uses "
         "BCEWithLogitsLoss, which applies the sigmoid itself",
         "return the head's raw output, squeezed: model.head(...).squeeze(-1)",
-        _forward(sigmoid=True),
+        partial(praise_forward, sigmoid=True),
     ),
 ]
 
@@ -280,20 +360,30 @@ SINES_MISTAKES: list[Mistake] = [
         "learned_table_added",
         "the learned table model.pos is added, not the sinusoids",
         "add sinusoidal_positions(L, D) (your Task 5 table), not model.pos(...)",
-        _forward(positions="learned"),
+        partial(praise_forward, positions="learned"),
     ),
     Mistake(
         "no_positions",
         "no positions reach the model: this is Task 1's forward",
         "add sinusoidal_positions(ids.shape[1], D)[None] to model.embed(ids)",
-        _forward(positions="none"),
+        partial(praise_forward, positions="none"),
     ),
+    Mistake(
+        "learned_table_kept",
+        "both tables are added: the sinusoids and the learned model.pos",
+        "add sinusoidal_positions(L, D) in place of model.pos(...), not beside it",
+        partial(praise_forward, positions="both"),
+    ),
+    # every mistake of Task 1's forward but the learned table, made with the sinusoids added
     *[
-        Mistake(m.code, m.message, m.advice, _forward(positions="sines", **options))
-        for m, options in zip(
-            FORWARD_MISTAKES[1:],
-            [{"mask": "none"}, {"mask": "inverted"}, {"pool": "plain"}, {"sigmoid": True}],
+        Mistake(
+            m.code,
+            m.message,
+            m.advice,
+            partial(praise_forward, **{**m.variant.keywords, "positions": "sines"}),
         )
+        for m in FORWARD_MISTAKES
+        if m.code != "positions_still_added"
     ],
 ]
 
@@ -384,9 +474,11 @@ def check_forward_with_sinusoids(function) -> CheckResult:
 # --- Task 5: the sinusoid table -------------------------------------------------------------
 
 
-def sines_table(length, d_model, *, swap=False, blocks=False, exponent="2i", sign=-1.0):
+def sines_table(
+    length, d_model, *, swap=False, blocks=False, exponent="2i", sign=-1.0, start=0
+):
     """The sinusoid table with each step switchable to a typical mistake (float64)."""
-    position = torch.arange(length, dtype=torch.float64)[:, None]
+    position = torch.arange(start, start + length, dtype=torch.float64)[:, None]
     even = torch.arange(0, d_model, 2, dtype=torch.float64)
     power = {"2i": even, "i": even / 2, "4i": 2 * even}[exponent]
     angle = position * 10000.0 ** (sign * power / d_model)
@@ -396,40 +488,43 @@ def sines_table(length, d_model, *, swap=False, blocks=False, exponent="2i", sig
     return torch.stack([first, second], dim=-1).flatten(1)
 
 
-def _sines(**options):
-    return lambda length, d_model: sines_table(length, d_model, **options)
-
-
 TABLE_MISTAKES: list[Mistake] = [
     Mistake(
         "sines_cosines_swapped",
         "sines and cosines swapped: the sines belong in the even columns",
         "table[:, 0::2] = sin(angle); table[:, 1::2] = cos(angle)",
-        _sines(swap=True),
+        partial(sines_table, swap=True),
     ),
     Mistake(
         "blocks_not_interleaved",
         "all sines first, then all cosines: the columns must alternate sin, cos, sin, cos",
         "fill table[:, 0::2] with the sines and table[:, 1::2] with the cosines",
-        _sines(blocks=True),
+        partial(sines_table, blocks=True),
     ),
     Mistake(
         "frequency_of_i",
         "the frequencies use i instead of 2i: 10000^(i / d_model)",
         "the exponent is the even column index over d_model: torch.arange(0, d_model, 2) / d_model",
-        _sines(exponent="i"),
+        partial(sines_table, exponent="i"),
     ),
     Mistake(
         "frequency_of_4i",
         "the frequencies use 2 × (2i): the even column index was doubled again",
         "torch.arange(0, d_model, 2) already holds 2i",
-        _sines(exponent="4i"),
+        partial(sines_table, exponent="4i"),
     ),
     Mistake(
         "frequency_sign",
         "the angles are p × 10000^(2i/d) instead of p / 10000^(2i/d): the slow clocks run fast",
         "divide the position by 10000 ** (2i / d_model) (a negative exponent)",
-        _sines(sign=1.0),
+        partial(sines_table, sign=1.0),
+    ),
+    Mistake(
+        "positions_from_one",
+        "the positions start at 1: row 0 belongs to position 0, where every sine is 0 and "
+        "every cosine 1",
+        "torch.arange(length), which starts at 0",
+        partial(sines_table, start=1),
     ),
 ]
 

@@ -42,29 +42,25 @@ def encoded(
     return torch.tensor(rows, dtype=torch.long).reshape(len(texts), length)
 
 
-def _variant(**options):
-    return lambda tokenizer, texts, length: encoded(tokenizer, texts, length, **options)
-
-
 MISTAKES: list[Mistake] = [
     Mistake(
         "left_padding",
         "the padding was put in front of the ids (left padding); chapter 4's model and its "
         "position table expect the ids first, then the padding",
         "ids + [pad] * (length - len(ids))",
-        _variant(side="left"),
+        functools.partial(encoded, side="left"),
     ),
     Mistake(
         "kept_the_end",
         "a long comment kept its last ids instead of its first",
         "cut with ids[:length]: the model reads the beginning of each comment",
-        _variant(keep="end"),
+        functools.partial(encoded, keep="end"),
     ),
     Mistake(
         "padded_with_another_id",
         "the padding is not the tokenizer's [PAD] id, so the model reads it as text",
         'pad with tokenizer.token_to_id("[PAD]")',
-        _variant(pad=1),
+        functools.partial(encoded, pad=1),
     ),
 ]
 

@@ -25,12 +25,22 @@ TOKENIZER_SIZES = (
     80,
     40,
 )  # both reachable on the tiny corpus, so the size must follow the argument
+# Capitals (which TINY_CORPUS lacks) show a corpus lower-cased before training.
 OTHER_CORPUS = (
-    "zebras quietly jump over lazy foxes",
+    "Zebras quietly jump over lazy foxes",
     "quiet zebras jump",
-    "lazy foxes never jump",
+    "Lazy foxes never jump",
 )
-OTHER_SIZE = 80  # more than OTHER_CORPUS can reach (48 tokens): every pair seen, even once, is merged
+OTHER_SIZE = 80  # more than OTHER_CORPUS can reach: every pair seen, even once, is merged
+# The smallest trainings first, for a "differs" message that names the smallest corpus and
+# vocab_size on which the learned vocabulary goes wrong (a student can redo it by hand).
+SMALL_TRAININGS = (
+    (("ab ab",), 5),
+    (("ab abc",), 7),
+    (("the cat", "The hat"), 10),
+    (("low lower lowest", "new newer"), 16),
+    (OTHER_CORPUS, OTHER_SIZE),
+)
 UNSEEN_SENTENCE = "the transformer decoder generates text"
 # 'é' and the emoji never occur in TINY_CORPUS: the reference encodes each of them as [UNK].
 UNSEEN_CHARACTERS = "the cat café serves tea 🙂"
@@ -105,6 +115,14 @@ def _pieces(pre_tokenizer, text: str) -> list[str]:
 def _vocab_difference(student, reference) -> tuple[str, str]:
     expected, received = set(reference.get_vocab()), set(student.get_vocab())
     missing, extra = sorted(expected - received)[:6], sorted(received - expected)[:6]
+    if not missing and not extra:  # the same tokens, learned in another order
+        want, got = _tokens_by_id(reference), _tokens_by_id(student)
+        first = next(i for i, (a, b) in enumerate(zip(want, got)) if a != b)
+        return (
+            f"{len(expected)} tokens; ids {first}-{first + 3}: {want[first : first + 4]}",
+            f"the same tokens in another order; ids {first}-{first + 3}: "
+            f"{got[first : first + 4]}",
+        )
     return (
         f"{len(expected)} tokens, including {missing}"
         if missing
@@ -137,6 +155,8 @@ def _check_structure(student, reference) -> None:
             ", ".join(f"{t}={i}" for t, i in ids.items()),
             f"special_tokens={list(ref.SPECIAL_TOKENS)}",
         )
+    # Bert's pre-tokenizer (each punctuation mark its own piece) also cuts at whitespace and
+    # punctuation, as the exercise asks, and gives the same pieces here and on every probe.
     example = "self-attention, again"
     expected_pieces = _pieces(reference.pre_tokenizer, example)
     if student.pre_tokenizer is None:
@@ -157,6 +177,15 @@ def _check_structure(student, reference) -> None:
             f"{type(student.pre_tokenizer).__name__}: {example!r} -> {received_pieces}",
             "tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()",
         )
+    if student.post_processor is not None:
+        fail(
+            "extra_post_processor",
+            f"the tokenizer has a post-processor ({type(student.post_processor).__name__}): it "
+            "adds tokens to every encoding that the text does not contain",
+            f"{UNSEEN_SENTENCE.split()[-1]!r} -> {reference.encode(UNSEEN_SENTENCE.split()[-1]).tokens}",
+            f"-> {student.encode(UNSEEN_SENTENCE.split()[-1]).tokens}",
+            "remove the post_processor line (and any TemplateProcessing)",
+        )
     if student.normalizer is not None:
         fail(
             "extra_normalizer",
@@ -166,6 +195,101 @@ def _check_structure(student, reference) -> None:
             f"tokenizer.normalizer = {type(student.normalizer).__name__}(...)",
             "remove the normalizer line",
         )
+
+
+def _check_model_options(student) -> None:
+    """Options of models.BPE (or of the trainer, which sets them on the model) that the
+    exercise's plain BPE does not have: word-piece marks and BPE dropout."""
+    model = student.model
+    prefix = getattr(model, "continuing_subword_prefix", None)
+    suffix = getattr(model, "end_of_word_suffix", None)
+    if prefix:
+        inside = sorted(t for t in student.get_vocab() if t.startswith(prefix))[:4]
+        fail(
+            "continuing_subword_prefix",
+            f"the tokens that continue a word are marked with {prefix!r} (continuing_subword_prefix, "
+            "WordPiece's convention): each character then has two tokens, with and without "
+            "the mark, and the vocabulary fills up with them",
+            "no continuing_subword_prefix: 'attention' -> ['attention'], pieces unmarked",
+            f"continuing_subword_prefix={prefix!r}: tokens such as {inside}",
+            "remove continuing_subword_prefix from BPE(...) and BpeTrainer(...)",
+        )
+    if suffix:
+        ends = sorted(t for t in student.get_vocab() if t.endswith(suffix))[:4]
+        fail(
+            "end_of_word_suffix",
+            f"the last piece of every word is marked with {suffix!r} (end_of_word_suffix, as in "
+            "the original BPE paper): a word's ending gets tokens of its own",
+            "no end_of_word_suffix: pieces unmarked",
+            f"end_of_word_suffix={suffix!r}: tokens such as {ends}",
+            "remove end_of_word_suffix from BPE(...) and BpeTrainer(...)",
+        )
+    dropout = getattr(model, "dropout", None)
+    if dropout:
+        fail(
+            "bpe_dropout",
+            f"the BPE model has dropout={dropout:g}: it skips merges at random, so the same "
+            "word is encoded differently from one call to the next",
+            'models.BPE(unk_token="[UNK]") with no dropout: one encoding per text',
+            f"models.BPE(..., dropout={dropout:g})",
+            "remove dropout=...: BPE dropout is a training-time augmentation, not a tokenizer",
+        )
+
+
+def _tokens_by_id(tokenizer) -> list[str]:
+    vocab = tokenizer.get_vocab()
+    return sorted(vocab, key=vocab.get)
+
+
+def _smallest_training_note(student: StudentFunction) -> str:
+    """' (smallest input where it goes wrong: corpus ..., vocab_size ...: expected tokens ...,
+    received ...)' for the first of SMALL_TRAININGS on which the student's vocabulary differs
+    from the reference's; '' when every one agrees (or the function fails on it)."""
+    from tokenizers import Tokenizer
+
+    from transformer_lab.selfcheck.core import StudentRaised
+
+    ref = _ref()
+    for corpus, size in SMALL_TRAININGS:
+        try:
+            trained = student.call(list(corpus), size, quiet=True).result
+        except StudentRaised:
+            continue
+        if not isinstance(trained, Tokenizer):
+            continue
+        reference = ref.train_bpe_tokenizer(list(corpus), size)
+        if trained.get_vocab() == reference.get_vocab():
+            continue
+        expected, received = _tokens_by_id(reference), _tokens_by_id(trained)
+        if max(len(expected), len(received)) > 12:  # show what differs, not 40 tokens
+            expected, received = (
+                sorted(set(expected) - set(received))[:8],
+                sorted(set(received) - set(expected))[:8],
+            )
+            shown = (
+                f"expected tokens {expected} that are missing, received {received} instead"
+            )
+        else:
+            shown = f"expected tokens {expected}, received {received}"
+        return (
+            f" (smallest input where it goes wrong: corpus {list(corpus)}, vocab_size={size}: "
+            f"{shown})"
+        )
+    return ""
+
+
+def _smallest_encoding_note(student, reference) -> str:
+    """' (smallest input where it goes wrong: 'text': expected [...], received [...])' for the
+    shortest word of UNSEEN_SENTENCE (then the sentence) that the two tokenizers encode apart."""
+    words = sorted(set(UNSEEN_SENTENCE.split()), key=lambda w: (len(w), w))
+    for text in [*words, UNSEEN_SENTENCE]:
+        expected, received = reference.encode(text).tokens, student.encode(text).tokens
+        if expected != received:
+            return (
+                f" (smallest input where it goes wrong: {text!r}: expected {expected}, "
+                f"received {received})"
+            )
+    return ""
 
 
 def _check_unknown_characters(student, reference) -> None:
@@ -233,6 +357,29 @@ TRAINING_MISTAKES: list[Mistake] = [
         "BpeTrainer(vocab_size=vocab_size, ...)",
         _trained_with(vocab_size=lambda size: size - 2),
     ),
+    Mistake(
+        "added_special_tokens",
+        "the trainer was given vocab_size + 2: its vocab_size already includes the special "
+        "tokens, they do not come on top",
+        "BpeTrainer(vocab_size=vocab_size, ...)",
+        _trained_with(vocab_size=lambda size: size + 2),
+    ),
+    Mistake(
+        "lowercased_corpus",
+        "the corpus was lower-cased before training, so capitals never reach the "
+        "vocabulary (the exercise asks for text split exactly as written)",
+        "train on the corpus as given: no .lower(), no normalizer",
+        lambda corpus, size: _ref().train_bpe_tokenizer([t.lower() for t in corpus], size),
+    ),
+    Mistake(
+        "deduplicated_corpus",
+        "the trainer saw each distinct word once (a set of words), so BPE lost the word "
+        "frequencies that decide which pair is merged first",
+        "train on the texts themselves: tokenizer.train_from_iterator(corpus, trainer)",
+        lambda corpus, size: _ref().train_bpe_tokenizer(
+            sorted(set(" ".join(corpus).split())), size
+        ),
+    ),
 ]
 
 
@@ -284,6 +431,7 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
                 f"{student.get_vocab_size()} tokens",
                 "tokenizer.train_from_iterator(corpus, trainer)",
             )
+        _check_model_options(student)
         got = {size: pair[0].get_vocab_size() for size, pair in sizes.items()}
         want = {size: pair[1].get_vocab_size() for size, pair in sizes.items()}
         wanted = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in want.items())
@@ -306,7 +454,8 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
                 "ignores_vocab_size" if same else "vocab_size_differs",
                 "the vocabulary size does not follow the vocab_size argument"
                 if same
-                else "the vocabulary size differs from what vocab_size asks for",
+                else "the vocabulary size differs from what vocab_size asks for"
+                + _smallest_training_note(student_function),
                 wanted,
                 received,
                 "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)",
@@ -349,7 +498,8 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
                     )
                 fail(
                     "vocabulary_differs",
-                    f"with vocab_size={size} the learned vocabulary differs from the reference",
+                    f"with vocab_size={size} the learned vocabulary differs from the reference"
+                    + _smallest_training_note(student_function),
                     expected,
                     received,
                     'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
@@ -361,7 +511,8 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
         if tokens != expected_tokens:
             fail(
                 "encoding_differs",
-                "the vocabulary matches but encoding gives other tokens",
+                "the vocabulary matches but encoding gives other tokens"
+                + _smallest_encoding_note(student, reference),
                 f"{UNSEEN_SENTENCE!r} -> {expected_tokens}",
                 f"-> {tokens}",
                 "do not add a normalizer, post-processor or dropout",
