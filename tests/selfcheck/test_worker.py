@@ -5,6 +5,7 @@ import pytest
 
 from selfcheck.solutions import SOLUTION, STRETCH, with_body, write
 from transformer_lab.selfcheck import ENDED, PASSED, RAISED, TIMED_OUT, Limits, check_file
+from transformer_lab.selfcheck.isolation import BUBBLEWRAP
 
 # The time limit a looping student function waits out. A right check's requests take at most
 # about 20 ms here, so half a second leaves room for a machine several times slower.
@@ -34,10 +35,9 @@ def test_a_function_that_never_returns_is_stopped_and_the_others_still_run(tmp_p
         ("import sys; sys.exit('bye')", RAISED, "SystemExit at student.py:"),
         ("raise KeyboardInterrupt", RAISED, "KeyboardInterrupt at student.py:"),
         ("import os; os._exit(0)", ENDED, "ended the process that ran it (exit status 0)"),
-        ("import ctypes; ctypes.string_at(0)", ENDED, "killed by SIGSEGV"),
         ("input('your name? ')", RAISED, "input() waits for the keyboard"),
     ],
-    ids=["exit-0", "exit-message", "keyboard-interrupt", "os-exit", "crash", "input"],
+    ids=["exit-0", "exit-message", "keyboard-interrupt", "os-exit", "input"],
 )
 def test_exits_interrupts_and_crashes_end_only_that_check(tmp_path, line, status, text):
     path = write(tmp_path, "student.py", with_body(SOLUTION, "accuracy", line))
@@ -50,6 +50,24 @@ def test_exits_interrupts_and_crashes_end_only_that_check(tmp_path, line, status
         if r.name in ("embedding_parameters", "attention")
     )
     assert not report.all_passed
+
+
+def test_a_crash_in_native_code_ends_only_that_check(tmp_path, level):
+    """In a sandbox the crash happens and ends the worker; at the process level the audit hook
+    refuses ctypes before it can."""
+    line = "import ctypes; ctypes.string_at(0)"
+    path = write(tmp_path, "student.py", with_body(SOLUTION, "accuracy", line))
+    report = check_file(path, only=["accuracy", "embedding_parameters"], limits=FAST)
+    assert report.isolation == level
+    crashed, other = report.results
+    if level == BUBBLEWRAP:
+        assert crashed.status == ENDED and "killed by SIGSEGV" in crashed.summary
+    else:
+        assert (
+            crashed.status == RAISED
+            and "does not let your code use ctypes" in crashed.summary
+        )
+    assert other.status == PASSED
 
 
 def test_a_flood_of_output_is_cut_off_and_kept_out_of_the_report(tmp_path):
