@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,26 +19,15 @@ from selfcheck.solutions import SOLUTION, STRETCH, with_body, write
 from transformer_lab.selfcheck import FAILED, NOT_RUN, PASSED, TIMED_OUT, Limits, check_file
 from transformer_lab.selfcheck.cli import main
 from transformer_lab.selfcheck.isolation import (
-    BUBBLEWRAP,
     PACKAGE,
     PROCESS,
     WORKER_MODULES,
-    isolation,
     project_root,
 )
 from transformer_lab.selfcheck.sandbox import SKELETON_MODULES
 
 FAST = Limits(seconds=2.0)
 ROOT = Path(__file__).resolve().parents[2]
-LEVELS = [BUBBLEWRAP, PROCESS] if isolation().level == BUBBLEWRAP else [PROCESS]
-
-
-@pytest.fixture(params=LEVELS)
-def level(request, monkeypatch):
-    """Each attack at every isolation level this machine has (the fallback is forced)."""
-    if request.param == PROCESS:
-        monkeypatch.setenv("SELFCHECK_ISOLATION", PROCESS)
-    return request.param
 
 
 def statuses(report):
@@ -364,10 +354,25 @@ def test_a_missing_submission_still_gets_a_zero_score_results_file(tmp_path, cap
     assert all("no such file" in test["output"] for test in data["tests"])
 
 
+# The grader as a terminal starts it: SIGINT and SIGHUP at their defaults and unblocked. A test
+# run started in the background by a non-interactive shell ignores SIGINT (and one under nohup
+# SIGHUP); a child inherits that, and Python then installs no KeyboardInterrupt handler at all.
+AS_FROM_A_TERMINAL = (
+    "import os, signal, sys\n"
+    "for s in (signal.SIGINT, signal.SIGHUP):\n"
+    "    signal.signal(s, signal.SIG_DFL)\n"
+    "signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGHUP})\n"
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])\n"
+)
+# What a signal may take to end the grader, on a loaded 2-core machine: it kills its workers,
+# waits for them, writes the results and exits (about 0.1 s unloaded).
+SIGNAL_SECONDS = 10
+
+
 def start_grader(folder: Path, out: Path, *extra: str) -> subprocess.Popen:
+    command = ["-m", "transformer_lab.selfcheck", "grade", ".", "--csv", str(out), *extra]
     return subprocess.Popen(
-        [sys.executable, "-m", "transformer_lab.selfcheck", "grade", ".", "--csv", str(out)]
-        + list(extra),
+        [sys.executable, "-c", AS_FROM_A_TERMINAL, *command],
         cwd=folder,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -375,8 +380,34 @@ def start_grader(folder: Path, out: Path, *extra: str) -> subprocess.Popen:
     )
 
 
+def signal_and_time(grader: subprocess.Popen, signum: int) -> tuple[float, str]:
+    """Send ``signum``; the seconds until the grader ended, and what it printed meanwhile."""
+    start = time.monotonic()
+    grader.send_signal(signum)
+    rest, _ = grader.communicate(timeout=6 * SIGNAL_SECONDS)
+    return time.monotonic() - start, rest
+
+
+@pytest.fixture
+def grader_box():
+    """Started graders, killed after the test whatever happened (none outlives a failure)."""
+    started: list[subprocess.Popen] = []
+    yield started
+    for grader in started:
+        if grader.poll() is None:
+            grader.kill()
+            grader.communicate()
+
+
+def wait_for_worker(token: str, grader: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not processes_mentioning(token):
+        assert grader.poll() is None and time.monotonic() < deadline, "no worker started"
+        time.sleep(0.05)
+
+
 def test_ctrl_c_writes_what_was_graded_and_exits_130_and_stdlib_names_are_not_shadowed(
-    tmp_path,
+    tmp_path, grader_box
 ):
     folder, out = tmp_path / "class", tmp_path / "grades.csv"
     folder.mkdir()
@@ -385,35 +416,46 @@ def test_ctrl_c_writes_what_was_graded_and_exits_130_and_stdlib_names_are_not_sh
     write(folder, "random.py", "raise SystemExit('the grader imported random.py')\n")
     token = f"loops{os.getpid()}"
     write(folder, f"{token}.py", with_body(SOLUTION, "accuracy", "while True: pass"))
-    grader = start_grader(folder, out, "--jobs", "1", "--time-limit", "60")
+    grader = start_grader(folder, out, "--jobs", "1", "--time-limit", "600")
+    grader_box.append(grader)
     lines = []
     for line in grader.stdout:
         lines.append(line)
         if line.startswith("alice.py:"):
             break
-    deadline = time.monotonic() + 60
-    while not processes_mentioning(token) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    grader.send_signal(signal.SIGINT)
-    rest, _ = grader.communicate(timeout=240)
+    wait_for_worker(token, grader)
+    seconds, rest = signal_and_time(grader, signal.SIGINT)
     assert grader.returncode == 130, "".join(lines) + rest
+    assert seconds < SIGNAL_SECONDS, f"Ctrl-C took {seconds:.1f} s"
     graded = {row["submission"] for row in csv.DictReader(out.open(encoding="utf-8"))}
-    assert "alice.py" in graded and f"{token}.py" not in graded
+    assert graded == {"alice.py", "inspect.py"}
     assert no_process_left(token)
 
 
-def test_a_killed_grader_leaves_no_worker_behind(tmp_path):
+@pytest.mark.parametrize("when", ["starting", "checking"])
+def test_a_killed_grader_leaves_no_worker_behind(tmp_path, grader_box, when):
+    """SIGHUP (a closed terminal) while a worker starts (loading torch) or runs student code."""
     folder, out = tmp_path / "class", tmp_path / "grades.csv"
     folder.mkdir()
-    token = f"orphan{os.getpid()}"
-    write(folder, f"{token}.py", with_body(SOLUTION, "accuracy", "while True: pass"))
-    grader = start_grader(folder, out, "--time-limit", "60")
-    deadline = time.monotonic() + 90
-    while not processes_mentioning(token) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert processes_mentioning(token)
-    grader.send_signal(signal.SIGHUP)
-    grader.wait(180)
+    token = f"orphan{os.getpid()}{when}"
+    marker = (
+        f"loaded-{token}"  # the worker writes it in its own folder, once the file loads
+    )
+    source = f"open({marker!r}, 'w').close()\n" + SOLUTION
+    write(folder, f"{token}.py", with_body(source, "accuracy", "while True: pass"))
+    grader = start_grader(folder, out, "--time-limit", "600")
+    grader_box.append(grader)
+    wait_for_worker(token, grader)
+    if when == "checking":
+        runs = Path(tempfile.gettempdir())
+        deadline = time.monotonic() + 120
+        while not any(runs.glob(f"selfcheck-runs-*/run-*/{marker}")):
+            assert time.monotonic() < deadline, "the file did not load"
+            time.sleep(0.05)
+        time.sleep(0.5)  # into the checks: attention, masked_mean, then the loop
+    seconds, _ = signal_and_time(grader, signal.SIGHUP)
+    assert grader.returncode == -signal.SIGHUP
+    assert seconds < SIGNAL_SECONDS, f"SIGHUP took {seconds:.1f} s"
     assert no_process_left(token, seconds=5)
     assert not out.exists()
 
@@ -428,7 +470,7 @@ def test_a_mixed_class_grades_the_same_with_one_job_or_two_and_nothing_else_is_t
     tmp_path,
 ):
     folder = tmp_path / "class"
-    write_class(folder, 7)  # 3 right, 2 wrong, 1 unfinished, 1 hostile (an endless loop)
+    write_class(folder, 6)  # 2 right, 2 wrong, 1 unfinished, 1 hostile (an endless loop)
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     tables = []
     for jobs in ("1", "2"):
@@ -437,7 +479,7 @@ def test_a_mixed_class_grades_the_same_with_one_job_or_two_and_nothing_else_is_t
         assert main([*command, "--time-limit", "1"]) == 0
         rows = csv.DictReader(out.open(encoding="utf-8"))
         tables.append([{k: v for k, v in row.items() if k != "seconds"} for row in rows])
-    assert tables[0] == tables[1] and len(tables[0]) == 7 * 8
+    assert tables[0] == tables[1] and len(tables[0]) == 6 * 8
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "class",
@@ -480,3 +522,238 @@ def test_book_modules_bring_what_they_import_and_the_data_they_load():
     assert {"transformer_lab.datasets", "transformer_lab.pooling"} <= set(needed)
     assert "transformer_lab.attention" not in needed
     assert data_folders(("transformer_lab.char_transformer",)) and not data_folders(())
+
+
+# A second attack pass: each submission below attacks one way; one grading of the whole class
+# (the fixture) is read by the tests that follow. A correct classmate, alice, must still pass.
+ONLY = [
+    "attention",
+    "masked_mean",
+    "accuracy",
+    "embedding_parameters",
+    "multi_head_attention",
+]
+QUANTIZABLE = """
+from torch.ao.nn.quantizable import MultiheadAttention
+
+
+def multi_head_attention(x, padding, mha):
+    q = MultiheadAttention(mha.embed_dim, mha.num_heads).eval()
+    d, w, b = mha.embed_dim, mha.in_proj_weight, mha.in_proj_bias
+    with torch.no_grad():
+        for i, part in enumerate((q.linear_Q, q.linear_K, q.linear_V)):
+            part.weight.copy_(w[i * d : (i + 1) * d])
+            part.bias.copy_(b[i * d : (i + 1) * d])
+        q.out_proj.weight.copy_(mha.out_proj.weight)
+        q.out_proj.bias.copy_(mha.out_proj.bias)
+    t = x.transpose(0, 1)
+    return q(t, t, t, key_padding_mask=padding, need_weights=False)[0].transpose(0, 1)
+"""
+DECOMPOSITION = """
+import torch._decomp
+
+
+def multi_head_attention(x, padding, mha):
+    op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    return torch._decomp.decomposition_table[op](x[:, None], x[:, None], x[:, None])[0][:, 0]
+"""
+FLEX = """
+def multi_head_attention(x, padding, mha):
+    from torch.nn.attention.flex_attention import flex_attention
+
+    return flex_attention(x[:, None], x[:, None], x[:, None])[:, 0]
+"""
+# Replies forged by replacing the worker's encoder: one 8 MB tensor named 100 times (800 MB
+# if unpacked), and a list nested 20,000 deep.
+FORGED = """
+import sys
+import transformer_lab.selfcheck.transport as transport
+
+sys.setrecursionlimit(100_000)
+_big = bytes(8 * 2**20)
+_NODE = ("tensor", "torch.uint8", [len(_big)], _big)
+
+
+def _forged(value, depth=0, keep=None):
+    if KIND == "bomb":
+        return ("list", [_NODE] * 100)
+    deep = ("plain", 0)
+    for _ in range(20_000):
+        deep = ("list", [deep])
+    return deep
+
+
+transport.encode = _forged
+"""
+RETURNS = """
+class Evil(torch.Tensor):
+    def __reduce_ex__(self, protocol):
+        return (exec, ("import os; os.kill(os.getpid(), 9)",))
+
+    def __eq__(self, other):
+        return True
+
+
+class LooksLikeATensor:
+    __class__ = property(lambda self: torch.Tensor)
+    dtype, layout = torch.float32, torch.strided
+
+
+def embedding_parameters(vocab_size, d):
+    return Evil(torch.tensor(float(vocab_size * d + 1)))
+
+
+def masked_mean(x, padding):
+    return LooksLikeATensor()
+
+
+def accuracy(logits, labels):
+    deep = []
+    for _ in range(100_000):
+        deep = [deep]
+    return deep
+"""
+PATCHES = """
+import builtins, math
+torch.allclose = lambda *a, **k: True
+torch.equal = lambda *a, **k: True
+torch.Tensor.__eq__ = lambda *a: True
+math.isclose = lambda *a, **k: True
+builtins.abs = lambda x: 0
+"""
+# Forged tripwire lines on the alarm pipe, then a time-out: the fresh worker of the next check
+# must start clean (the lines are not its own).
+ALARMS = """
+import os, sys
+
+
+def masked_mean(x, padding):
+    os.write(int(sys.argv[2]), b"book:transformer_lab.pooling.masked_mean\\n" * 1000)
+    while True:
+        pass
+"""
+
+
+@pytest.fixture(scope="module")
+def attack_class(tmp_path_factory):
+    """The class, graded once: {file: {check: (status, code, message)}}, the CSV rows, alice."""
+    root = tmp_path_factory.mktemp("attacks")
+    folder = root / "class"
+    folder.mkdir()
+    alice = write(folder, "alice.py", SOLUTION + STRETCH)
+    (root / "answer_key.py").write_text(SOLUTION + STRETCH, encoding="utf-8")
+    for name, route in [
+        ("quantizable", QUANTIZABLE),
+        ("decomposition", DECOMPOSITION),
+        ("flex", FLEX),
+    ]:
+        write(folder, f"route_{name}.py", SOLUTION + route)
+    for kind in ("bomb", "deep"):
+        write(folder, f"forged_{kind}.py", SOLUTION + f"KIND = {kind!r}\n" + FORGED)
+    write(folder, "returns.py", SOLUTION + RETURNS)
+    wrong = SOLUTION.replace("return vocab_size * d", "return vocab_size + d")
+    write(folder, "patches.py", wrong.replace("/ keep.sum(1)", "") + PATCHES)
+    write(folder, "alarms.py", SOLUTION + ALARMS)
+    (folder / "link_to_alice.py").symlink_to(alice)
+    (folder / "link_to_key.py").symlink_to(root / "answer_key.py")
+    (folder / "a_folder.py").mkdir()
+    os.mkfifo(folder / "a_fifo.py")
+    write(folder, "new\nline.py", SOLUTION)
+    out_csv, out_json = root / "grades.csv", root / "grades.json"
+    command = ["grade", str(folder), "--csv", str(out_csv), "--json", str(out_json)]
+    assert main([*command, "--time-limit", "3", "--jobs", "2", "--only", *ONLY]) == 0
+    rows = list(csv.DictReader(out_csv.open(encoding="utf-8")))
+    results = {}
+    for report in json.loads(out_json.read_text(encoding="utf-8")):
+        results[report["file"]] = {
+            c["check"]: (c["status"], c["code"], c["message"]) for c in report["checks"]
+        }
+    return results, rows, alice
+
+
+def test_every_entry_gets_its_rows_and_a_classmate_still_passes(attack_class):
+    results, rows, alice = attack_class
+    assert len(rows) == 14 * len(ONLY) and len(results) == 14
+    assert {row["submission"] for row in rows} >= {"new\\x0aline.py", "a_fifo.py"}
+    assert all(status == PASSED for status, _, _ in results["alice.py"].values())
+    assert alice.read_text(encoding="utf-8") == SOLUTION + STRETCH
+
+
+def test_links_folders_and_fifos_are_refused_not_followed(attack_class):
+    results, _, _ = attack_class
+    for name, why in [
+        ("link_to_alice.py", "symbolic link"),
+        ("link_to_key.py", "symbolic link"),
+        ("a_folder.py", "is a folder"),
+        ("a_fifo.py", "not a regular file"),
+    ]:
+        assert all(
+            status == NOT_RUN and why in message
+            for status, _, message in results[name].values()
+        ), (name, results[name])
+
+
+def test_pytorchs_attention_in_python_is_out_of_reach(attack_class):
+    results, _, _ = attack_class
+    status, code, _ = results["route_quantizable.py"]["multi_head_attention"]
+    assert (status, code) == (FAILED, "library_attention")
+    for name in ("route_decomposition.py", "route_flex.py"):
+        assert results[name]["multi_head_attention"][0] != PASSED, results[name]
+
+
+def test_forged_replies_cannot_flood_the_grader(attack_class):
+    results, _, _ = attack_class
+    for name, text in [("forged_bomb.py", "too large"), ("forged_deep.py", "nested more")]:
+        for check, (status, _, message) in results[name].items():
+            if check != "multi_head_attention":  # not in the file: not attempted
+                assert status == "raised an error" and text in message, (check, message)
+
+
+def test_hostile_returns_and_patched_comparisons_earn_nothing(attack_class):
+    results, _, _ = attack_class
+    for check in ("embedding_parameters", "masked_mean", "accuracy"):
+        assert results["returns.py"][check][0] != PASSED, results["returns.py"][check]
+    for check in ("embedding_parameters", "masked_mean"):
+        assert results["patches.py"][check][0] != PASSED, results["patches.py"][check]
+
+
+def test_forged_alarms_stay_with_the_check_that_sent_them(attack_class):
+    got = attack_class[0]["alarms.py"]
+    assert got["masked_mean"][0] in (FAILED, TIMED_OUT)
+    assert got["accuracy"][0] == PASSED and got["embedding_parameters"][0] == PASSED, got
+
+
+def test_no_route_signals_the_grader(tmp_path, level):
+    """A pidfd (no audit event), a fork, ``_posixsubprocess``: refused at the process level;
+    in a sandbox the grader's pid does not exist."""
+    source = (
+        SOLUTION
+        + f"""
+import os, signal
+
+
+def embedding_parameters(vocab_size, d):
+    for attempt in (
+        lambda: signal.pidfd_send_signal(os.pidfd_open({os.getpid()}), signal.SIGUSR1),
+        lambda: __import__("posix").pidfd_open({os.getpid()}),
+        lambda: os.fork() or os._exit(0),
+    ):
+        try:
+            attempt()
+            print("DID")
+        except BaseException:
+            pass
+    return vocab_size * d
+"""
+    )
+    received = []
+    previous = signal.signal(signal.SIGUSR1, lambda *_: received.append(1))
+    try:
+        path = write(tmp_path, "student.py", source)
+        report = check_file(path, only=["embedding_parameters"], limits=FAST)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert report.isolation == level and not received
+    assert report.results[0].status == PASSED
+    if level == PROCESS:
+        assert "DID" not in report.results[0].output

@@ -185,6 +185,7 @@ def check_command(argv: Sequence[str]) -> int:
         limits=Limits(seconds=args.time_limit),
         hidden=hidden,
         page=args.page,
+        follow_links=not args.gradescope,  # an autograder's submission: a link is refused
     )
     print(report_to_json(report) if args.json else format_report(report), flush=True)
     if report.isolation == PROCESS and not args.json:

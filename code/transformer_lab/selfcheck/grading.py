@@ -8,12 +8,15 @@ all (a temporary file, then renamed), by this process, after the workers that pr
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
+import signal
 import tempfile
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -48,8 +51,13 @@ def default_jobs() -> int:
 
 
 def submissions(folder: Path | str) -> list[Path]:
-    """The ``*.py`` files directly in ``folder``, sorted by name."""
-    return sorted(path for path in Path(folder).glob("*.py") if path.is_file())
+    """Everything named ``*.py`` directly in ``folder``, sorted by name: files, and also links,
+    folders and FIFOs, which get a row saying why they were not checked."""
+    return sorted(
+        path
+        for path in Path(folder).iterdir()
+        if path.name.endswith(".py") and path.name != ".py"
+    )
 
 
 def grade_folder(
@@ -79,6 +87,7 @@ def grade_folder(
             limits=limits,
             hidden=hidden,
             page=page,
+            follow_links=False,
         ): path
         for path in paths
     }
@@ -91,13 +100,30 @@ def grade_folder(
                 if progress is not None:
                     progress(done[futures[future]])
     except KeyboardInterrupt:
-        pool.shutdown(wait=False, cancel_futures=True)
-        kill_all_workers()
-        pool.shutdown(wait=True)
-        kill_all_workers()
+        with _no_second_interrupt():
+            pool.shutdown(wait=False, cancel_futures=True)
+            kill_all_workers()  # each thread wakes as its worker dies, and ends at once
+            pool.shutdown(wait=True)
+        for future, path in futures.items():  # also those finished as Ctrl-C came
+            if future.done() and not future.cancelled() and future.exception() is None:
+                if not future.result().interrupted:
+                    done[path] = future.result()
         raise GradingInterrupted([done[p] for p in paths if p in done]) from None
     pool.shutdown(wait=True)
     return [done[path] for path in paths]
+
+
+@contextlib.contextmanager
+def _no_second_interrupt() -> Iterator[None]:
+    """Ignore Ctrl-C while the workers are ended (a second press must not lose the results)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def csv_rows(reports: Sequence[Report]) -> list[dict]:

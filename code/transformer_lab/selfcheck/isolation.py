@@ -13,15 +13,18 @@ Two levels, the strongest one available is used (:func:`isolation`):
   project, the package's source, the submissions folder and the results hidden behind empty
   folders; it has its own PID namespace (``--unshare-pid``: it cannot see or signal the grader or
   another submission, and every process it starts, ``setsid`` daemons included, ends with it),
-  no network, no capabilities, and it dies with the grader (``--die-with-parent``).
+  no network, no capabilities, and it dies with the grader (its supervisor, :data:`SUPERVISOR`,
+  ends the whole sandbox when the grader dies, however far it had got in starting).
 - ``process`` (no working bubblewrap): a fresh interpreter in its own session, with an audit hook
   (:mod:`transformer_lab.selfcheck.sandbox`) that refuses to open the hidden paths, to write
-  outside its folder, to start programs, to load native code through ``ctypes`` or to signal other
-  processes, and the grader ends the daemons a worker leaves (it adopts orphans). That stops
+  outside its folder, to fork or start programs, to load native code through ``ctypes`` or to
+  signal other processes (pidfds included), and the grader ends the daemons a worker leaves (it
+  adopts orphans). That stops
   mistakes and the usual attacks, not a determined one: the hook's rules live in the same
   interpreter as the student's code, which can rewrite them. The grader says so in one line.
 
-``SELFCHECK_ISOLATION=process`` forces the second level (tests of the fallback use it).
+``SELFCHECK_ISOLATION=process`` forces the second level (tests of the fallback use it; set for
+a whole test run, it tests a machine without bubblewrap).
 """
 
 from __future__ import annotations
@@ -191,7 +194,9 @@ def _bwrap_base() -> list[str]:
         return []
     command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     command += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
-    command += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
+    # No --new-session: the supervisor already runs in a session of its own, with no terminal,
+    # and the sandbox stays in its process group, so that one killpg ends all of it at once.
+    command += ["--die-with-parent", "--cap-drop", "ALL"]
     return command
 
 
@@ -261,7 +266,7 @@ def worker_command(
         "import sys; sys.path.insert(0, sys.argv.pop(1)); "
         "from transformer_lab.selfcheck.sandbox import main; main()"
     )
-    prefix = launcher()
+    prefix = supervisor()
     python = [os.path.abspath(sys.executable), "-I", "-c", start]
     if level != BUBBLEWRAP:
         return [*prefix, *python, root, *arguments], workdir
@@ -294,6 +299,35 @@ def launcher() -> list[str]:
     if not sys.platform.startswith("linux"):
         return []
     return [os.path.abspath(sys.executable), "-I", "-S", "-c", LAUNCHER, str(os.getpid())]
+
+
+# Linux: a worker's supervisor leads its process group (the worker, bubblewrap and everything
+# in the sandbox). When the grader dies (kill -9, SIGHUP), the kernel sends it SIGTERM (prctl
+# PR_SET_PDEATHSIG) and it SIGKILLs the whole group, however far the sandbox had got in
+# starting: bubblewrap's own --die-with-parent is set by its child only after it has started,
+# too late for a grader killed in between. It exits as the worker did (status or signal).
+SUPERVISOR = """
+import ctypes, os, signal, sys
+def end(*_):
+    os.killpg(0, signal.SIGKILL)
+signal.signal(signal.SIGTERM, end)
+ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+if os.getppid() != int(sys.argv[1]) or os.getpgid(0) != os.getpid():
+    end()
+child = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+os._exit(code)
+"""
+
+
+def supervisor() -> list[str]:
+    """The command prefix that starts a worker under a supervisor (Linux; see SUPERVISOR)."""
+    if not sys.platform.startswith("linux"):
+        return []
+    return [os.path.abspath(sys.executable), "-I", "-S", "-c", SUPERVISOR, str(os.getpid())]
 
 
 def _outermost(paths: list[str]) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -22,6 +23,7 @@ from transformer_lab.selfcheck.core import (
     CheckResult,
     Finding,
 )
+from transformer_lab.selfcheck.isolation import launcher
 from transformer_lab.selfcheck.registry import HOMEWORK, PAGES, Check
 from transformer_lab.selfcheck.report import Report, report_from_dict
 from transformer_lab.selfcheck.worker import (
@@ -30,6 +32,7 @@ from transformer_lab.selfcheck.worker import (
     RemoteFunction,
     Worker,
     load_module,
+    stopping,
 )
 
 DEFAULT_PATH = Path("exercises") / "homework" / "starter.py"
@@ -190,6 +193,8 @@ def _run_in_worker(
                 _load_and_check(worker, group, limits, report)
             except KeyboardInterrupt:
                 report.interrupted = True
+        if stopping():  # Ctrl-C in another thread (grade): this report is not complete
+            report.interrupted = True
         if report.interrupted or report.load_error is not None:
             break
     order = {check.name: i for i, check in enumerate(checks)}
@@ -225,6 +230,8 @@ def _load_and_check(
         return
     report.load_output = worker.new_output()
     for check in checks:
+        if stopping():
+            return
         start = time.perf_counter()
         result = _absent(check, functions.get(check.name)) or _blocked(
             check, report.results
@@ -270,6 +277,7 @@ def _check_in_fresh_process(
     path: Path, only: Sequence[str], display: str, limits: Limits, page: str = HOMEWORK
 ) -> Report:
     command = [
+        *launcher(),  # ends with this process, as a worker does
         sys.executable,
         "-m",
         "transformer_lab.selfcheck",
@@ -294,6 +302,27 @@ def _check_in_fresh_process(
         return Report(display, load_error=f"the self-check could not run ({last[0][:200]})")
 
 
+MAX_FILE_BYTES = 5 * 2**20  # a homework file is a few kilobytes
+
+
+def file_problem(path: Path, follow_links: bool = True) -> str | None:
+    """Why ``path`` cannot be checked as a submission (None if it can): it must be a regular
+    file of at most :data:`MAX_FILE_BYTES`. Without ``follow_links`` (grading), a symbolic link
+    is refused too: it would submit whatever it points to (a classmate's file, an answer key)."""
+    try:
+        info = os.stat(path, follow_symlinks=follow_links)
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    if stat.S_ISLNK(info.st_mode):
+        return "is a symbolic link, not a file (submit the file itself)"
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a folder" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        return f"is {kind}, not a Python file"
+    if info.st_size > MAX_FILE_BYTES:
+        return f"is larger than {MAX_FILE_BYTES // 2**20} MB"
+    return None
+
+
 def check_file(
     path: str | Path,
     only: Sequence[str] = (),
@@ -302,6 +331,7 @@ def check_file(
     isolated: bool = True,
     hidden: Sequence[str] = (),
     page: str = HOMEWORK,
+    follow_links: bool = True,
 ) -> Report:
     """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
     one-line error. ``display`` is the name the report prints for the file (default: ``path``).
@@ -310,12 +340,20 @@ def check_file(
     ``isolated=False`` runs it in this process instead (trusted code only). ``hidden``: more
     paths the worker must not see (the results), besides the file's folder and the package.
     ``page`` picks the exercise page whose checks run ("homework" or "week-20", see
-    ``registry.PAGES``)."""
+    ``registry.PAGES``). ``follow_links=False`` (grading) refuses a symbolic link."""
     start = time.perf_counter()
     path = Path(path)
     display = display or str(path)
     limits = limits or Limits()
     checks = selected_checks(only, page)
+    problem = file_problem(path, follow_links)
+    if problem is not None:
+        reason = f"the submission {problem}"
+        results = [
+            CheckResult(c.name, c.exercise, NOT_RUN, f"not checked: {reason}")
+            for c in checks
+        ]
+        return Report(display, results, load_error=reason)
     if isolated and _loaded_here(path):
         return _check_in_fresh_process(path, only, display, limits, page)
     report = Report(display)

@@ -11,7 +11,10 @@ the same process:
   ``torch.ops.aten``, ``getattr``, a default argument captured at import, ``nn.MultiheadAttention``
   and the encoder layers, reaches the tripwire), and the handle that could undo that is kept out
   of Python's reach; ``F.multi_head_attention_forward`` and ``nn.MultiheadAttention.forward`` are
-  replaced too, and re-running a loaded torch module to get fresh copies is refused;
+  replaced too, and re-running a loaded torch module to get fresh copies is refused; so is the
+  attention PyTorch keeps in Python (``disarm_python_attention``: the quantizable and quantized
+  multi-head layers, flex attention, the decomposition tables), and importing a torch module
+  that holds more of it;
 - **an audit hook** (cannot be removed from Python) that refuses to open the hidden paths (the
   project, the package's source, other submissions, the results) or to write outside the working
   folder; at the ``process`` level (no bubblewrap) it also refuses to start programs, to use
@@ -134,7 +137,7 @@ def arm_library_tripwires() -> None:
     import torch
 
     library = torch.library.Library("aten", "IMPL")
-    for operator, label in ATTENTION_OPERATORS.items():
+    for operator, label in attention_operators().items():
         qualified = f"aten::{operator}"
         for key in ("CompositeImplicitAutograd", "CompositeExplicitAutograd", "CPU"):
             if torch._C._dispatch_has_kernel_for_dispatch_key(qualified, key):
@@ -156,6 +159,79 @@ def arm_library_tripwires() -> None:
         "F.multi_head_attention_forward"
     )
     torch.nn.MultiheadAttention.forward = _library_function("nn.MultiheadAttention")
+    disarm_python_attention()
+
+
+def attention_operators() -> dict[str, str]:
+    """Every aten operator that computes attention (the named ones, and any other with
+    "attention" in its name: the CPU math kernels, the quantized and backend variants)."""
+    import torch
+
+    operators = dict(ATTENTION_OPERATORS)
+    for name in torch._C._dispatch_get_all_op_names():
+        operator = name.removeprefix("aten::")
+        if name.startswith("aten::") and "attention" in operator:
+            operators.setdefault(operator, f"torch.ops.aten.{operator}")
+    return operators
+
+
+def _names_attention(name: str) -> bool:
+    lowered = name.lower()
+    return "attention" in lowered or "sdpa" in lowered
+
+
+def disarm_python_attention() -> None:
+    """Attention that PyTorch implements in Python, out of the dispatcher's reach: in every
+    loaded ``torch`` module, a function named for attention becomes a tripwire, a module class
+    named for it (the quantizable and quantized ``MultiheadAttention``) gets a tripwire for a
+    forward, a higher-order operator named for it (flex attention) loses its kernels, and the
+    decomposition tables lose their attention entries. Modules loaded later are refused
+    (``Guard``: :data:`REFUSED_IMPORTS`)."""
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecated names warn when looked at
+        _disarm_modules(torch)
+    for table in getattr(torch._decomp, "global_decomposition_table", {}).values():
+        for key in [k for k in table if _names_attention(str(k))]:
+            del table[key]
+
+
+def _disarm_modules(torch) -> None:
+    for module_name, module in list(sys.modules.items()):
+        if module_name != "torch" and not module_name.startswith("torch."):
+            continue
+        if not isinstance(module, types.ModuleType):
+            continue
+        for name, value in list(vars(module).items()):
+            if isinstance(value, dict) and "decomp" in module_name:
+                for key in [k for k in value if _names_attention(str(k))]:
+                    del value[key]
+            if not _names_attention(name):
+                continue
+            label = f"{module_name}.{name}"
+            if isinstance(value, types.FunctionType):
+                setattr(module, name, _library_function(label))
+            elif isinstance(value, type) and issubclass(value, torch.nn.Module):
+                value.forward = _library_function(label)
+                if hasattr(value, "_forward_impl"):
+                    value._forward_impl = _library_function(label)
+            elif isinstance(value, torch._ops.HigherOrderOperator):
+                value.py_kernels.clear()
+                value.python_key_table.clear()
+                value._dispatch_cache.clear()
+                setattr(module, name, _library_function(label))
+
+
+# New ``torch`` modules whose name says attention (or quantized layers, where PyTorch keeps
+# another multi-head attention in Python): refused while student code runs.
+REFUSED_IMPORT_WORDS = ("attention", "quantiz", "testing._internal")
+
+
+def refused_import(name: str) -> bool:
+    return (name == "torch" or name.startswith("torch.")) and any(
+        word in name for word in REFUSED_IMPORT_WORDS
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -183,6 +259,7 @@ _PATH_EVENTS = {
     "shutil.move",
 }
 _PROGRAM_EVENTS = {
+    "os.fork",  # a daemon outlives a grader that is killed (no PID namespace to end it)
     "subprocess.Popen",
     "os.system",
     "os.exec",
@@ -214,6 +291,9 @@ class Guard:
         self.skeleton = os.path.realpath(Path(__file__).parents[2])
         self.visible.append(self.skeleton)
         self.strict = strict
+        self.library = (
+            False  # refuse new torch modules that hold attention (tripwires armed)
+        )
         self.armed = False
         self.busy = False
         self.reloading: set[str] = set()
@@ -280,6 +360,14 @@ class Guard:
                 if real is not None and not self._may_write(real):
                     raise PermissionError(
                         f"the self-check lets your code change files only in its own folder, not {real}"
+                    )
+        elif event == "import":
+            name = args[0] if args else ""
+            if self.library and isinstance(name, str) and name not in sys.modules:
+                if refused_import(name):
+                    raise PermissionError(
+                        f"the self-check does not let your code import {name} (it holds "
+                        "PyTorch's own attention)"
                     )
         elif event == "exec":
             code = args[0] if args else None
@@ -373,6 +461,26 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
+
+
+def _refuse(what: str):
+    def refused(*args, **kwargs):
+        raise PermissionError(f"the self-check does not let your code {what}")
+
+    return refused
+
+
+def close_unaudited_routes() -> None:
+    """The process level: routes to other processes that raise no audit event (a pidfd sends a
+    signal to any process; ``_posixsubprocess`` starts programs) are refused too."""
+    import _posixsubprocess
+    import posix
+
+    for module in (os, posix, signal):
+        for name in ("pidfd_open", "pidfd_send_signal"):
+            if hasattr(module, name):
+                setattr(module, name, _refuse("signal other processes"))
+    _posixsubprocess.fork_exec = _refuse("start programs")
 
 
 def describe_functions(module: types.ModuleType, names: list[str]) -> dict[str, dict]:
@@ -508,10 +616,14 @@ def main() -> None:
     if config.get("library_tripwires", True):
         arm_library_tripwires()
     guard = Guard(config["hidden"], os.path.dirname(path), config["level"] != "bubblewrap")
+    guard.library = config.get("library_tripwires", True)
+    if guard.strict:
+        close_unaudited_routes()
     guard.visible += [os.path.realpath(p) for p in config.get("visible", [])]
     sys.addaudithook(guard)
     guard.arm()
     server = Server(conn, None, path)
+    server.reply(("ready",))  # the parent's time limit for loading the file starts now
     try:
         module = load_file(path)
     except BaseException as error:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, tripwires too

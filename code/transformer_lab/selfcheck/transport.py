@@ -120,10 +120,60 @@ def encode(
     return ("opaque", type_name(value), text, category)
 
 
-def decode(node: object, remote: Callable[[int, str, str], object] | None = None) -> object:
+# What one reply may rebuild in the parent. A pickle can name one object many times, so a
+# reply of a few megabytes (forged by code that replaced ``encode`` in the worker) could
+# otherwise unpack into gigabytes: a list naming one 50 MB tensor 2,000 times, a list nested
+# 100,000 deep. Honest replies are far smaller (a check's answers are small tensors).
+DECODE_BYTES = 64 * 2**20
+DECODE_NODES = 1_000_000
+DECODE_DEPTH = 4 * DEPTH
+
+
+class TooLarge(ValueError):
+    """A reply that would rebuild into more than the parent accepts."""
+
+
+class _Budget:
+    def __init__(self):
+        self.bytes, self.nodes = DECODE_BYTES, DECODE_NODES
+
+    def spend(self, nodes: int = 1, data: int = 0) -> None:
+        self.nodes -= nodes
+        self.bytes -= data
+        if self.nodes < 0 or self.bytes < 0:
+            raise TooLarge(
+                f"the result is too large to check (over {DECODE_NODES:,} values or "
+                f"{DECODE_BYTES // 2**20} MB)"
+            )
+
+
+def decode(
+    node: object,
+    remote: Callable[[int, str, str], object] | None = None,
+    budget: _Budget | None = None,
+    depth: int = 0,
+) -> object:
     """Rebuild a value from :func:`encode`'s plain data; ``remote`` makes the stand-in of an
-    object that stayed in the worker (without it, such an object is refused)."""
+    object that stayed in the worker (without it, such an object is refused). ``TooLarge``
+    when it would rebuild into more than :data:`DECODE_BYTES`, :data:`DECODE_NODES` values or
+    :data:`DECODE_DEPTH` levels."""
+    budget = budget or _Budget()
+    budget.spend()
+    if depth > DECODE_DEPTH:
+        raise TooLarge(f"the result is nested more than {DECODE_DEPTH} levels deep")
+    if not isinstance(node, tuple) or not node:
+        raise ValueError("not a node")
     tag = node[0]
+    for field in node[1:]:
+        if isinstance(field, (bytes, str)):
+            budget.spend(data=len(field))
+    if tag in ("list", "tuple", "dict", "module"):
+        items = node[2] if tag == "module" else node[1]
+        budget.spend(nodes=len(items))
+
+    def inner(item):
+        return decode(item, remote, budget, depth + 1)
+
     if tag == "plain":
         return node[1]
     if tag == "tensor":
@@ -147,14 +197,15 @@ def decode(node: object, remote: Callable[[int, str, str], object] | None = None
             raise ValueError(f"unexpected scalar dtype {dtype}")
         return np.frombuffer(node[2], dtype=dtype)[0]
     if tag == "list":
-        return [decode(item, remote) for item in node[1]]
+        return [inner(item) for item in node[1]]
     if tag == "tuple":
-        return tuple(decode(item, remote) for item in node[1])
+        return tuple(inner(item) for item in node[1])
     if tag == "dict":
-        return {decode(k, remote): decode(v, remote) for k, v in node[1]}
+        return {inner(k): inner(v) for k, v in node[1]}
     if tag == "module":
-        return ModuleState(node[1], {str(name): decode(t, remote) for name, t in node[2]})
+        return ModuleState(node[1], {str(name): inner(t) for name, t in node[2]})
     if tag == "gradient":
+        budget.spend(nodes=len(node[2]))
         return GradientReport(bool(node[1]), {str(k): str(v) for k, v in node[2].items()})
     if tag == "remote" and remote is not None:
         return remote(int(node[1]), str(node[2]), str(node[3]))

@@ -56,18 +56,20 @@ from transformer_lab.selfcheck.isolation import (
     worker_command,
 )
 from transformer_lab.selfcheck.sandbox import BOOK_PREFIX, STUDENT_MODULE
-from transformer_lab.selfcheck.transport import decode, loads_plain
+from transformer_lab.selfcheck.transport import TooLarge, decode, loads_plain
 
 DEFAULT_SECONDS = 10.0
 DEFAULT_MEMORY_MB = 2048
 DEFAULT_OUTPUT_BYTES = 4_000_000
-START_SECONDS = (
-    60.0  # extra time for a fresh worker to import torch before it loads the file
-)
+# A fresh worker's own start (importing torch, arming its defences), before it says it is ready;
+# the student's file then has the check's time limit to load.
+START_SECONDS = 60.0
 MAX_REPLY_BYTES = 64 * 2**20  # a bigger reply is refused (a flood of data, not an answer)
 
 
 _LIVE: set = set()  # workers with a process, so that Ctrl-C can end them all
+# Held while a worker is launched and while Ctrl-C signals the live ones: a worker is either
+# launched before Ctrl-C (and signalled) or refused after it, never started unseen in between.
 _LIVE_LOCK = threading.Lock()
 _STOPPING = threading.Event()
 _SUBREAPER: list[bool] = []  # [True] once this process adopts orphaned worker processes
@@ -76,16 +78,23 @@ WORKER_MARK = b"transformer_lab.selfcheck.sandbox"  # in every worker's command 
 
 def kill_all_workers() -> None:
     """End every worker of this process (Ctrl-C while grading) and start no new one until
-    :func:`allow_workers`."""
-    _STOPPING.set()
+    :func:`allow_workers`.
+
+    Only signals: each worker's own thread, waiting on its socket, wakes as the process dies and
+    cleans up itself (closing a socket another thread is polling would not wake that thread)."""
     with _LIVE_LOCK:
-        workers = list(_LIVE)
-    for worker in workers:
-        worker.kill()
+        _STOPPING.set()
+        for worker in _LIVE:
+            worker.signal_kill()
 
 
 def allow_workers() -> None:
     _STOPPING.clear()
+
+
+def stopping() -> bool:
+    """Has :func:`kill_all_workers` been called (and no :func:`allow_workers` since)?"""
+    return _STOPPING.is_set()
 
 
 def _become_subreaper() -> bool:
@@ -218,10 +227,13 @@ class Worker:
     # -- life cycle -----------------------------------------------------------------------------
 
     def _launch(self) -> None:
-        if _STOPPING.is_set():
-            raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
         with _LIVE_LOCK:
+            if _STOPPING.is_set():
+                raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
+            self._popen()
             _LIVE.add(self)
+
+    def _popen(self) -> None:
         if self.isolation.level != BUBBLEWRAP and not _SUBREAPER:
             _SUBREAPER.append(_become_subreaper())
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=runs_folder())
@@ -270,14 +282,30 @@ class Worker:
         os.close(alarm_write)
         self.conn = Connection(ours.detach())
         self.alarm = alarm_read
+        self.alarms = []  # a fresh worker: what the last one reported is not this one's
 
     def start(self) -> dict[str, dict]:
         """Start a worker and load the file; ``LoadFailed`` if it does not load in time."""
         self.kill()
         self._launch()
-        # A fresh worker imports torch before it loads the file: allow for that.
+        # A fresh worker imports torch and says it is ready (START_SECONDS at most); the file
+        # then has the check's time limit to load.
+        self.limit, self.deadline = START_SECONDS, time.monotonic() + START_SECONDS
+        try:
+            ready = self._receive()
+        except (StudentStopped, StudentRaised) as failed:
+            timed_out = getattr(failed, "status", "") == TIMED_OUT
+            why = (
+                f"in {START_SECONDS:g} s (an overloaded machine?)"
+                if timed_out
+                else failed.line
+            )
+            raise LoadFailed(f"the process to run your code did not start: {why}") from None
+        if ready[0] != "ready":
+            self.kill()
+            raise LoadFailed("the process to run your code did not start")
         self.limit = self.limits.seconds
-        self.deadline = time.monotonic() + self.limits.seconds + START_SECONDS
+        self.deadline = time.monotonic() + self.limits.seconds
         try:
             reply = self._receive()
         except StudentStopped as stopped:
@@ -309,8 +337,18 @@ class Worker:
         self.limit = seconds
         self.deadline = time.monotonic() + seconds
 
+    def signal_kill(self) -> None:
+        """SIGKILL the worker's process group (safe from any thread; :meth:`kill` cleans up)."""
+        process = self.process
+        if process is not None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+
     def kill(self) -> None:
-        """End the worker and everything it started, then remove its folder."""
+        """End the worker and everything it started, then remove its folder (from the thread
+        that uses the worker)."""
         with _LIVE_LOCK:
             _LIVE.discard(self)
         process, self.process = self.process, None
@@ -535,6 +573,8 @@ class RemoteFunction(StudentFunction):
     def _decode(self, node):
         try:
             return decode(node, remote=self.worker_object)
+        except TooLarge as error:
+            raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
             raise StudentRaised(
                 "the result could not be read back: " + summarise_exception(error)
