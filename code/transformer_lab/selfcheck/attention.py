@@ -571,26 +571,7 @@ def _check_probe(student: StudentFunction, q, k, v, padding):
             "returned_weights_differ",
         ):
             raise
-        note = smallest_input_note(
-            student,
-            lambda *probe: reference.attention(*[t.double() for t in probe[:3]], probe[3]),
-            SMALL_PROBES,
-            lambda got, want: (
-                isinstance(got, (tuple, list))
-                and len(got) == 2
-                and close(got[0], want[0])
-                and close(got[1], want[1])
-            ),
-            lambda q, k, v, padding: (
-                f"q {q.tolist()}, k {k.tolist()}, v {v.tolist()}, "
-                f"padding {padding.tolist()}"
-            ),
-            lambda pair: (
-                f"(output {row_text(pair[0])}, weights {row_text(pair[1])})"
-                if isinstance(pair, (tuple, list)) and len(pair) == 2
-                else repr(pair)[:60]
-            ),
-        )
+        note = _smallest_attention_note(student, SMALL_PROBES)
         finding = failure.finding
         raise Failed(
             type(finding)(
@@ -601,6 +582,30 @@ def _check_probe(student: StudentFunction, q, k, v, padding):
                 finding.advice,
             )
         ) from None
+
+
+def _smallest_attention_note(student: StudentFunction, probes: list[tuple]) -> str:
+    """``smallest_input_note`` for attention: the first of ``probes`` (q, k, v, padding), listed
+    from the smallest, on which the output or the weights differ from the book's."""
+    return smallest_input_note(
+        student,
+        lambda *probe: reference.attention(*[t.double() for t in probe[:3]], probe[3]),
+        probes,
+        lambda got, want: (
+            isinstance(got, (tuple, list))
+            and len(got) == 2
+            and close(got[0], want[0])
+            and close(got[1], want[1])
+        ),
+        lambda q, k, v, padding: (
+            f"q {q.tolist()}, k {k.tolist()}, v {v.tolist()}, padding {padding.tolist()}"
+        ),
+        lambda pair: (
+            f"(output {row_text(pair[0])}, weights {row_text(pair[1])})"
+            if isinstance(pair, (tuple, list)) and len(pair) == 2
+            else repr(pair)[:60]
+        ),
+    )
 
 
 # The smallest inputs first (one query; one, then two keys; then padding and two features), for
@@ -627,6 +632,24 @@ SMALL_PROBES = [
     (
         torch.tensor([[[1.0, 0.0], [0.0, 1.0]]]),
         torch.tensor([[[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]]),
+        torch.tensor([[[2.0], [4.0], [8.0]]]),
+        torch.tensor([[False, False, True]]),
+    ),
+]
+
+
+# Large scores, the smallest inputs first: one query and two keys whose scores are 400 and 380
+# (the first key should take almost all the weight), then the same beside a padded key.
+LARGE_PROBES = [
+    (
+        torch.tensor([[[20.0]]]),
+        torch.tensor([[[20.0], [19.0]]]),
+        torch.tensor([[[2.0], [4.0]]]),
+        torch.tensor([[False, False]]),
+    ),
+    (
+        torch.tensor([[[20.0]]]),
+        torch.tensor([[[20.0], [19.0], [0.0]]]),
         torch.tensor([[[2.0], [4.0], [8.0]]]),
         torch.tensor([[False, False, True]]),
     ),
@@ -668,11 +691,18 @@ def _check_overflow(student: StudentFunction):
             "use torch.softmax, or subtract each row's maximum before exp",
         )
     expected_output, _ = reference.attention(q.double(), k.double(), v.double(), padding)
-    if not close(output, expected_output, atol=1e-3, rtol=1e-3):
-        expected, received = compare_rows("output", output, expected_output)
+    # Capping the scores before exp passes the probe above (one key far ahead of the rest) but
+    # not two large scores side by side: the small large-score probes catch it and show where.
+    note = _smallest_attention_note(student, LARGE_PROBES)
+    if note or not close(output, expected_output, atol=1e-3, rtol=1e-3):
+        expected, received = (
+            compare_rows("output", output, expected_output)
+            if note == ""
+            else ("almost all weight on the key with the largest score", "see above")
+        )
         fail(
             "large_scores_differ",
-            "with large scores (in the hundreds) the output goes wrong",
+            "with large scores (in the hundreds) the output goes wrong" + note,
             expected,
             received,
             "use torch.softmax and fill padded scores with float('-inf') or a value below -1e4",
