@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from book_pages import ROOT, reference_path
+from book_site import html_dir
 
 sys.path.insert(0, str(ROOT / "tools"))
 
@@ -267,7 +268,7 @@ def judge(page: Path, home: Path, plant=None) -> list[str]:
     if plant:
         plant(drawn)
     expected = binder_check.expected_view(page, notebook)
-    return binder_check.judge_view(page, path, drawn, expected, ROOT / "_build" / "html")
+    return binder_check.judge_view(page, path, drawn, expected, html_dir())
 
 
 @pytest.mark.parametrize("page", [PAGE, HOMEWORK], ids=["ch1", "homework"])
