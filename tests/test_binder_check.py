@@ -9,6 +9,7 @@ MyST source, and which path it opens.
 from __future__ import annotations
 
 import copy
+import os
 import re
 import sys
 from pathlib import Path
@@ -377,3 +378,37 @@ def test_wall_clock_times_in_prose_are_masked():
     assert binder_check.compare_sections(shown, built) == []
     other = [("Run", " ".join(binder_check.words("trees train in 0.10 of the time")))]
     assert binder_check.compare_sections(other, built) != []
+
+
+def test_a_build_older_than_a_page_is_rebuilt(tmp_path, monkeypatch):
+    html = tmp_path / "html"
+    assert binder_check.book_build_problem(html) == f"no {html}"
+    html.mkdir()
+    (html / "index.html").write_text("<html></html>", encoding="utf-8")
+    page = ROOT / "chapters" / "01-soft-join.md"
+    old = page.stat().st_mtime - 60
+    os.utime(html / "index.html", (old, old))
+    assert "changed after the last build" in binder_check.book_build_problem(html)
+    newest = max(
+        file.stat().st_mtime
+        for name in binder_check.BOOK_SOURCES
+        for file in ((ROOT / name).rglob("*") if (ROOT / name).is_dir() else [ROOT / name])
+        if file.is_file()
+        and not any(
+            p in binder_check.UNBUILT or p.endswith(".egg-info") for p in file.parts
+        )
+    )
+    os.utime(html / "index.html", (newest + 1, newest + 1))
+    assert binder_check.book_build_problem(html) == ""
+    cache = ROOT / "code" / "transformer_lab" / "__pycache__"
+    created = not cache.exists()
+    cache.mkdir(exist_ok=True)
+    written = cache / "binder-check-test.pyc"
+    written.write_bytes(b"")
+    try:  # what Python writes beside the sources is not a change to the book
+        os.utime(written, (newest + 2, newest + 2))
+        assert binder_check.book_build_problem(html) == ""
+    finally:
+        written.unlink()
+        if created:
+            cache.rmdir()

@@ -1487,6 +1487,42 @@ LIMITS = [
 ]
 
 
+# What the built HTML is made from: a build older than any of these is stale.
+BOOK_SOURCES = (
+    "_config.yml",
+    "_toc.yml",
+    "intro.md",
+    "chapters",
+    "exercises",
+    "code",
+    "_ext",
+)
+# What Python and Jupyter write next to the sources (ignored by git): not part of the book.
+UNBUILT = {"__pycache__", ".ipynb_checkpoints"}
+
+
+def book_build_problem(html: Path) -> str:
+    """Why the HTML in ``html`` cannot be judged as it is ('' when it is a current build).
+
+    The rehearsal compares each reader notebook with its built page, so a build older than any
+    page, package file or configuration would report differences that are not there."""
+    index = html / "index.html"
+    if not index.exists():
+        return f"no {html.relative_to(ROOT) if html.is_relative_to(ROOT) else html}"
+    built = index.stat().st_mtime
+    for name in BOOK_SOURCES:
+        source = ROOT / name
+        files = (
+            [source] if source.is_file() else source.rglob("*") if source.exists() else []
+        )
+        for file in files:
+            if any(part in UNBUILT or part.endswith(".egg-info") for part in file.parts):
+                continue
+            if file.is_file() and file.stat().st_mtime > built:
+                return f"{file.relative_to(ROOT)} changed after the last build"
+    return ""
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -1522,8 +1558,9 @@ def main(argv: list[str]) -> int:
     try:
         print("building the Binder environment (or reusing it) ...", flush=True)
         environment = build_environment(args.rebuild)
-        if not (BUILD / "html" / "index.html").exists():
-            print("no _build/html: building the book (make book) ...", flush=True)
+        why = book_build_problem(BUILD / "html")
+        if why:
+            print(f"{why}: building the book (make book) ...", flush=True)
             run(["make", "book"], what="make book")
         print("staging the home and running binder/postBuild ...", flush=True)
         home_s = stage_home()
