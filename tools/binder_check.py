@@ -1512,10 +1512,8 @@ def book_build_problem(html: Path) -> str:
     built = index.stat().st_mtime
     for name in BOOK_SOURCES:
         source = ROOT / name
-        files = (
-            [source] if source.is_file() else source.rglob("*") if source.exists() else []
-        )
-        for file in files:
+        # rglob of a missing folder yields nothing
+        for file in [source] if source.is_file() else source.rglob("*"):
             if any(part in UNBUILT or part.endswith(".egg-info") for part in file.parts):
                 continue
             if file.is_file() and file.stat().st_mtime > built:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from selfcheck.processes import processes
 from transformer_lab.selfcheck.isolation import BUBBLEWRAP, PROCESS, isolation
 from transformer_lab.selfcheck.worker import WORKER_MARK
 
@@ -53,18 +54,7 @@ def level(request, monkeypatch):
 
 def workers_of_this_session() -> list[int]:
     """Worker processes (their command line names the sandbox) started during this run."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-            environment = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if WORKER_MARK in command and SESSION_MARK.encode() in environment.split(b"\0"):
-            found.append(int(entry.name))
-    return found
+    return processes(WORKER_MARK, SESSION_MARK.encode())
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from classroom import write_class
+from selfcheck.processes import processes
 from selfcheck.solutions import SOLUTION, STRETCH, with_body, write
 from transformer_lab.selfcheck import FAILED, NOT_RUN, PASSED, TIMED_OUT, Limits, check_file
 from transformer_lab.selfcheck.cli import main
@@ -35,17 +36,7 @@ def statuses(report):
 
 
 def processes_mentioning(token: str) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if token.encode() in command:
-            found.append(int(entry.name))
-    return found
+    return processes(token.encode())
 
 
 def no_process_left(token: str, seconds: float = 3.0) -> bool:
