@@ -393,6 +393,27 @@ def attention_clamped_exp(q, k, v, padding):
     return weights @ v, weights
 
 
+@right("attention")
+def attention_stable_detached_max(q, k, v, padding):
+    # the shift only keeps exp finite; softmax does not depend on it, so neither does the gradient
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, None, :], INF
+    )
+    exp = torch.exp(scores - scores.amax(-1, keepdim=True).detach())
+    weights = exp / exp.sum(-1, keepdim=True)
+    return weights @ v, weights
+
+
+@wrong("attention", "wrong_gradient")
+def attention_detached_normaliser(q, k, v, padding):
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+        padding[:, None, :], INF
+    )
+    exp = torch.exp(scores - scores.amax(-1, keepdim=True))
+    weights = exp / exp.sum(-1, keepdim=True).detach()  # "the sum is only a constant"
+    return weights @ v, weights
+
+
 @wrong("attention", "no_gradient")
 def attention_rewrapped(q, k, v, padding):
     output, weights = attention_masked_fill(q, k, v, padding)
@@ -566,6 +587,14 @@ def masked_mean_in_place(x, padding):
 @wrong("masked_mean", "result_differs")  # not in the table: a median is not a mean
 def masked_mean_median(x, padding):
     return torch.stack([x[b][~padding[b]].median(0).values for b in range(x.shape[0])])
+
+
+@wrong("masked_mean", "wrong_gradient")
+def masked_mean_minus_detached_padding(x, padding):
+    # sum every row, then take the padded rows' part back out; detached, it still sends them
+    # a gradient
+    padded = (x * padding.unsqueeze(-1).to(x.dtype)).sum(1).detach()
+    return (x.sum(1) - padded) / (~padding).sum(1, keepdim=True)
 
 
 @wrong("masked_mean", "no_gradient")

@@ -10,6 +10,7 @@ from transformer_lab.selfcheck.core import StudentRaised
 from transformer_lab.selfcheck.execution import (
     LocalFunction,
     Opaque,
+    cotangent,
     execute,
     execute_gradient,
     library_spy,
@@ -90,6 +91,10 @@ def test_the_gradient_report_names_each_input():
         lambda a, b: a * 2, [torch.ones(2), torch.ones(2)], ["a", "b"], "self"
     )
     assert report.requires_grad and report.reached == {"a": "finite", "b": "none"}
+    # the gradient of <c, 2a> for the cotangent c drawn with the seed (0 by default) is 2c,
+    # with c rounded to a's float32 on its way back
+    assert torch.equal(report.gradients["a"], 2 * cotangent((2,), 0).float().double())
+    assert set(report.gradients) == {"a"}
     assert not execute_gradient(
         lambda a: a.detach(), [torch.ones(2)], ["a"], "self"
     ).requires_grad

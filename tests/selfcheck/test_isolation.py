@@ -624,6 +624,29 @@ def masked_mean(x, padding):
         pass
 """
 
+# A detached masked mean (computed in NumPy) with the worker's gradient report forged: every
+# input "reached", with made-up gradients. The checking process computes the true ones.
+FORGED_GRADIENT = """
+import transformer_lab.selfcheck.execution as execution
+
+
+def masked_mean(x, padding):
+    keep = (~padding).numpy()[..., None]
+    mean = (x.detach().numpy() * keep).sum(1) / keep.sum(1)
+    return torch.tensor(mean, dtype=x.dtype).requires_grad_(x.requires_grad)
+
+
+def _forged(function, args, names, pick, *rest, **options):
+    report = execution.GradientReport(True, dict.fromkeys(names, "finite"))
+    report.gradients = {
+        n: torch.ones(torch.as_tensor(a).shape, dtype=torch.float64) for n, a in zip(names, args)
+    }
+    return report
+
+
+execution.execute_gradient = _forged
+"""
+
 
 @pytest.fixture(scope="module")
 def attack_class(tmp_path_factory):
@@ -645,6 +668,7 @@ def attack_class(tmp_path_factory):
     wrong = SOLUTION.replace("return vocab_size * d", "return vocab_size + d")
     write(folder, "patches.py", wrong.replace("/ keep.sum(1)", "") + PATCHES)
     write(folder, "alarms.py", SOLUTION + ALARMS)
+    write(folder, "forged_gradient.py", SOLUTION + FORGED_GRADIENT)
     (folder / "link_to_alice.py").symlink_to(alice)
     (folder / "link_to_key.py").symlink_to(root / "answer_key.py")
     (folder / "a_folder.py").mkdir()
@@ -664,7 +688,7 @@ def attack_class(tmp_path_factory):
 
 def test_every_entry_gets_its_rows_and_a_classmate_still_passes(attack_class):
     results, rows, alice = attack_class
-    assert len(rows) == 14 * len(ONLY) and len(results) == 14
+    assert len(rows) == 15 * len(ONLY) and len(results) == 15
     assert {row["submission"] for row in rows} >= {"new\\x0aline.py", "a_fifo.py"}
     assert all(status == PASSED for status, _, _ in results["alice.py"].values())
     assert alice.read_text(encoding="utf-8") == SOLUTION + STRETCH
@@ -706,6 +730,12 @@ def test_hostile_returns_and_patched_comparisons_earn_nothing(attack_class):
         assert results["returns.py"][check][0] != PASSED, results["returns.py"][check]
     for check in ("embedding_parameters", "masked_mean"):
         assert results["patches.py"][check][0] != PASSED, results["patches.py"][check]
+
+
+def test_a_forged_gradient_report_does_not_pass_a_detached_function(attack_class):
+    got = attack_class[0]["forged_gradient.py"]
+    assert got["masked_mean"][:2] == (FAILED, "wrong_gradient"), got["masked_mean"]
+    assert got["accuracy"][0] == PASSED, got  # a check without gradients is unaffected
 
 
 def test_forged_alarms_stay_with_the_check_that_sent_them(attack_class):

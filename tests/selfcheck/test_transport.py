@@ -76,6 +76,9 @@ def test_tokenizers_modules_and_reports_come_back_as_what_the_checks_need():
     assert travel(GradientReport(True, {"x": "finite"})) == GradientReport(
         True, {"x": "finite"}
     )
+    gradient = torch.arange(6, dtype=torch.float64).reshape(2, 3)
+    back = travel(GradientReport(True, {"x": "finite"}, {"x": gradient}))
+    assert back.reached == {"x": "finite"} and torch.equal(back.gradients["x"], gradient)
     trainer = travel(trainers.BpeTrainer(vocab_size=10))
     assert isinstance(trainer, Opaque) and trainer.category == "trainer"
     assert travel(x for x in range(3)).type_name == "generator"

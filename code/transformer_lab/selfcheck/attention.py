@@ -751,6 +751,12 @@ def check_attention(function) -> CheckResult:
             torch.zeros(3, 4, dtype=torch.bool),
         )
         _check_overflow(student)
-        check_gradient(student, list(attention_probe(seed=22)), ["q", "k", "v"], "first")
+        check_gradient(
+            student,
+            list(attention_probe(seed=22)),
+            ["q", "k", "v"],
+            "first",
+            reference.attention,
+        )
 
     return run_check(NAME, EXERCISE, body)

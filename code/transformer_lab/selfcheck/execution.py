@@ -50,10 +50,16 @@ class Returned:
 
 @dataclass
 class GradientReport:
-    """Did a gradient flow from the (picked) result back to each named input?"""
+    """Did a gradient flow from the (picked) result back to each named input, and which?
+
+    ``gradients[name]`` is the gradient of ⟨c, result⟩ with respect to that input (float64, the
+    input's shape), for the cotangent c = :func:`cotangent` (result's shape, ``seed``): the
+    checking process compares it with the reference's, so a worker cannot claim a gradient
+    without computing the right one."""
 
     requires_grad: bool
     reached: dict[str, str]  # name -> "finite", "none" or "not finite"
+    gradients: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -159,7 +165,7 @@ def static_library_use(function: Callable) -> list[str]:
     return sorted(set(found))
 
 
-def _uses_dot_t(function: Callable, caught: Sequence[warnings.WarningMessage]) -> bool:
+def uses_dot_t(function: Callable, caught: Sequence[warnings.WarningMessage]) -> bool:
     """Did the function use ``.T`` on a batched tensor? PyTorch warns only once per process, so
     the source is read too."""
     if any("on tensors of dimension other than 2" in str(w.message) for w in caught):
@@ -177,7 +183,7 @@ def _filename(function: Callable) -> str | None:
 
 def _summarise(function: Callable, error: BaseException, hints, caught) -> str:
     extra = list(hints)
-    if isinstance(error, Exception) and _uses_dot_t(function, caught):
+    if isinstance(error, Exception) and uses_dot_t(function, caught):
         extra.insert(
             0, (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)")
         )
@@ -268,6 +274,14 @@ def pick_result(result: object, pick: str) -> object:
     return result
 
 
+def cotangent(shape: Sequence[int], seed: int) -> torch.Tensor:
+    """A float64 tensor of ``shape`` drawn from N(0, 1) with ``seed``: the weights of the
+    result's entries in a gradient check (every entry counts, each with its own weight)."""
+    return torch.randn(
+        tuple(shape), dtype=torch.float64, generator=torch.Generator().manual_seed(seed)
+    )
+
+
 def execute_gradient(
     function: Callable,
     args: Sequence[object],
@@ -275,9 +289,11 @@ def execute_gradient(
     pick: str,
     hints=(),
     catch_interrupt: bool = False,
+    seed: int = 0,
 ) -> GradientReport:
-    """Call ``function`` with the first ``len(names)`` arguments requiring gradients and report
-    whether a finite gradient reaches each of them from the sum of the (picked) result."""
+    """Call ``function`` with the first ``len(names)`` arguments requiring gradients, backpropagate
+    ⟨c, picked result⟩ with c = ``cotangent(result shape, seed)``, and report for each input
+    whether a finite gradient reached it, and the gradient itself."""
     leaves = [
         torch.as_tensor(a).detach().clone().requires_grad_(True) for a in args[: len(names)]
     ]
@@ -293,12 +309,12 @@ def execute_gradient(
         else (Exception, SystemExit)
     )
     try:
-        out.double().sum().backward()
+        (out.double() * cotangent(out.shape, seed)).sum().backward()
     except catchable as error:  # noqa: BLE001 - e.g. an in-place change that breaks autograd
         raise StudentRaised(
             "the gradient could not be computed: " + summarise_exception(error)
         ) from None
-    reached = {}
+    reached, gradients = {}, {}
     for leaf, name in zip(leaves, names):
         if leaf.grad is None:
             reached[name] = "none"
@@ -306,7 +322,8 @@ def execute_gradient(
             reached[name] = (
                 "finite" if bool(torch.isfinite(leaf.grad).all()) else "not finite"
             )
-    return GradientReport(True, reached)
+            gradients[name] = leaf.grad.detach().double()
+    return GradientReport(True, reached, gradients)
 
 
 class StudentFunction(abc.ABC):
@@ -322,8 +339,9 @@ class StudentFunction(abc.ABC):
         """Call the function on ``args``; see :class:`LocalFunction` and ``RemoteFunction``."""
 
     @abc.abstractmethod
-    def gradient(self, args, names, pick: str, hints=()) -> GradientReport:
-        """Check that gradients reach the inputs ``names`` through output ``pick``."""
+    def gradient(self, args, names, pick: str, hints=(), seed: int = 0) -> GradientReport:
+        """The gradients that reach the inputs ``names`` through output ``pick`` (see
+        :func:`execute_gradient`)."""
 
 
 class LocalFunction(StudentFunction):
@@ -339,8 +357,8 @@ class LocalFunction(StudentFunction):
     ) -> Returned:
         return execute(self.function, args, hints, watch_library, quiet=quiet)
 
-    def gradient(self, args, names, pick: str, hints=()) -> GradientReport:
-        return execute_gradient(self.function, args, names, pick, hints)
+    def gradient(self, args, names, pick: str, hints=(), seed: int = 0) -> GradientReport:
+        return execute_gradient(self.function, args, names, pick, hints, seed=seed)
 
 
 def as_student(function) -> StudentFunction:

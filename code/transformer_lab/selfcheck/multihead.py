@@ -474,6 +474,8 @@ def check_multi_head_attention(function) -> CheckResult:
             ),
         )
         x, padding, mha = mha_probe(seed=52)
-        check_gradient(student, [x, padding, mha], ["x"], "self")
+        check_gradient(
+            student, [x, padding, mha], ["x"], "self", reference.multi_head_attention
+        )
 
     return run_check(NAME, EXERCISE, body)

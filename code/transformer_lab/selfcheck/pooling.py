@@ -257,6 +257,8 @@ def check_masked_mean(function) -> CheckResult:
         _check_once(student, *masked_mean_probe(batch=4, length=6, width=2, seed=31))
         x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(32))
         _check_once(student, x, torch.zeros(2, 3, dtype=torch.bool))  # no padding at all
-        check_gradient(student, list(masked_mean_probe(seed=33)), ["x"], "self")
+        check_gradient(
+            student, list(masked_mean_probe(seed=33)), ["x"], "self", reference.masked_mean
+        )
 
     return run_check(NAME, EXERCISE, body)

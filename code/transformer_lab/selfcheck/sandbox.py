@@ -546,6 +546,7 @@ class Server:
                     options["pick"],
                     options.get("hints", ()),
                     catch_interrupt=True,
+                    seed=options.get("seed", 0),
                 )
                 return ("gradient", self.encode(report, False))
             if op == "call":

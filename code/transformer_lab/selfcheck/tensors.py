@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import math
+import secrets
 from collections.abc import Callable, Sequence
 
 import torch
 
 from transformer_lab.selfcheck.core import article, fail
-from transformer_lab.selfcheck.execution import StudentFunction, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, execute_gradient, type_name
+
+# How close a student's gradient must come to the reference's: two float32 computations of the
+# same function differ in the last digits; a part left out of autograd differs in the first.
+GRADIENT_RTOL = 1e-4
+GRADIENT_ATOL = 1e-5
 
 
 def shape_text(value) -> str:
@@ -128,10 +134,20 @@ def check_unchanged(
 
 
 def check_gradient(
-    student: StudentFunction, inputs: Sequence[object], names: Sequence[str], pick: str
+    student: StudentFunction,
+    inputs: Sequence[object],
+    names: Sequence[str],
+    pick: str,
+    reference: Callable[..., object],
 ) -> None:
-    """The result must be differentiable with respect to the named inputs (training needs it)."""
-    report = student.gradient(list(inputs), list(names), pick)
+    """The result must be differentiable with respect to the named inputs, and the gradient that
+    reaches each of them must be ``reference``'s (training follows it).
+
+    The result's entries are weighted by a cotangent drawn afresh for every check
+    (``execution.cotangent``), and the expected gradients are computed here, in the checking
+    process: the right numbers come back only from code that computes the right derivative."""
+    seed = secrets.randbelow(2**31)
+    report = student.gradient(list(inputs), list(names), pick, seed=seed)
     if not report.requires_grad:
         fail(
             "no_gradient",
@@ -140,6 +156,7 @@ def check_gradient(
             "requires_grad=False",
             "avoid .detach(), .numpy(), torch.tensor(...) re-wrapping and torch.no_grad()",
         )
+    expected = execute_gradient(reference, list(inputs), list(names), pick, seed=seed)
     for name in names:
         reached = report.reached.get(name, "none")
         if reached != "finite":
@@ -149,6 +166,22 @@ def check_gradient(
                 f"a finite gradient for {name}",
                 "None" if reached == "none" else "NaN/inf in the gradient",
                 "build the result from the inputs with torch operations only",
+            )
+        want, got = expected.gradients[name], report.gradients.get(name)
+        if not (
+            isinstance(got, torch.Tensor)
+            and got.shape == want.shape
+            and got.dtype == torch.float64
+            and torch.allclose(got, want, rtol=GRADIENT_RTOL, atol=GRADIENT_ATOL)
+        ):
+            fail(
+                "wrong_gradient",
+                f"the values are right, but the gradient that reaches `{name}` is wrong",
+                f"the gradient of the book's result with respect to {name}",
+                "a different gradient" if isinstance(got, torch.Tensor) else "no gradient",
+                "some step was computed outside autograd and joined back (.detach(), .data, "
+                ".item(), numpy or torch.no_grad() on a part that depends on the inputs): "
+                "the numbers come out right, but training would follow the wrong slope",
             )
 
 

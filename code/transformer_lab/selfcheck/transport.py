@@ -99,7 +99,12 @@ def encode(
             [(name, encode(t, depth + 1, keep)) for name, t in value.state_dict().items()],
         )
     if isinstance(value, GradientReport):
-        return ("gradient", value.requires_grad, dict(value.reached))
+        return (
+            "gradient",
+            value.requires_grad,
+            dict(value.reached),
+            encode(dict(value.gradients), depth + 1),
+        )
     handle = keep(value) if keep is not None else None
     if handle is not None:
         kind = type(value)
@@ -206,7 +211,14 @@ def decode(
         return ModuleState(node[1], {str(name): inner(t) for name, t in node[2]})
     if tag == "gradient":
         budget.spend(nodes=len(node[2]))
-        return GradientReport(bool(node[1]), {str(k): str(v) for k, v in node[2].items()})
+        gradients = inner(node[3])
+        if not isinstance(gradients, dict):
+            raise ValueError("the gradients are not a mapping")
+        return GradientReport(
+            bool(node[1]),
+            {str(k): str(v) for k, v in node[2].items()},
+            {str(k): v for k, v in gradients.items() if isinstance(v, torch.Tensor)},
+        )
     if tag == "remote" and remote is not None:
         return remote(int(node[1]), str(node[2]), str(node[3]))
     if tag == "opaque":

@@ -604,13 +604,13 @@ class RemoteFunction(StudentFunction):
             arguments = []
         return Returned(result, arguments, [])
 
-    def gradient(self, args, names, pick: str, hints=()) -> GradientReport:
+    def gradient(self, args, names, pick: str, hints=(), seed: int = 0) -> GradientReport:
         reply = self._unpack(
             self.worker.request(
                 "gradient",
                 self.name,
                 list(args),
-                {"names": list(names), "pick": pick, "hints": list(hints)},
+                {"names": list(names), "pick": pick, "hints": list(hints), "seed": seed},
             )
         )
         report = self._decode(reply[1]) if reply[0] == "gradient" else None
