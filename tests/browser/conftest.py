@@ -227,9 +227,13 @@ def visit(open_page, axe_source):
             report.visible_text = page.evaluate(VISIBLE_TEXT)
             report.visible_sections = page.evaluate(VISIBLE_SECTIONS)
             report.screenshot = shots / (
-                relative.replace("/", "__").removesuffix(".html") + ".png"
+                relative.replace("/", "__").removesuffix(".html") + ".jpg"
             )
-            page.screenshot(path=str(report.screenshot), full_page=True)
+            # JPEG: for a reviewer's eye, and chromium encodes a long page in about half the
+            # time it takes for PNG (about 1.3 s less per page)
+            page.screenshot(
+                path=str(report.screenshot), full_page=True, type="jpeg", quality=85
+            )
             page.add_script_tag(content=axe_source)
             report.axe_violations["light"] = page.evaluate(AXE_RUN, THEME_EXCEPTIONS)
             # The theme follows the reader's colour scheme: check the dark one too.

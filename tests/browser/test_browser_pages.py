@@ -132,7 +132,7 @@ def test_full_page_screenshot_is_saved(visit, relative):
         f"{relative}: no screenshot"
     )
     with report.screenshot.open("rb") as handle:
-        assert handle.read(8) == b"\x89PNG\r\n\x1a\n", f"{report.screenshot} is not a PNG"
+        assert handle.read(3) == b"\xff\xd8\xff", f"{report.screenshot} is not a JPEG"
     assert report.screenshot.stat().st_size > 10_000, (
         f"{report.screenshot} is suspiciously small"
     )
