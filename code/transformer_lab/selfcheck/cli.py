@@ -186,6 +186,7 @@ def check_command(argv: Sequence[str]) -> int:
         hidden=hidden,
         page=args.page,
         follow_links=not args.gradescope,  # an autograder's submission: a link is refused
+        prestart=True,  # one file: its workers may start side by side
     )
     print(report_to_json(report) if args.json else format_report(report), flush=True)
     if report.isolation == PROCESS and not args.json:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -161,14 +162,21 @@ def check_module(
 
 
 def _run_in_worker(
-    path: Path, checks: list[Check], limits: Limits, report: Report, hidden: Sequence[str]
+    path: Path,
+    checks: list[Check],
+    limits: Limits,
+    report: Report,
+    hidden: Sequence[str],
+    prestart: bool = False,
 ) -> None:
     """Run ``checks`` on the file at ``path`` in a worker; fill ``report`` (Ctrl-C stops with
     the report so far, and ends the worker first).
 
     A check may name ``book_modules`` the student's code builds on (e.g. a class of the book to
     subclass) and set ``library_attention`` when PyTorch's attention may run (inside the book's
-    model): checks with the same needs share a worker, and the others never run next to them."""
+    model): checks with the same needs share a worker, and the others never run next to them.
+    The groups run one after the other; with ``prestart`` the later groups' workers start their
+    interpreters at once (``Worker.prepare``), so that they are ready when their turn comes."""
     groups: dict[tuple, list[Check]] = {}
     for check in checks:
         needs = (
@@ -183,20 +191,33 @@ def _run_in_worker(
         names = {check.name for check in group}
         return any(check.requires and check.requires not in names for check in group)
 
-    for (modules, library), group in sorted(
-        groups.items(), key=lambda item: waits(item[1])
-    ):
-        names = [check.name for check in group]
-        with Worker(path, names, limits, tuple(hidden), modules, library) as worker:
+    ordered = sorted(groups.items(), key=lambda item: waits(item[1]))
+    with contextlib.ExitStack() as stack:
+        workers = [
+            stack.enter_context(
+                Worker(
+                    path, [c.name for c in group], limits, tuple(hidden), modules, library
+                )
+            )
+            for (modules, library), group in ordered
+        ]
+        if prestart:
+            try:
+                for worker in workers[1:]:
+                    worker.prepare()
+            except LoadFailed:  # Ctrl-C: the group's own start says so
+                pass
+        for worker, (_, group) in zip(workers, ordered):
             report.isolation = worker.isolation.level
             try:
                 _load_and_check(worker, group, limits, report)
             except KeyboardInterrupt:
                 report.interrupted = True
-        if stopping():  # Ctrl-C in another thread (grade): this report is not complete
-            report.interrupted = True
-        if report.interrupted or report.load_error is not None:
-            break
+            worker.close()  # before the next group runs: one student's worker at a time
+            if stopping():  # Ctrl-C in another thread (grade): this report is not complete
+                report.interrupted = True
+            if report.interrupted or report.load_error is not None:
+                break
     order = {check.name: i for i, check in enumerate(checks)}
     done = {result.name for result in report.results}
     if report.interrupted:
@@ -332,6 +353,7 @@ def check_file(
     hidden: Sequence[str] = (),
     page: str = HOMEWORK,
     follow_links: bool = True,
+    prestart: bool = False,
 ) -> Report:
     """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
     one-line error. ``display`` is the name the report prints for the file (default: ``path``).
@@ -340,7 +362,10 @@ def check_file(
     ``isolated=False`` runs it in this process instead (trusted code only). ``hidden``: more
     paths the worker must not see (the results), besides the file's folder and the package.
     ``page`` picks the exercise page whose checks run ("homework" or "week-20", see
-    ``registry.PAGES``). ``follow_links=False`` (grading) refuses a symbolic link."""
+    ``registry.PAGES``). ``follow_links=False`` (grading) refuses a symbolic link.
+    ``prestart``: start every worker's interpreter at once, so that a file whose checks need
+    several workers is checked in less time (one student checking a file; ``grade`` keeps one
+    worker per submission, so that classmates share the cores evenly)."""
     start = time.perf_counter()
     path = Path(path)
     display = display or str(path)
@@ -358,7 +383,7 @@ def check_file(
         return _check_in_fresh_process(path, only, display, limits, page)
     report = Report(display)
     if isolated:
-        _run_in_worker(path, checks, limits, report, hidden)
+        _run_in_worker(path, checks, limits, report, hidden, prestart)
     else:
         try:
             module = load_module(path)

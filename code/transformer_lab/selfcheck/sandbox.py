@@ -624,7 +624,14 @@ def main() -> None:
     sys.addaudithook(guard)
     guard.arm()
     server = Server(conn, None, path)
-    server.reply(("ready",))  # the parent's time limit for loading the file starts now
+    server.reply(("ready",))
+    # A worker may be started ahead of its checks: the file loads (and the parent's time limit
+    # for that starts) only when the parent asks.
+    try:
+        if pickle.loads(conn.recv_bytes())[0] != "load":
+            return
+    except (EOFError, OSError):
+        return
     try:
         module = load_file(path)
     except BaseException as error:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, tripwires too

@@ -223,6 +223,7 @@ class Worker:
         self.deadline = float("inf")
         self.limit = limits.seconds
         self.alarms: list[str] = []
+        self.prepared = False
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -284,12 +285,23 @@ class Worker:
         self.alarm = alarm_read
         self.alarms = []  # a fresh worker: what the last one reported is not this one's
 
-    def start(self) -> dict[str, dict]:
-        """Start a worker and load the file; ``LoadFailed`` if it does not load in time."""
+    def prepare(self) -> None:
+        """Start the worker's interpreter now, so that a later :meth:`start` finds it ready: it
+        imports torch and the checks' code, then waits. The student's file is not read before
+        :meth:`start` asks for it, so a prepared worker runs none of the student's code."""
         self.kill()
         self._launch()
-        # A fresh worker imports torch and says it is ready (START_SECONDS at most); the file
-        # then has the check's time limit to load.
+        self.prepared = True
+
+    def start(self) -> dict[str, dict]:
+        """Start a worker (or take the prepared one) and load the file; ``LoadFailed`` if it
+        does not load in time."""
+        if not (self.prepared and self.alive):
+            self.kill()
+            self._launch()
+        self.prepared = False
+        # A fresh worker imports torch and says it is ready (START_SECONDS at most); asked to,
+        # it loads the file, which has the check's time limit for that.
         self.limit, self.deadline = START_SECONDS, time.monotonic() + START_SECONDS
         try:
             ready = self._receive()
@@ -304,6 +316,13 @@ class Worker:
         if ready[0] != "ready":
             self.kill()
             raise LoadFailed("the process to run your code did not start")
+        try:
+            self.conn.send_bytes(pickle.dumps(("load",)))
+        except OSError:
+            self.kill()
+            raise LoadFailed(
+                "the process to run your code ended before it loaded the file"
+            ) from None
         self.limit = self.limits.seconds
         self.deadline = time.monotonic() + self.limits.seconds
         try:
