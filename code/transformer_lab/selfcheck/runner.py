@@ -205,9 +205,13 @@ def _run_in_worker(
             try:
                 for worker in workers[1:]:
                     worker.prepare()
-            except LoadFailed:  # Ctrl-C: the group's own start says so
+            except LoadFailed:  # Ctrl-C in another thread: the group's own start says so
                 pass
+            except KeyboardInterrupt:
+                report.interrupted = True
         for worker, (_, group) in zip(workers, ordered):
+            if report.interrupted:
+                break
             report.isolation = worker.isolation.level
             try:
                 _load_and_check(worker, group, limits, report)
