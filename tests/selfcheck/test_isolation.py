@@ -778,3 +778,41 @@ def embedding_parameters(vocab_size, d):
     assert report.results[0].status == PASSED
     if level == PROCESS:
         assert "DID" not in report.results[0].output
+
+
+def test_the_folders_a_killed_grader_left_are_removed_by_the_next_one(
+    tmp_path, monkeypatch
+):
+    """SIGKILL skips atexit: the next process removes a folder whose process has ended and which
+    has not changed for an hour, and no other (its own, a recent one, another kind)."""
+    from transformer_lab.selfcheck import isolation
+
+    own = Path(isolation.runs_folder()).name  # before the temporary folder moves
+    monkeypatch.setattr(isolation.tempfile, "tempdir", str(tmp_path))
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    dead, old = int(ended.stdout), time.time() - 2 * isolation.ABANDONED_SECONDS
+    folders = {}
+    for name, kind, pid, stale in [
+        ("abandoned", "skeleton", dead, True),
+        ("mine", "skeleton", os.getpid(), True),
+        ("recent", "skeleton", dead, False),
+        ("runs", "runs", dead, True),
+    ]:
+        folder = tmp_path / f"selfcheck-{kind}-{pid}-{name}"
+        (folder / "transformer_lab").mkdir(parents=True)
+        os.chmod(folder / "transformer_lab", 0o555)  # read-only, as a skeleton is
+        if stale:
+            os.utime(folder, (old, old))
+        folders[name] = folder
+    isolation.remove_abandoned("skeleton")
+    assert not folders["abandoned"].exists()
+    # this process's own folders carry its id, so that a later process can judge them
+    assert own.startswith(f"selfcheck-runs-{os.getpid()}-")
+    assert all(folders[name].exists() for name in ("mine", "recent", "runs"))
+    for folder in tmp_path.glob("selfcheck-*/*"):
+        os.chmod(folder, 0o755)

@@ -35,9 +35,11 @@ import functools
 import os
 import shutil
 import site
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,13 +153,65 @@ def book_files(book_modules: tuple[str, ...]) -> list[str]:
     ]
 
 
+# A folder of this process's is left behind only when the process was killed (SIGKILL, the OOM
+# killer): atexit never ran. A later process removes such a folder once its process is gone and
+# it has not changed for ABANDONED_SECONDS (a process id is only this machine's, or this
+# container's, so a folder shared across containers is never judged by the id alone).
+ABANDONED_SECONDS = 3600
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # e.g. another user's process
+        return True
+    return True
+
+
+def remove_abandoned(kind: str, now: float | None = None) -> None:
+    """Remove the ``selfcheck-KIND-PID-…`` folders in the temporary folder whose process has
+    ended and which have not changed for :data:`ABANDONED_SECONDS`; only this user's folders."""
+    now = time.time() if now is None else now
+    prefix = f"selfcheck-{kind}-"
+    for folder in Path(tempfile.gettempdir()).glob(prefix + "*"):
+        pid = folder.name[len(prefix) :].split("-")[0]
+        try:
+            info = folder.lstat()
+        except OSError:
+            continue
+        if (
+            not pid.isdigit()
+            or int(pid) == os.getpid()
+            or not stat.S_ISDIR(info.st_mode)
+            or info.st_uid != os.getuid()
+            or now - info.st_mtime < ABANDONED_SECONDS
+            or _alive(int(pid))
+        ):
+            continue
+        if (
+            kind == "skeleton"
+        ):  # read-only by design (skeleton); a runs folder is left as is
+            _writable(folder)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _process_folder(kind: str) -> Path:
+    """A fresh ``selfcheck-KIND-PID-…`` temporary folder, removed when this process ends (after
+    the abandoned ones of ended processes, :func:`remove_abandoned`)."""
+    remove_abandoned(kind)
+    root = Path(tempfile.mkdtemp(prefix=f"selfcheck-{kind}-{os.getpid()}-"))
+    atexit.register(shutil.rmtree, root, True)
+    return root
+
+
 @functools.cache
 def skeleton(book_modules: tuple[str, ...] = ()) -> str:
     """A temporary folder holding ``transformer_lab`` with only :data:`WORKER_MODULES`, plus the
     ``book_modules`` a check lets students import (and what they import), removed when this
     process ends."""
-    root = Path(tempfile.mkdtemp(prefix="selfcheck-skeleton-"))
-    atexit.register(shutil.rmtree, root, True)
+    root = _process_folder("skeleton")
     for relative in dict.fromkeys([*WORKER_MODULES, *book_files(book_modules)]):
         target = root / "transformer_lab" / relative
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -177,14 +231,12 @@ def skeleton(book_modules: tuple[str, ...] = ()) -> str:
 def runs_folder() -> str:
     """The folder that holds every worker's folder and output file of this process: hidden from
     each worker (which sees only its own folder), removed when this process ends."""
-    root = tempfile.mkdtemp(prefix="selfcheck-runs-")
-    atexit.register(shutil.rmtree, root, True)
-    return root
+    return str(_process_folder("runs"))
 
 
 def _writable(root: Path) -> None:
     for folder in (root, *root.rglob("*")):
-        if folder.is_dir():
+        if folder.is_dir() and not folder.is_symlink():
             os.chmod(folder, 0o755)
 
 
