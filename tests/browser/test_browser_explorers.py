@@ -76,6 +76,20 @@ LOW_CONTRAST = """() => {
 }"""
 
 
+def assert_accessible_in_both_schemes(page, selector: str, where: str) -> None:
+    """axe finds nothing in the panel ``selector``, and no text is below 4.5:1 contrast, in the
+    light and then the dark scheme; ``where`` names the state in the messages."""
+    for scheme in ("light", "dark"):
+        page.emulate_media(color_scheme=scheme)
+        page.evaluate(
+            "(s) => document.documentElement.setAttribute('data-theme', s)", scheme
+        )
+        problems = page.evaluate(AXE_PANEL, selector)
+        assert not problems, f"{scheme} scheme, {where}: {problems}"
+        low = page.evaluate(LOW_CONTRAST)
+        assert not low, f"{scheme} scheme, {where}: text below 4.5:1 contrast: {low}"
+
+
 def chapter_1_join():
     generator = torch.Generator().manual_seed(20)
     keys = torch.nn.functional.normalize(
@@ -332,15 +346,7 @@ def test_explorers_pass_axe_in_both_schemes(chapter_1, axe_source, step):
     page.locator("#tl-mask-count").select_option("0" if step == "Home" else "1")
     page.locator("#tl-mask-left").set_checked(step == "End")
     page.locator("#tl-mask-causal").set_checked(step == "End")
-    for scheme in ("light", "dark"):
-        page.emulate_media(color_scheme=scheme)
-        page.evaluate(
-            "(s) => document.documentElement.setAttribute('data-theme', s)", scheme
-        )
-        problems = page.evaluate(AXE_PANEL, ".tl-explorer")
-        assert not problems, f"{scheme} scheme, after {step}: {problems}"
-        low = page.evaluate(LOW_CONTRAST)
-        assert not low, f"{scheme} scheme, after {step}: text below 4.5:1 contrast: {low}"
+    assert_accessible_in_both_schemes(page, ".tl-explorer", f"after {step}")
 
 
 def test_explorers_work_from_disk(open_page):
@@ -528,15 +534,9 @@ def test_head_explorer_passes_axe_in_both_schemes(chapter_3, axe_source):
     for option, head in ((0, 0), (wrong, NHEAD - 1)):
         page.locator("#tl-heads-set").select_option(str(option))
         page.locator(f"#tl-heads-head-{head}").check()
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            page.evaluate(
-                "(s) => document.documentElement.setAttribute('data-theme', s)", scheme
-            )
-            problems = page.evaluate(AXE_PANEL, '.tl-explorer[data-explorer="heads"]')
-            assert not problems, f"{scheme} scheme, set option {option}: {problems}"
-            low = page.evaluate(LOW_CONTRAST)
-            assert not low, f"{scheme} scheme, option {option}: below 4.5:1 contrast: {low}"
+        assert_accessible_in_both_schemes(
+            page, '.tl-explorer[data-explorer="heads"]', f"set option {option}"
+        )
 
 
 def test_head_explorer_works_from_disk(open_page):
@@ -683,15 +683,9 @@ def test_merge_stepper_passes_axe_in_both_schemes(chapter_5, axe_source):
     for key in ("Home", "End"):
         page.locator("#tl-merges-step").focus()
         page.keyboard.press(key)
-        for scheme in ("light", "dark"):
-            page.emulate_media(color_scheme=scheme)
-            page.evaluate(
-                "(s) => document.documentElement.setAttribute('data-theme', s)", scheme
-            )
-            problems = page.evaluate(AXE_PANEL, '.tl-explorer[data-explorer="merges"]')
-            assert not problems, f"{scheme} scheme, after {key}: {problems}"
-            low = page.evaluate(LOW_CONTRAST)
-            assert not low, f"{scheme} scheme, after {key}: below 4.5:1 contrast: {low}"
+        assert_accessible_in_both_schemes(
+            page, '.tl-explorer[data-explorer="merges"]', f"after {key}"
+        )
 
 
 def test_merge_stepper_works_from_disk_and_falls_back_without_javascript(

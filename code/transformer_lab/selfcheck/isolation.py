@@ -190,10 +190,7 @@ def remove_abandoned(kind: str, now: float | None = None) -> None:
             or _alive(int(pid))
         ):
             continue
-        if (
-            kind == "skeleton"
-        ):  # read-only by design (skeleton); a runs folder is left as is
-            _writable(folder)
+        _writable(folder)  # a skeleton is read-only by design
         shutil.rmtree(folder, ignore_errors=True)
 
 
