@@ -170,11 +170,37 @@ def test_nothing_at_a_padded_key_reaches_the_output(poison):
         torch.testing.assert_close(got, expected, rtol=0, atol=0)
 
 
-def test_a_future_nan_cannot_reach_earlier_queries_under_a_causal_mask():
+def test_a_future_value_cannot_reach_earlier_queries_under_a_causal_mask():
     q, k, v, _ = random_inputs(8, 1, 4, 4, 3, 2, False)
-    v[0, 3] = float("nan")
-    output, _ = attention(q, k, v, causal=True)
-    assert torch.isfinite(output[0, :3]).all() and torch.isnan(output[0, 3]).all()
+    before, _ = attention(q, k, v, causal=True)
+    v[0, 3] = 1e6
+    after, _ = attention(q, k, v, causal=True)
+    assert torch.equal(after[0, :3], before[0, :3]) and (after[0, 3] > 1e3).all()
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_nan_or_inf_that_attention_would_read_is_refused_with_its_position(name, bad):
+    inputs = dict(zip("qkv", random_inputs(9, 1, 3, 4, 3, 2, False)[:3]))
+    inputs[name][0, 1, 0] = bad
+    with pytest.raises(ValueError, match=rf"{name} holds NaN or infinite values, first at"):
+        attention(inputs["q"], inputs["k"], inputs["v"])
+
+
+def test_a_nan_in_a_padded_key_is_never_read_so_it_is_allowed():
+    q, k, v, _ = random_inputs(10, 1, 3, 4, 3, 2, False)
+    padding = torch.tensor([[False, False, True, True]])
+    k[0, 3], v[0, 2] = float("nan"), float("inf")
+    output, _ = attention(q, k, v, padding)
+    assert torch.isfinite(output).all()
+
+
+def test_scores_that_overflow_are_refused_not_turned_into_nan_weights():
+    q, k, v, _ = random_inputs(11, 1, 3, 4, 3, 2, False)
+    with pytest.raises(
+        ValueError, match=r"scores q @ k.T / sqrt\(D\) overflow torch.float32"
+    ):
+        attention(q.float() * 1e20, k.float() * 1e20, v.float())
 
 
 @pytest.mark.parametrize(

@@ -44,3 +44,13 @@ def test_integer_input_is_refused_with_its_dtype():
         masked_mean(
             torch.zeros(1, 2, 3, dtype=torch.long), torch.zeros(1, 2, dtype=torch.bool)
         )
+
+
+def test_a_nan_at_a_real_token_is_refused_but_one_in_padding_is_ignored():
+    x = torch.zeros(2, 3, 4)
+    padding = torch.tensor([[False, False, True], [False, True, True]])
+    x[0, 2, 1] = float("nan")  # padding: never read
+    assert torch.isfinite(masked_mean(x, padding)).all()
+    x[1, 0, 3] = float("nan")  # a real token
+    with pytest.raises(ValueError, match=r"x holds NaN or infinite values, first at"):
+        masked_mean(x, padding)

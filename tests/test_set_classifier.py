@@ -372,3 +372,12 @@ def test_train_set_classifier_is_train_classifier_with_the_recipe():
         build_set_classifier("mean baseline"), train, val, epochs=2
     )
     assert len(short.history) == 2
+
+
+def test_largest_key_attention_refuses_a_nan_key_before_the_model_reads_it():
+    from transformer_lab.set_classifier import largest_key_attention
+
+    x, padding, _ = make_sets(4, seed=6)
+    x[1, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"x holds NaN or infinite values, first at"):
+        largest_key_attention(SetClassifier(), x, padding)

@@ -131,3 +131,12 @@ def test_largest_key_gap_is_the_distance_to_the_runner_up():
     assert (gaps >= 0).all()
     with pytest.raises(ValueError, match="at least 2 real tokens"):
         largest_key_gap(x, torch.tensor([[False, True, True], [False, False, False]]))
+
+
+def test_a_nan_key_is_refused_not_silently_never_the_largest():
+    from transformer_lab.set_task import largest_key_rule
+
+    x, padding, _ = make_sets(4, seed=5)
+    x[0, 0, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"x holds NaN or infinite values, first at"):
+        largest_key_rule(x, padding)

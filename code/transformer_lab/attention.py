@@ -97,7 +97,26 @@ def attention(
     if causal:
         future = causal_mask(k.shape[1])[None]
         ignore = future if ignore is None else ignore | future
+    require_scores_fit(scores, ignore, q, k)
     return mix_values(scores, v, ignore)
+
+
+def require_scores_fit(
+    scores: torch.Tensor, ignore: torch.Tensor | None, q: torch.Tensor, k: torch.Tensor
+) -> None:
+    """Raise when a score the softmax reads, q·k / √D of shape (B, Lq, Lk), overflowed to ±inf.
+
+    Finite inputs can still overflow (values near 1e20 in float32): the softmax would turn the
+    infinities into NaN weights with no word of why."""
+    bad = ~torch.isfinite(scores)
+    if ignore is not None:
+        bad = bad & ~ignore
+    if bad.any():
+        largest = max(q.abs().max().item(), k.abs().max().item())
+        raise ValueError(
+            f"the scores q @ k.T / sqrt(D) overflow {scores.dtype} (largest input "
+            f"{largest:.1e}); scale q and k down"
+        )
 
 
 def check_attention_inputs(q, k, v, padding=None, causal: bool = False) -> None:
@@ -122,8 +141,13 @@ def check_attention_inputs(q, k, v, padding=None, causal: bool = False) -> None:
     )
     require_nonzero_size("k", k, 1, "keys to read")
     require_nonzero_size("q", q, 2, "width D to compare queries and keys with")
+    hidden_keys = None
     if padding is not None:
         require_padding(padding, q.shape[0], k.shape[1])
+        hidden_keys = padding[:, :, None]  # padded keys' rows are never read
+    require_finite("q", q)
+    require_finite("k", k, skip=hidden_keys)
+    require_finite("v", v, skip=hidden_keys)
     if require_bool("causal", causal) and q.shape[1] != k.shape[1]:
         raise ValueError(
             f"a causal mask needs as many queries as keys, got Lq={q.shape[1]} and Lk={k.shape[1]}"

@@ -96,8 +96,8 @@ def encode_text(text: str, length: int = LENGTH) -> list[int]:
 
 
 def encode_texts(texts: Sequence[str], length: int = LENGTH) -> torch.Tensor:
-    """Encode many comments: a LongTensor of shape (N, length); no comments give shape (0, length)."""
-    texts = require_texts("texts", texts, allow_empty=True)
+    """Encode many comments (at least one): a LongTensor of shape (N, length)."""
+    texts = require_texts("texts", texts)
     length = require_int("length", length, minimum=1)
     return torch.tensor(
         [encode_text(text, length) for text in texts], dtype=torch.long

@@ -291,8 +291,10 @@ def largest_key_attention(
     largest key. Returns ``{"per_head": (B, H), "uniform": (B,)}`` where ``uniform`` is 1 / length,
     the share every token would get if attention were spread evenly over the real tokens.
     """
+    winner = largest_key_index(
+        x, padding
+    )  # (B,); checks the sets before the model reads them
     weights = model.attention_weights(x, padding)  # (B, H, L, L): query rows, key columns
-    winner = largest_key_index(x, padding)  # (B,)
     batch = torch.arange(x.shape[0])
     # (B, H, L): every query's weight on the winner
     on_winner = weights[batch, :, :, winner]

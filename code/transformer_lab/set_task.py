@@ -9,6 +9,7 @@ positive, which happens for half of the sets in expectation.
 import torch
 
 from transformer_lab.validation import (
+    require_finite,
     require_int,
     require_padding,
     require_rank,
@@ -64,11 +65,12 @@ def make_split(split: int = 0) -> tuple[Sets, Sets, Sets]:
 
 
 def check_sets(x: torch.Tensor, padding: torch.Tensor) -> None:
-    """Raise unless x is (B, L, 2) and padding a (B, L) boolean mask with a real token per set."""
+    """Raise unless x is a finite (B, L, 2) and padding a (B, L) boolean mask with a real token per set."""
     require_tensor("x", x)
     require_rank("x", x, ("B", "L", "2"))
     require_size("x", x, 2, 2, "each token is a (key, value) pair")
     require_padding(padding, x.shape[0], x.shape[1])
+    require_finite("x", x, skip=padding[:, :, None])  # a NaN key would never be the largest
     if padding.all(dim=1).any():
         example = int(padding.all(dim=1).nonzero()[0])
         raise ValueError(f"example {example} is all padding: it has no largest key")
