@@ -30,6 +30,11 @@ Long lines of code outside executed cells. Code shown from the package (``litera
 in exercise hints may be wider than the page's code column; ``static/book_code.css`` wraps it
 inside the column instead of cutting it off behind a scroll bar.
 
+Edition and licences. ``CITATION.cff`` is the one home of the edition and its release date:
+``show_edition`` reads them when the configuration is loaded, puts them in every page's footer
+with the licences, and offers them to the pages as the MyST substitutions ``{{ edition }}`` and
+``{{ edition_date }}`` (the errata page uses them).
+
 Explorers. ``static/explorers.js`` shows the interactive figures whose data the package
 exports in a cell's output (``transformer_lab.explorers``); it is the book's own file, served
 from ``_static/``, so the explorers work offline and from ``file://``.
@@ -44,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 import nbformat
+import yaml
 from sphinx.application import Sphinx
 from sphinx.util import logging
 
@@ -58,11 +64,15 @@ LOGGER = logging.getLogger(__name__)
 def _script_key(script: Any) -> tuple:
     filename = getattr(script, "filename", script) or ""
     attributes = getattr(script, "attributes", {}) or {}
-    return (str(filename), tuple(sorted((key, str(value)) for key, value in attributes.items())))
+    return (
+        str(filename),
+        tuple(sorted((key, str(value)) for key, value in attributes.items())),
+    )
 
 
-def drop_duplicate_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
-                           doctree: Any) -> None:
+def drop_duplicate_scripts(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
     """Keep the first of each identical script (same file, same inline body, same attributes)."""
     scripts = context.get("script_files")
     if not scripts:
@@ -103,6 +113,31 @@ def follow_repository(app: Sphinx, config: Any) -> None:
     config.html_theme_options["repository_branch"] = settings["branch"]
 
 
+CITATION = Path(__file__).resolve().parents[1] / "CITATION.cff"
+LICENCES_NOTE = (
+    "Code: MIT licence (LICENSE). Prose, figures and data: CC BY 4.0 (LICENSE-CONTENT)."
+)
+
+
+def edition() -> dict[str, str]:
+    """The edition's version and release date (ISO), from CITATION.cff."""
+    citation = yaml.safe_load(CITATION.read_text(encoding="utf-8"))
+    return {
+        "edition": str(citation["version"]),
+        "edition_date": str(citation["date-released"]),
+    }
+
+
+def show_edition(app: Sphinx, config: Any) -> None:
+    """The edition, its date and the licences in every page's footer, and as substitutions."""
+    facts = edition()
+    config.myst_substitutions = {**getattr(config, "myst_substitutions", {}), **facts}
+    config.html_theme_options["extra_footer"] = (
+        f"<p>Edition {facts['edition']}, released {facts['edition_date']}. "
+        f"{LICENCES_NOTE}</p>"
+    )
+
+
 @functools.cache
 def _book() -> tuple[frozenset[Path], Any, dict[str, str]]:
     """The pages with reader notebooks, the book's targets, the repository: read once a build."""
@@ -131,7 +166,9 @@ def offer_reader_notebook(
             continue
         for button in group.get("buttons", []):
             if "url" in button and "?urlpath=" in button["url"]:
-                button["url"] = re.sub(r"\?urlpath=.*$", f"?urlpath={urlpath}", button["url"])
+                button["url"] = re.sub(
+                    r"\?urlpath=.*$", f"?urlpath={urlpath}", button["url"]
+                )
     if context.get("ipynb_source"):
         target = Path(app.outdir) / "_sources" / context["ipynb_source"]
         try:
@@ -155,6 +192,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", add_static_folder)
     app.connect("config-inited", declare_parallel_safe)
     app.connect("config-inited", follow_repository)
+    app.connect("config-inited", show_edition)
     # After sphinx-book-theme (priority 501) has made the buttons and copied the executed page.
     app.connect("env-updated", read_book_before_writing)
     app.connect("html-page-context", offer_reader_notebook, priority=600)
