@@ -19,9 +19,10 @@ JUPYTER_BOOK := $(PY) tools/build_book.py
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
-.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check
+.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check linkcheck
 
 help:
+	@echo "make setup    create .venv with the pinned packages, the npm packages and bubblewrap (book and test do it first)"
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
 	@echo "make test     set up (and Debian's chromium and emoji font), build the book with -W, then run every test"
 	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
@@ -33,6 +34,7 @@ help:
 	@echo "make data     regenerate the synthetic CloudWave data in data/"
 	@echo "make lock     regenerate requirements.txt from requirements.in, and binder/requirements.txt from it"
 	@echo "              (UPGRADE=1: indirect dependencies move to their newest releases too)"
+	@echo "make linkcheck  check every external link of the book's pages (needs the network; run weekly by CI)"
 	@echo "make clean    remove _build (keeps .venv)"
 
 # tools/check_python.py: PYTHON must be 3.11, and a .venv made with another Python is removed
@@ -88,6 +90,10 @@ lock:
 # Not part of `make test` (its separate venv takes minutes to build): run on its own, and by CI as its own step.
 binder-check: setup browser
 	$(PY) tools/binder_check.py
+
+# Needs the network, so not part of `make test`: .github/workflows/weekly.yml runs it.
+linkcheck: setup
+	$(JUPYTER_BOOK) build . --builder linkcheck
 
 clean:
 	rm -rf _build

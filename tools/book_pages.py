@@ -8,6 +8,7 @@ against; `make refresh` rewrites them after a deliberate change.
     python tools/book_pages.py refresh [PAGE.md ...]   # re-execute and rewrite references
     python tools/book_pages.py list                    # pages in the table of contents
     python tools/book_pages.py record-outputs          # rewrite the visible-outputs floor (deliberately)
+    python tools/book_pages.py check-site SITE         # every page has its HTML in SITE (before publishing)
 """
 
 from __future__ import annotations
@@ -173,10 +174,26 @@ def refresh(pages: list[Path]) -> None:
         )
 
 
+def missing_html(site: Path) -> list[str]:
+    """The pages of the table of contents (and the site's index) whose HTML is not in ``site``."""
+    expected = ["index.html"] + [
+        page.relative_to(ROOT).with_suffix(".html").as_posix() for page in toc_pages()
+    ]
+    return [name for name in expected if not (site / name).is_file()]
+
+
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"refresh", "list", "record-outputs"}:
+    if not argv or argv[0] not in {"refresh", "list", "record-outputs", "check-site"}:
         print(__doc__)
         return 2
+    if argv[0] == "check-site":
+        site = Path(argv[1] if len(argv) > 1 else "_build/html")
+        missing = missing_html(site)
+        for name in missing:
+            print(
+                f"{site / name} is missing: the site would be published without that page"
+            )
+        return 1 if missing else 0
     if argv[0] == "list":
         for page in toc_pages():
             print(page.relative_to(ROOT))
