@@ -19,7 +19,7 @@ JUPYTER_BOOK := $(PY) tools/build_book.py
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
-.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check linkcheck
+.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check linkcheck pdf
 
 help:
 	@echo "make setup    create .venv with the pinned packages, the npm packages and bubblewrap (book and test do it first)"
@@ -34,6 +34,7 @@ help:
 	@echo "make data     regenerate the synthetic CloudWave data in data/"
 	@echo "make lock     regenerate requirements.txt from requirements.in, and binder/requirements.txt from it"
 	@echo "              (UPGRADE=1: indirect dependencies move to their newest releases too)"
+	@echo "make pdf      print the built HTML to _build/pdf/book.pdf and by-hand.pdf (run make book first)"
 	@echo "make linkcheck  check every external link of the book's pages (needs the network; run weekly by CI)"
 	@echo "make clean    remove _build (keeps .venv)"
 
@@ -59,9 +60,11 @@ setup: $(STAMP) $(NPM_STAMP) sandbox
 # Debian's chromium for the browser tests, driven by Playwright (never `playwright install`), and
 # Debian's colour emoji font, without which chromium draws the data's emoji as empty boxes.
 EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
+# Poppler's pdfunite, pdfinfo, pdfimages and pdftotext: the print edition (tools/print_book.py) and its test.
 browser:
 	command -v chromium >/dev/null || { $(APT_INSTALL) update && $(APT_INSTALL) install -y chromium; }
 	test -f $(EMOJI_FONT) || { $(APT_INSTALL) update && $(APT_INSTALL) install -y fonts-noto-color-emoji; }
+	command -v pdfunite >/dev/null || { $(APT_INSTALL) update && $(APT_INSTALL) install -y poppler-utils; }
 
 # Debian's bubblewrap: the self-check's workers run in it (code/transformer_lab/selfcheck/isolation.py).
 sandbox:
@@ -90,6 +93,10 @@ lock:
 # Not part of `make test` (its separate venv takes minutes to build): run on its own, and by CI as its own step.
 binder-check: setup browser
 	$(PY) tools/binder_check.py
+
+# The print edition, from the HTML that `make book` built (it says so if there is none).
+pdf: setup browser
+	$(PY) tools/print_book.py
 
 # Needs the network, so not part of `make test`: .github/workflows/weekly.yml runs it.
 linkcheck: setup
