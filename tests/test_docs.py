@@ -116,3 +116,87 @@ def test_no_file_refers_to_an_issue_number():
         for match in ISSUE_NUMBER.finditer((ROOT / path).read_text(encoding="utf-8"))
     ]
     assert not found, found
+
+
+# "Python 3.11", "python3.11", "python-3.11" (binder/runtime.txt), python-version: "3.11".
+PYTHON_VERSION = re.compile(
+    r"(?:\bPython[ -]?|\bpython[ -]?|python-version:\s*\")(\d+\.\d+)\b(?!\.\d)"
+)
+
+
+def tracked_text_files() -> list[str]:
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    kinds = (".md", ".py", ".yml", ".yaml", ".cfg", ".toml", ".txt", ".in", "Makefile")
+    return [
+        path
+        for path in tracked
+        if path.endswith(kinds)
+        and not path.startswith(("data/", "tests/references/"))
+        and (ROOT / path).exists()
+    ]
+
+
+def test_every_python_version_named_is_pyprojects():
+    """pyproject.toml's requires-python is the one home; every other mention is checked here."""
+    from check_python import REQUIRED, required_python
+
+    assert REQUIRED == required_python(ROOT / "pyproject.toml")
+    wanted = "{}.{}".format(*REQUIRED)
+    if not tracked_text_files():
+        pytest.skip("not a git checkout")
+    found = {
+        f"{path}: {match.group(0)}"
+        for path in tracked_text_files()
+        for match in PYTHON_VERSION.finditer((ROOT / path).read_text(encoding="utf-8"))
+        if match.group(1) != wanted
+    }
+    # Other Pythons named on purpose: the checker's floor, and the tests that feed it others.
+    allowed = (
+        "tools/check_python.py: Python 3.7",
+        "tests/test_check_python.py:",
+        "tests/test_docs.py:",
+    )
+    assert {line for line in found if not line.startswith(allowed)} == set()
+
+
+def test_the_python_version_check_can_fail(tmp_path):
+    from check_python import required_python
+
+    (tmp_path / "pyproject.toml").write_text('requires-python = ">=3.12,<3.13"\n')
+    assert required_python(tmp_path / "pyproject.toml") == (3, 12)
+    assert PYTHON_VERSION.findall('Python 3.12 and python-version: "3.10"') == [
+        "3.12",
+        "3.10",
+    ]
+
+
+def test_the_package_map_names_every_module():
+    """transformer_lab/__init__.py's docstring is the one map of the package."""
+    import transformer_lab
+
+    package = ROOT / "code" / "transformer_lab"
+    modules = {
+        path.stem if path.is_file() else path.name
+        for path in package.iterdir()
+        if (
+            path.suffix == ".py"
+            and path.stem != "__init__"
+            and not path.stem.startswith("_")
+        )
+        or (path / "__init__.py").is_file()
+    }
+    named = set(re.findall(r"``(\w+)``", transformer_lab.__doc__))
+    assert modules - named == set()
+
+
+def test_every_tool_is_in_the_layout_table():
+    maintaining = (ROOT / "MAINTAINING.md").read_text(encoding="utf-8")
+    layout = maintaining.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    missing = [
+        path.name
+        for path in sorted((ROOT / "tools").iterdir())
+        if path.suffix in {".py", ".txt"} and path.name not in layout
+    ]
+    assert missing == []

@@ -1,4 +1,5 @@
-"""`make setup`'s first step: the Python that builds .venv, and the one inside it, must be 3.11.
+"""`make setup`'s first step: the Python that builds .venv, and the one inside it, must be the
+book's (``requires-python`` in pyproject.toml, today 3.11).
 
     python3 tools/check_python.py .venv
 
@@ -10,12 +11,26 @@ torch==2.13.0+cpu" and no hint; it is removed, with a line saying why, so that t
 rebuilds it with the right Python.
 """
 
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-REQUIRED = (3, 11)
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+
+
+def required_python(pyproject=PYPROJECT):
+    """``(major, minor)`` from pyproject.toml's ``requires-python = ">=X.Y,<X.Z"``: the one home
+    of the book's Python version (read with a regular expression: tomllib is Python 3.11's)."""
+    text = Path(pyproject).read_text(encoding="utf-8")
+    found = re.search(r'^requires-python\s*=\s*">=(\d+)\.(\d+)', text, re.MULTILINE)
+    if found is None:
+        raise SystemExit(f'{pyproject}: no requires-python = ">=X.Y,..." line')
+    return int(found.group(1)), int(found.group(2))
+
+
+REQUIRED = required_python()
 
 
 def venv_version(venv):

@@ -28,6 +28,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from check_python import REQUIRED
+
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = ROOT / "requirements.in"
 LOCK = ROOT / "requirements.txt"
@@ -126,9 +128,10 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--upgrade", action="store_true", help="do not keep indirect pins")
     args = parser.parse_args(argv)
-    if sys.version_info[:2] != (3, 11):
+    if sys.version_info[:2] != REQUIRED:
+        wanted = "{}.{}".format(*REQUIRED)
         raise SystemExit(
-            "Python 3.11 is required: the lock is for it (set PYTHON=python3.11)"
+            f"Python {wanted} is required: the lock is for it (set PYTHON=python{wanted})"
         )
     header, locked = split_header(LOCK)
     binder_header, binder_pins = split_header(BINDER_LOCK)
