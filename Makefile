@@ -8,9 +8,8 @@ NPM_STAMP := node_modules/.installed
 # Debian packages are installed with apt-get: directly as root (CI), else through sudo.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
-# -W: warnings are errors; -n: nitpicky cross-references; --all: rebuild (and so re-execute) every page.
-BOOK_FLAGS := -W -n --keep-going --all
-# `jupyter-book build` with the pages executed in parallel, one per core (see its docstring).
+# `jupyter-book build` with the pages executed in parallel, one per core; `book` adds the strict
+# flags (-W -n --keep-going --all: BOOK_FLAGS in tools/build_book.py, their one home).
 JUPYTER_BOOK := $(PY) tools/build_book.py
 # torch's CPU-only build. On Linux x86-64 PyPI's torch wheel is the CUDA build (several GB of
 # nvidia-* packages), so torch alone (--no-deps) comes from PyTorch's CPU index first. --retries 0:
@@ -71,7 +70,7 @@ sandbox:
 	command -v bwrap >/dev/null || [ "$$(uname -s)" != Linux ] || { $(APT_INSTALL) update && $(APT_INSTALL) install -y bubblewrap; }
 
 book: setup
-	$(JUPYTER_BOOK) build . $(BOOK_FLAGS)
+	$(JUPYTER_BOOK) book
 
 test: browser book
 	$(PY) -m pytest -n auto --dist loadfile

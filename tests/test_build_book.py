@@ -11,6 +11,7 @@ from myst_nb.core.execute import direct
 
 from book_pages import ROOT, has_code, toc_pages
 from build_book import (
+    BOOK_FLAGS,
     SLOWEST_FIRST,
     failure_report,
     one_page_per_chunk,
@@ -93,7 +94,7 @@ def build_tiny_book(folder, failing_source) -> subprocess.CompletedProcess:
     tiny_book(folder, failing_source)
     return subprocess.run(
         [sys.executable, str(ROOT / "tools" / "build_book.py"), "build", str(folder)]
-        + ["-W", "-n", "--keep-going", "--all"],
+        + list(BOOK_FLAGS),
         capture_output=True,
         text=True,
         timeout=300,
@@ -142,3 +143,16 @@ def test_the_failure_report_names_page_cell_and_message(tmp_path):
     assert "  cell:  code cell 2 of 2, which starts: load_feedback()" in report
     assert "  error: ValueError: data/feedback.json, line 3: rating should be 1-5" in report
     assert report[-2].startswith("Fix what the error says")
+
+
+def test_book_is_build_dot_with_the_strict_flags():
+    from build_book import book_arguments
+
+    assert book_arguments(["book", "--path-output", "x"]) == [
+        "build",
+        ".",
+        *BOOK_FLAGS,
+        "--path-output",
+        "x",
+    ]
+    assert book_arguments(["build", "here"]) == ["build", "here"]

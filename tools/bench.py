@@ -2,7 +2,7 @@
 
     python tools/bench.py [--output _build/bench.md]
 
-Builds the book exactly as `make book` does (``-W -n --keep-going --all``, every page executed)
+Builds the book exactly as `make book` does (``build_book.BOOK_FLAGS``, every page executed)
 into a fresh temporary folder, so nothing cached is reused and ``_build/html`` is left alone. It
 reads myst-nb's "Executed notebook in N seconds" log line of each page, times the whole build,
 and records peak memory two ways: the largest single process (``getrusage`` of the finished
@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from book_pages import ROOT, has_code, toc_pages
+from build_book import BOOK_FLAGS
 from machine import cpu_info, torch_kernels
 
 # Budgets on a 2-vCPU AVX2 machine without a GPU (a CI runner or a student's laptop).
@@ -47,7 +48,6 @@ STARTERS = ("exercises/week-20/starter.py", "exercises/homework/starter.py")
 EXECUTED = re.compile(
     r"^(?P<path>\S.*?): Executed notebook in (?P<seconds>[0-9.]+) seconds"
 )
-BUILD_FLAGS = ["-W", "-n", "--keep-going", "--all"]
 
 
 class TreeMonitor:
@@ -125,7 +125,7 @@ def run_build(
         str(ROOT / "tools" / "build_book.py"),
         "build",
         str(ROOT),
-        *BUILD_FLAGS,
+        *BOOK_FLAGS,
         "--path-output",
         str(output),
     ]

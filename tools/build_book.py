@@ -24,7 +24,11 @@ with "Look above for the cause". So the build records each failing page, cell an
 (``failure_report``): the page, the cell's number and first line, and the exception's own
 message, such as the data loader's "run `make data`".
 
-Usage: python tools/build_book.py build . -W -n --keep-going --all
+Usage: python tools/build_book.py book [--path-output DIR]   # the book, as `make book` builds it
+       python tools/build_book.py build PATH [jupyter-book options]
+
+``book`` is ``build .`` with ``BOOK_FLAGS``, the one home of the strict build's flags (`make
+book`, `make bench` and the build tests use them).
 """
 
 import functools
@@ -183,6 +187,18 @@ def read_failures(folder: Path) -> list[dict]:
     return [json.loads(path.read_text(encoding="utf-8")) for path in files]
 
 
+# -W: warnings are errors; -n: nitpicky cross-references; --keep-going: report every warning
+# before failing; --all: rebuild (and so re-execute) every page.
+BOOK_FLAGS = ("-W", "-n", "--keep-going", "--all")
+
+
+def book_arguments(arguments: Sequence[str]) -> list[str]:
+    """``book [OPTIONS]`` -> ``build . BOOK_FLAGS OPTIONS``; anything else is left as it is."""
+    if arguments[:1] == ["book"]:
+        return ["build", ".", *BOOK_FLAGS, *arguments[1:]]
+    return list(arguments)
+
+
 def source_folder(arguments: Sequence[str]) -> Path:
     """The book's folder in ``build PATH ...`` (the working directory if not given)."""
     positional = [argument for argument in arguments[1:] if not argument.startswith("-")]
@@ -198,7 +214,7 @@ def main() -> None:
             jupyter_book.sphinx.build_sphinx, jobs=jobs
         )
         sphinx.builders.make_chunks = one_page_per_chunk
-    arguments = sys.argv[1:]
+    arguments = book_arguments(sys.argv[1:])
     sys.argv = ["jupyter-book", *arguments]
     with tempfile.TemporaryDirectory(prefix="book-failures-") as folder:
         os.environ[FAILURES_VARIABLE] = folder
