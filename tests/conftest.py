@@ -11,6 +11,14 @@ BROWSER_TESTS = "tests/browser/"
 PAGE_TESTS = "tests/references/"
 
 
+def pytest_configure(config):
+    """nbval's per-cell limit is the book's (``execute.timeout`` in _config.yml), not its 2000 s."""
+    if hasattr(config.option, "nbval_cell_timeout"):
+        from book_pages import CELL_TIMEOUT_SECONDS
+
+        config.option.nbval_cell_timeout = CELL_TIMEOUT_SECONDS
+
+
 def pytest_report_header(config):
     return numeric_mode_summary()
 

@@ -156,3 +156,15 @@ def test_book_is_build_dot_with_the_strict_flags():
         "x",
     ]
     assert book_arguments(["build", "here"]) == ["build", "here"]
+
+
+def test_one_cell_time_limit_everywhere(request):
+    import yaml
+
+    from book_pages import CELL_TIMEOUT_SECONDS
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    assert CELL_TIMEOUT_SECONDS == config["execute"]["timeout"]
+    assert request.config.option.nbval_cell_timeout == CELL_TIMEOUT_SECONDS
+    binder_check = (ROOT / "tools" / "binder_check.py").read_text(encoding="utf-8")
+    assert "CELL_TIMEOUT_S = CELL_TIMEOUT_SECONDS" in binder_check

@@ -55,7 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import reader_notebooks as rn  # noqa: E402
-from book_pages import read_page, reference_path  # noqa: E402
+from book_pages import CELL_TIMEOUT_SECONDS, read_page, reference_path  # noqa: E402
 from chromium import CHROMIUM_ARGS, HOST, block_third_party, chromium_path  # noqa: E402
 
 BINDER = ROOT / "binder"
@@ -70,7 +70,7 @@ SHOTS = BUILD / "binder-screenshots"
 REPORT = BUILD / "binder-check.md"
 STAMP = VENV / ".binder-stamp"
 
-CELL_TIMEOUT_S = 180  # one cell; the book's own per-cell limit is 120 s (_config.yml)
+CELL_TIMEOUT_S = CELL_TIMEOUT_SECONDS  # one cell: the book's own limit (_config.yml)
 OPEN_TIMEOUT_S = 120  # page load to a notebook with an idle kernel
 SERVER_TIMEOUT_S = 120
 VIEWPORT = {"width": 1280, "height": 1000}

@@ -31,7 +31,15 @@ from kernels import kernel_options
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCES = ROOT / "tests" / "references"
 VISIBLE_OUTPUTS = REFERENCES / "visible_outputs.json"
-CELL_TIMEOUT_SECONDS = 300
+
+
+def cell_timeout() -> int:
+    """Seconds one cell may run: ``execute.timeout`` of _config.yml, the limit's one home."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    return int(config["execute"]["timeout"])
+
+
+CELL_TIMEOUT_SECONDS = cell_timeout()
 HIDDEN_OUTPUT_TAGS = {"remove-output", "remove-cell"}
 # Alt text that is empty or looks like a file name or path counts as missing: when a figure has none,
 # Sphinx fills in the image's path, which a check for "some alt text" would accept. Used as a
