@@ -200,3 +200,51 @@ def test_every_tool_is_in_the_layout_table():
         if path.suffix in {".py", ".txt"} and path.name not in layout
     ]
     assert missing == []
+
+
+# `char_transformer.LENGTH`, `set_classifier.PATIENCE`: a package module and one of its constants.
+MODULE_CONSTANT = re.compile(r"`((?:[a-z_]+\.)+)([A-Z][A-Z0-9_]+)`")
+
+
+def named_constants(text: str) -> list[tuple[str, str]]:
+    return [(module.rstrip("."), name) for module, name in MODULE_CONSTANT.findall(text)]
+
+
+def test_every_constant_the_docs_name_exists():
+    import importlib
+
+    docs = [*DOCS, "data/README.md"]
+    named = {
+        (doc, module, name)
+        for doc in docs
+        for module, name in named_constants((ROOT / doc).read_text(encoding="utf-8"))
+    }
+    assert named, "the docs name no module.CONSTANT: the pattern is stale"
+    missing = []
+    for doc, module, name in sorted(named):
+        try:
+            found = hasattr(importlib.import_module(f"transformer_lab.{module}"), name)
+        except ImportError:
+            found = False
+        if not found:
+            missing.append(f"{doc}: {module}.{name}")
+    assert missing == []
+
+
+def test_the_constant_check_can_fail():
+    assert named_constants("e.g. `char_transformer.EPOCHS` and `a.b.C_1`") == [
+        ("char_transformer", "EPOCHS"),
+        ("a.b", "C_1"),
+    ]
+
+
+def test_every_module_has_its_mirror_test_file():
+    """CONTRIBUTING: every module of the package has tests/test_MODULE.py."""
+    package = ROOT / "code" / "transformer_lab"
+    missing = [
+        path.name
+        for path in sorted(package.glob("*.py"))
+        if path.stem != "__init__"
+        and not (ROOT / "tests" / f"test_{path.stem.lstrip('_')}.py").is_file()
+    ]
+    assert missing == []
