@@ -26,9 +26,9 @@ the runs over its workers.
 import os
 
 import pytest
-from test_reproducibility import NO_AVX2_CPUINFO
 
 from book_pages import ROOT, execute_page, has_code, toc_pages
+from test_reproducibility import NO_AVX2_CPUINFO
 from transformer_lab.reproducibility import (
     CANONICAL_ENVIRONMENT,
     CPUINFO_VARIABLE,
