@@ -87,3 +87,18 @@ def test_page_runs_off_the_canonical_mode(page, setting, tmp_path):
     if setting == "no AVX2" and is_x86_64() and warned is not None:
         # The setting took effect: the package saw no AVX2 and said so on import.
         assert "no AVX2" in warned, warned
+
+
+def test_each_page_and_setting_is_a_work_unit_of_its_own():
+    """Under ``--dist loadfile`` the cases above spread over the workers, not one file's worth."""
+    from conftest import BrowserTestsAsOneFile
+
+    scheduler = object.__new__(
+        BrowserTestsAsOneFile
+    )  # _split_scope reads nothing of its own
+    case = "tests/test_pages_on_every_cpu.py::test_page_runs_off_the_canonical_mode[intro.md-native]"
+    assert scheduler._split_scope(case) == case
+    other = "tests/test_references.py::test_every_page_has_a_reference"
+    assert scheduler._split_scope(other) == "tests/test_references.py"
+    browser = "tests/browser/test_browser_readable.py::test_x"
+    assert scheduler._split_scope(browser) == "tests/browser/"
