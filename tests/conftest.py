@@ -12,6 +12,8 @@ from transformer_lab.reproducibility import numeric_mode_problem, numeric_mode_s
 
 BROWSER_TESTS = "tests/browser/"
 PAGE_TESTS = "tests/references/"
+# Each of its cases runs one page in a kernel of its own: one work unit per case, not per file.
+EVERY_CPU_TESTS = "tests/test_pages_on_every_cpu.py"
 
 
 def pytest_configure(config):
@@ -96,11 +98,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 
 class BrowserTestsAsOneFile(LoadFileScheduling):
-    """``--dist loadfile``, except that every test under tests/browser/ is in one work unit."""
+    """``--dist loadfile``, except that every test under tests/browser/ is in one work unit and
+    every case of tests/test_pages_on_every_cpu.py is a work unit of its own."""
 
     def _split_scope(self, nodeid: str) -> str:
         if nodeid.startswith(BROWSER_TESTS):
             return BROWSER_TESTS
+        if nodeid.startswith(EVERY_CPU_TESTS):
+            return nodeid
         return super()._split_scope(nodeid)
 
 
@@ -111,7 +116,9 @@ def pytest_xdist_make_scheduler(config, log):
     They share a session-scoped cache that loads each page of the book once (``visit``, in
     tests/browser/conftest.py); split file by file over the workers, every worker that ran a
     browser file would load every page again. Every other file stays one work unit, as loadfile
-    makes it: the cells of a reference notebook must run in order, in one kernel. (Not
+    makes it: the cells of a reference notebook must run in order, in one kernel. The cases of
+    tests/test_pages_on_every_cpu.py are independent (each starts its own kernel), and together
+    they are the longest file of the suite, so each case is spread on its own. (Not
     ``--dist loadgroup`` with ``xdist_group`` marks: with pytest 9.2 and pytest-xdist 3.8 the
     groups are silently ignored: https://github.com/pytest-dev/pytest-xdist/issues/1386.)
     """

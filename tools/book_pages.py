@@ -19,6 +19,7 @@ import json
 import re
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import jupytext
@@ -142,8 +143,15 @@ def record_outputs() -> None:
     print(f"wrote {VISIBLE_OUTPUTS.relative_to(ROOT)}: review the diff before committing")
 
 
-def execute_page(page: Path) -> nbformat.NotebookNode:
-    """Execute a page from its own folder, exactly as the book build does."""
+def execute_page(
+    page: Path, environment: Mapping[str, str] | None = None
+) -> nbformat.NotebookNode:
+    """Execute a page from its own folder, exactly as the book build does.
+
+    ``environment``, when given, is the whole environment of the page's kernel (the default is
+    this process's): the test that runs every page off the canonical numeric mode uses it.
+    Raises ``nbclient.exceptions.CellExecutionError`` at the first cell that raises.
+    """
     notebook = read_page(page)
     notebook.metadata["kernelspec"] = {
         "name": "python3",
@@ -158,7 +166,7 @@ def execute_page(page: Path) -> nbformat.NotebookNode:
         # As the build does: Unix sockets, the kernel stopped at once (tools/kernels.py).
         **kernel_options(),
     )
-    client.execute()
+    client.execute(**({} if environment is None else {"env": dict(environment)}))
     for index, cell in enumerate(notebook.cells):
         cell.metadata.pop("execution", None)  # timestamps: they change on every run
         # jupytext draws fresh random ids on every read; numbered ones keep the diff of a
