@@ -148,7 +148,7 @@ TUNED_RECIPES: dict[int, dict[str, dict[str, float]]] = {
     },
 }
 RECIPES = TUNED_RECIPES[SEALED_SEED]  # the page's recipes
-TEST_RESAMPLES = 1000  # bootstrap resamples of the test rows (evidence_with_test_draw)
+TEST_RESAMPLES = 500  # bootstrap resamples of the test rows (evidence_with_test_draw)
 CALL_LIST_SHARE = (
     0.1  # the top tenth of the ranking: the customers a retention team would call
 )
@@ -630,9 +630,8 @@ def resampled_auc(
     order = np.argsort(scores, kind="stable")
     ordered, positive = scores[order], labels[order] == 1
     weights = np.asarray(counts)[:, order].astype(np.float64)
-    starts = np.flatnonzero(
-        np.r_[True, ordered[1:] != ordered[:-1]]
-    )  # groups of tied scores
+    # the first row of each group of tied scores
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
     negatives = np.add.reduceat(weights * ~positive, starts, axis=1)
     positives = np.add.reduceat(weights * positive, starts, axis=1)
     below = np.cumsum(negatives, axis=1) - negatives
@@ -900,8 +899,9 @@ def paired_difference(
 def paired_evidence(differences: pd.Series) -> tuple[Interval, float, str]:
     """What paired differences over runs show: a 95 % Student-t interval of their mean
     (``protocol.seed_interval``), the sign test's two-sided p (``protocol.sign_test``) and the
-    count in words (``consistency``). The interval speaks for other runs of the same recipe on
-    the same test split; 3 runs that agree in sign give p = 0.25, which alone shows little.
+    count in words (``consistency``). The interval measures the spread of the runs on one test
+    split, not the luck of that split (``evidence_with_test_draw`` adds it); 3 runs that agree
+    in sign give p = 0.25, which alone shows little.
     """
     return (
         seed_interval(differences.to_numpy()),
