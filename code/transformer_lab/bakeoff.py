@@ -576,9 +576,10 @@ def training_length(model: BaseEstimator) -> tuple[int, bool]:
     """(length, stopped early) of a fitted model of the bake-off.
 
     The length is the epoch a network kept (its best), the boosting rounds the trees kept, or the
-    logistic regression's solver iterations; any other model gives (0, False). "Stopped early" means before the ceiling
-    (``max_epochs``, ``max_iter``): the validation loss had stopped falling, or the solver had
-    converged.
+    logistic regression's solver iterations; any other model gives (0, False). "Stopped early"
+    means before the ceiling (``max_epochs``, ``max_iter``): the validation loss had not fallen
+    for ``patience`` epochs or rounds (a rule, not a proof that a longer run finds nothing
+    better), or the solver had converged.
     """
     if isinstance(model, TorchClassifier):
         return model.stopping_.best_epoch, model.stopping_.stopped_early
