@@ -13,7 +13,9 @@ from transformer_lab.bakeoff import (
     NUMERIC_COLUMNS,
     PLAN_TIERS,
     RECIPES,
+    TEST_RESAMPLES,
     TEST_SHARE,
+    TUNED_RECIPES,
     VALIDATION_SHARE,
     ColumnEmbedding,
     TabularTransformer,
@@ -21,6 +23,7 @@ from transformer_lab.bakeoff import (
     check_frame,
     choose_recipes,
     consistency,
+    evidence_with_test_draw,
     fit_pipeline,
     make_model,
     make_models,
@@ -29,6 +32,9 @@ from transformer_lab.bakeoff import (
     paired_difference,
     paired_evidence,
     precision_at_top,
+    recipes_for,
+    resampled_auc,
+    resampled_precision_at_top,
     run_bakeoff,
     run_split,
     sealed_split,
@@ -36,11 +42,13 @@ from transformer_lab.bakeoff import (
     summarise,
     token_of_column,
     top_standard_error,
+    tune_for_sealed_seed,
     tune_recipes,
     warm_up_models,
 )
 from transformer_lab.cloudwave.schema import CUSTOMER360_COLUMNS
-from transformer_lab.protocol import seed_interval, sign_test
+from transformer_lab.datasets import load_customer360
+from transformer_lab.protocol import bootstrap_counts, seed_interval, sign_test
 
 
 def customer_frame(n: int = 400, seed: int = 0, signal: float = 3.0) -> pd.DataFrame:
@@ -243,9 +251,14 @@ def test_every_model_learns_the_easy_table_and_stops_early(results):
 
 def test_bakeoff_is_deterministic(frame, results):
     again = run_bakeoff(frame, runs=(0, 1))
+    draws = ["roc_auc_draws", "precision_at_top_draws"]
     pd.testing.assert_frame_equal(
-        results.drop(columns="train_seconds"), again.drop(columns="train_seconds")
+        results.drop(columns=["train_seconds", *draws]),
+        again.drop(columns=["train_seconds", *draws]),
     )
+    for column in draws:
+        for first, second in zip(results[column], again[column]):
+            np.testing.assert_array_equal(first, second)
 
 
 def test_summary_and_paired_differences(results):
@@ -519,3 +532,107 @@ def test_results_report_the_top_of_the_ranking(results):
 def test_column_embedding_refuses_a_width_that_is_not_a_positive_int(d_model):
     with pytest.raises((TypeError, ValueError), match="d_model must be an int"):
         ColumnEmbedding(token_of_column(), d_model=d_model)
+
+
+# --- the test draw: bootstrap resamples of the test rows ---------------------------------------
+
+
+def _expanded(counts_row):
+    return np.repeat(np.arange(len(counts_row)), counts_row)
+
+
+def test_resampled_metrics_equal_the_metrics_on_the_repeated_rows():
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    labels = rng.integers(0, 2, 60)
+    scores = np.round(rng.normal(size=60) + labels, 1)  # rounded: tied scores occur
+    counts = bootstrap_counts(60, resamples=100, seed=1)
+    aucs = resampled_auc(labels, scores, counts)
+    tops = resampled_precision_at_top(labels, scores, counts, share=0.2)
+    for b in range(100):
+        rows = _expanded(counts[b])
+        assert aucs[b] == pytest.approx(roc_auc_score(labels[rows], scores[rows]))
+        assert tops[b] == pytest.approx(precision_at_top(labels[rows], scores[rows], 0.2))
+    ones = np.ones((1, 60), dtype=int)  # every row once: the plain metrics
+    assert resampled_auc(labels, scores, ones)[0] == pytest.approx(
+        roc_auc_score(labels, scores)
+    )
+
+
+def test_results_carry_paired_test_draws_and_the_wider_interval(results):
+    for column in ("roc_auc_draws", "precision_at_top_draws"):
+        assert all(len(draws) == TEST_RESAMPLES for draws in results[column])
+    by_row = results.set_index(["model", "run"])
+    trees = by_row.loc[("gradient-boosted trees", 0)]
+    assert np.mean(trees["roc_auc_draws"]) == pytest.approx(trees["roc_auc"], abs=0.01)
+    gap = paired_difference(results, "gradient-boosted trees", "transformer")
+    both = evidence_with_test_draw(results, "gradient-boosted trees", "transformer")
+    runs_only = paired_evidence(gap)[0]
+    assert both.estimate == pytest.approx(runs_only.estimate)
+    assert both.low <= runs_only.low and both.high >= runs_only.high
+    assert both.high - both.low > runs_only.high - runs_only.low
+    with pytest.raises(ValueError, match="no 'accuracy_draws' column"):
+        evidence_with_test_draw(results, "gradient-boosted trees", "MLP", "accuracy")
+
+
+# --- recipes per sealed seed ---------------------------------------------------------------------
+
+
+def test_each_sealed_seed_brings_its_own_recipes(frame, monkeypatch):
+    marked = {name: dict(CANDIDATES[name][1]) for name in MODEL_NAMES}
+    monkeypatch.setitem(bakeoff.TUNED_RECIPES, 7, marked)
+    assert recipes_for(frame, 7) == marked
+    built = []
+    original = bakeoff.make_models
+
+    def spy(seed, recipes=RECIPES):
+        built.append(recipes)
+        return original(seed, recipes)
+
+    monkeypatch.setattr(bakeoff, "make_models", spy)
+    monkeypatch.setattr(bakeoff, "fit_pipeline", lambda *args: 0.0)
+    monkeypatch.setattr(bakeoff, "training_length", lambda model: (1, True))
+    monkeypatch.setattr(
+        bakeoff,
+        "score_rows",
+        lambda p, x, y, counts=None: (
+            dict.fromkeys(["roc_auc", "accuracy", "precision_at_top"], 0.5)
+            | dict.fromkeys(["roc_auc_draws", "precision_at_top_draws"], np.zeros(2))
+        ),
+    )
+    run_bakeoff(frame, runs=(0,), sealed_seed=7, warm_up=False)
+    assert built == [marked]
+
+
+def test_an_unstored_sealed_seed_is_tuned_on_its_own_development_rows(frame, monkeypatch):
+    assert 9 not in TUNED_RECIPES
+    seen = []
+    original = bakeoff.fit_pipeline
+
+    def spy(pipeline, data, train, validation):
+        seen.append(np.concatenate([train, validation]))
+        return original(pipeline, data, train, validation)
+
+    monkeypatch.setattr(bakeoff, "fit_pipeline", spy)
+    candidates = {"logistic regression": ({"C": 0.001}, {"C": 1.0})}
+    monkeypatch.setattr(bakeoff, "CANDIDATES", candidates)
+    chosen = tune_for_sealed_seed(frame, 9, runs=(0, 1), candidates=candidates)
+    assert set(chosen) == {"logistic regression"}
+    _, test = sealed_split(frame[LABEL_COLUMN].to_numpy(), 9)
+    assert len(seen) == 4 and all(np.intersect1d(rows, test).size == 0 for rows in seen)
+    # seed 0's test rows do take part here: the choice depends on the seed
+    _, test_0 = sealed_split(frame[LABEL_COLUMN].to_numpy(), 0)
+    assert any(np.intersect1d(rows, test_0).size for rows in seen)
+
+
+@pytest.mark.parametrize("sealed_seed", [0, 1])
+def test_stored_recipes_of_the_fast_models_reproduce(sealed_seed):
+    # the networks' search takes half a minute per seed and is left to tune_for_sealed_seed
+    fast = ("gradient-boosted trees", "logistic regression")
+    chosen = tune_for_sealed_seed(
+        load_customer360(),
+        sealed_seed,
+        candidates={name: CANDIDATES[name] for name in fast},
+    )
+    assert chosen == {name: TUNED_RECIPES[sealed_seed][name] for name in fast}

@@ -13,9 +13,11 @@ from transformer_lab.protocol import (
     Interval,
     SealedTest,
     SplitIndices,
+    bootstrap_counts,
     correct,
     fit_with_early_stopping,
     paired_bootstrap,
+    run_and_test_interval,
     seed_interval,
     sign_test,
     slice_interaction,
@@ -383,6 +385,77 @@ def test_seed_interval_needs_two_runs():
         seed_interval([0.8])
     with pytest.raises(TypeError, match="values must hold numbers"):
         seed_interval(["a", "b"])
+
+
+# --- run_and_test_interval -------------------------------------------------------------------
+
+
+def test_bootstrap_counts_draw_n_examples_per_resample_and_repeat():
+    counts = bootstrap_counts(50, resamples=200, seed=3)
+    assert counts.shape == (200, 50) and (counts.sum(axis=1) == 50).all()
+    assert (counts >= 0).all() and counts.mean() == pytest.approx(1.0)
+    assert (bootstrap_counts(50, resamples=200, seed=3) == counts).all()
+    assert (bootstrap_counts(50, resamples=200, seed=4) != counts).any()
+
+
+def _synthetic_runs(rng, runs=3, n=200, run_sd=0.01, example_sd=0.3, resamples=300):
+    """One experiment: R runs on one test draw of n examples, true mean difference 0.
+
+    Each example has its own effect, shared by every run (the same test rows), each run its
+    own offset; returns the per-run means (R,) and their bootstrap draws (resamples, R).
+    """
+    example = rng.normal(0.0, example_sd, n)
+    offset = rng.normal(0.0, run_sd, runs)
+    per_example = offset[:, None] + example[None, :] + rng.normal(0, 0.05, (runs, n))
+    counts = bootstrap_counts(n, resamples=resamples, seed=int(rng.integers(1 << 30)))
+    return per_example.mean(axis=1), counts @ per_example.T / n
+
+
+def test_run_and_test_interval_is_wider_than_the_run_interval():
+    rng = np.random.default_rng(0)
+    values, draws = _synthetic_runs(rng)
+    both, runs_only = run_and_test_interval(values, draws), seed_interval(values)
+    assert both.estimate == pytest.approx(runs_only.estimate)
+    assert both.low < runs_only.low and both.high > runs_only.high
+    # no test noise at all: exactly the run interval
+    same = run_and_test_interval(values, np.tile(values, (10, 1)))
+    assert same.low == pytest.approx(runs_only.low)
+    assert same.high == pytest.approx(runs_only.high)
+
+
+def test_run_and_test_interval_covers_when_the_test_draw_dominates():
+    # the test draw moves the mean by about 0.021, the runs by about 0.006: the run
+    # interval, blind to the draw, misses the true 0 often; the combined one does not
+    rng = np.random.default_rng(1)
+    hits_both = hits_runs = 0
+    trials = 300
+    for _ in range(trials):
+        values, draws = _synthetic_runs(rng)
+        both, runs_only = run_and_test_interval(values, draws), seed_interval(values)
+        hits_both += both.low <= 0 <= both.high
+        hits_runs += runs_only.low <= 0 <= runs_only.high
+    assert hits_runs / trials < 0.8
+    assert 0.92 <= hits_both / trials <= 0.98
+
+
+def test_run_and_test_interval_keeps_95_percent_when_the_runs_dominate():
+    rng = np.random.default_rng(2)
+    trials = 400
+    hits = 0
+    for _ in range(trials):
+        values, draws = _synthetic_runs(rng, run_sd=0.05, example_sd=0.01)
+        interval = run_and_test_interval(values, draws)
+        hits += interval.low <= 0 <= interval.high
+    assert 0.92 <= hits / trials <= 0.98
+
+
+def test_run_and_test_interval_refuses_bad_input():
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        run_and_test_interval([0.1], np.zeros((5, 1)))
+    with pytest.raises(ValueError, match=r"shape \(resamples, 3\)"):
+        run_and_test_interval([0.1, 0.2, 0.3], np.zeros((5, 2)))
+    with pytest.raises(ValueError, match="NaN"):
+        run_and_test_interval([0.1, 0.2], np.full((5, 2), np.nan))
 
 
 def test_sign_test_exact_values():

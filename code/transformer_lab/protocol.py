@@ -7,6 +7,7 @@
    best epoch's weights, so training length is measured, not guessed.
 3. Report a comparison with an interval that matches the claim: ``paired_bootstrap`` over the
    test examples (two models on the same examples), ``seed_interval`` over runs (seeds × splits),
+   ``run_and_test_interval`` over runs *and* the draw of the test examples (``bootstrap_counts``),
    ``slice_interaction`` for "the gain is larger on this slice"; ``sign_test`` says how much a
    handful of runs that agree in sign can show. (``metrics.mcnemar_exact`` is the exact paired
    test of two classifiers' counts.)
@@ -436,7 +437,14 @@ def slice_interaction(
     return _percentile_interval(estimate, draws, level), p_value
 
 
-def _t_quantile(probability: float, dof: int) -> float:
+def _normal_quantile(probability: float) -> float:
+    """The standard normal quantile: the t quantile with infinitely many degrees of freedom."""
+    from scipy.special import ndtri
+
+    return float(ndtri(probability))
+
+
+def _t_quantile(probability: float, dof: float) -> float:
     # scipy (installed with scikit-learn) is imported here, not at module level: its import
     # costs a fifth of a second that pages which never call seed_interval should not pay.
     from scipy.special import stdtrit
@@ -463,6 +471,62 @@ def seed_interval(values: object, level: float = 0.95) -> Interval:
         * float(runs.std(ddof=1))
         / math.sqrt(len(runs))
     )
+    return Interval(mean, mean - half, mean + half, level)
+
+
+def bootstrap_counts(n: int, resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """How often each of ``n`` examples is drawn in each bootstrap resample: (resamples, n) ints.
+
+    Every row sums to ``n`` (a draw of ``n`` examples with replacement, seeded by ``seed``). A
+    statistic computed with these counts as weights, for several models or runs on the same
+    examples, keeps their pairing: every model sees the same resample ``b`` in row ``b``.
+    """
+    n = require_int("n", n, minimum=1)
+    _bootstrap_settings(resamples, seed, 0.95)
+    rng = np.random.default_rng(seed)
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=resamples)
+
+
+def run_and_test_interval(
+    run_values: object, test_draws: object, level: float = 0.95
+) -> Interval:
+    """Mean of ``run_values`` (R,) with an interval for both sources of noise.
+
+    run_values (R,): one result per run (seeds × train/validation splits), all on one test
+    split. test_draws (B, R): the same results recomputed on B bootstrap resamples of the test
+    examples (``bootstrap_counts``; row b uses one resample for every run). The runs' spread
+    gives the variance a = s²/R of the mean over runs, as in ``seed_interval``; the resamples
+    give the variance b of that mean that comes from which examples were drawn for test. The
+    two add: mean ± t(level, ν) · √(a + b), with ν = (a + b)² (R − 1) / a² the
+    Welch–Satterthwaite degrees of freedom (b, from many resamples, counts as known), and never
+    narrower than ``seed_interval``. It speaks for other runs of the recipe on other test draws
+    from the same population, not for other recipes.
+    """
+    runs = _vector("run_values", run_values)
+    level = require_number("level", level, above=0, below=1)
+    if len(runs) < 2:
+        raise ValueError(f"run_and_test_interval needs at least 2 runs, got {len(runs)}")
+    draws = np.asarray(test_draws, dtype=np.float64)
+    if draws.ndim == 1:
+        draws = draws[:, None]
+    if draws.ndim != 2 or draws.shape[1] != len(runs) or draws.shape[0] < 2:
+        raise ValueError(
+            f"test_draws must have shape (resamples, {len(runs)}), one column per run, "
+            f"got {draws.shape}"
+        )
+    if not np.isfinite(draws).all():
+        raise ValueError("test_draws holds NaN or infinite values")
+    mean = float(runs.mean())
+    from_runs = float(runs.var(ddof=1)) / len(runs)
+    from_test = float(draws.mean(axis=1).var(ddof=1))
+    quantile = (1 + level) / 2
+    run_half = _t_quantile(quantile, len(runs) - 1) * math.sqrt(from_runs)
+    if from_runs == 0:
+        half = _normal_quantile(quantile) * math.sqrt(from_test)
+    else:
+        dof = (from_runs + from_test) ** 2 * (len(runs) - 1) / from_runs**2
+        half = _t_quantile(quantile, dof) * math.sqrt(from_runs + from_test)
+    half = max(half, run_half)
     return Interval(mean, mean - half, mean + half, level)
 
 
