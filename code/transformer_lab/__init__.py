@@ -12,7 +12,8 @@ The modules, by role (CONTRIBUTING.md adds where to change what):
   (train / validation / test splits, early stopping, the sealed test split, paired intervals),
   ``validation`` (argument and shape checks);
 - chapter experiments: ``set_task`` and ``set_classifier`` (chapters 2-3), ``char_transformer``
-  (chapter 4, ``PraiseClassifier``), ``tokenizer`` (chapter 5, BPE), ``bakeoff`` (chapter 6,
+  (chapter 4, ``PraiseClassifier``; ``mirrored_pairs``, its test set that only order decides;
+  ``power``, the effect a test can detect), ``tokenizer`` (chapter 5, BPE), ``bakeoff`` (chapter 6,
   ``TabularTransformer`` against trees, a linear model and an MLP);
 - data: ``cloudwave`` (the generators of ``data/``: schema, templates, one module per data set),
   ``datasets`` (finding ``data/`` and loading it with clear errors);
