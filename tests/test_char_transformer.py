@@ -8,8 +8,11 @@ from transformer_lab.char_transformer import (
     LENGTH,
     MAX_CHAR_ID,
     PAD_ID,
+    POSITION_STD,
+    POSITION_STD_CANDIDATES,
     RUNS,
     SAMPLE_SIZE,
+    WINDOW_CANDIDATES,
     PraiseClassifier,
     PraiseSplit,
     bag_collisions,
@@ -19,9 +22,12 @@ from transformer_lab.char_transformer import (
     load_praise_sample,
     majority_baseline,
     position_experiment,
+    position_std_search,
     predict_logits,
     split_sample,
     train_praise_model,
+    train_validation_part,
+    window_collisions,
 )
 from transformer_lab.metrics import accuracy
 from transformer_lab.protocol import SealedTest
@@ -339,3 +345,35 @@ def test_sinusoidal_positions_follow_the_formula():
     )  # every position distinct
     with pytest.raises(ValueError, match="d_model must be even"):
         sinusoidal_positions(4, 5)
+
+
+def test_the_window_is_the_candidate_with_most_comments_that_need_order_on_train_validation():
+    sample = load_praise_sample()
+    counts = window_collisions(sample)
+    assert list(counts.index) == list(WINDOW_CANDIDATES)
+    assert counts["needs_order"].idxmax() == LENGTH
+    # the counts read only the training and validation rows of split 0
+    texts, labels = train_validation_part(sample, seed=0)
+    split = split_sample(sample, seed=0)
+    assert len(texts) == len(split.y_train) + len(split.y_validation) == len(labels)
+    test_texts = split.test.score(lambda *tensors: tensors[3])
+    assert len(set(test_texts) & set(texts)) < len(test_texts) // 20  # only duplicates
+
+
+def test_position_std_search_reports_each_std_and_leaves_the_test_sealed():
+    sample = load_praise_sample(n=80, seed=2)
+    found = position_std_search(sample, stds=(1.0, 0.05), max_epochs=2, batch_size=32)
+    assert list(found.index) == [1.0, 0.05]
+    assert (found["validation_loss"] > 0).all() and (found["best_epoch"] >= 1).all()
+    assert POSITION_STD in POSITION_STD_CANDIDATES
+
+
+def test_compare_positions_scores_a_probe_with_every_model():
+    split = order_only_split()
+    probe = encode_texts(["ab xy", "ba xy", "ab ab"], 6)
+    result = compare_positions(split, seeds=(0,), probe=probe, max_epochs=1, batch_size=32)
+    assert set(result.probe_logits) == {(0, True), (0, False)}
+    assert result.probe_logits[0, True].shape == (3,)
+    without = result.probe_logits[0, False]
+    assert torch.allclose(without[0], without[1], atol=1e-5)  # the same bag
+    assert compare_positions(order_only_split(), max_epochs=1).probe_logits == {}

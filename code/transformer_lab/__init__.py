@@ -15,7 +15,9 @@ where to change what; ``tests/test_docs.py`` fails when a module is missing from
   (argument and shape checks that name what was expected and what came);
 - chapter experiments: ``set_task`` and ``set_classifier`` (chapters 2-3: the largest-key set
   task and ``SetClassifier``), ``char_transformer`` (chapter 4, ``PraiseClassifier``, with and
-  without positions), ``tokenizer`` (chapter 5, BPE and its costs), ``bakeoff`` (chapter 6,
+  without positions; ``mirrored_pairs``, its test set that only word order decides;
+  ``power``, the smallest effect a test of that size can detect), ``tokenizer`` (chapter 5,
+  BPE and its costs), ``bakeoff`` (chapter 6,
   ``TabularTransformer`` against trees, a linear model and an MLP on one churn table);
 - exercises: ``broken_transformer`` (Week 20's model with planted bugs), ``week20_runs`` and
   ``homework_runs`` (what the two starter scripts run on the student's own functions),

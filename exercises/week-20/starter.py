@@ -23,8 +23,8 @@ import torch  # noqa: F401  (your code uses it)
 # and write down what moved. These defaults are chapter 4's recipe.
 WINDOW = 48  # characters the model reads
 SPLIT_SEED = 0  # which comments land in train, validation and test
-PATIENCE = 3  # stop after this many epochs without a better validation loss (None: never)
-MAX_EPOCHS = 40  # the most epochs a run may take
+PATIENCE = 10  # stop after this many epochs without a better validation loss (None: never)
+MAX_EPOCHS = 100  # the most epochs a run may take
 SEEDS = (0, 1, 2)  # training seeds: the spread between them is the noise
 N_COMMENTS = 2000  # comments in the sample
 
