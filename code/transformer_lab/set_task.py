@@ -18,6 +18,7 @@ from transformer_lab.validation import (
 )
 
 MIN_TOKENS = 3
+MAX_TOKENS = 8  # the longest set, and so the padded length of every batch
 
 # Chapter 3's splits, one home (the page, the homework's Exercise 6 runner and the tests import
 # them): the make_sets seed and the number of sets of each split. The seeds differ, so no set is
@@ -32,7 +33,7 @@ CLOSE_CALL_GAP = 0.2
 Sets = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 
-def make_sets(n: int, seed: int, max_tokens: int = 8) -> Sets:
+def make_sets(n: int, seed: int, max_tokens: int = MAX_TOKENS) -> Sets:
     """Draw ``n`` padded sets with their labels, reproducibly from ``seed``.
 
     Returns x (n, max_tokens, 2) with columns (key, value) and zeros at padding,
