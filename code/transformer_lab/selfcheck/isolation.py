@@ -190,8 +190,7 @@ def remove_abandoned(kind: str, now: float | None = None) -> None:
             or _alive(int(pid))
         ):
             continue
-        _writable(folder)  # a skeleton is read-only by design
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_folder(folder)  # a skeleton is read-only by design
 
 
 def _process_folder(kind: str) -> Path:
@@ -199,7 +198,7 @@ def _process_folder(kind: str) -> Path:
     the abandoned ones of ended processes, :func:`remove_abandoned`)."""
     remove_abandoned(kind)
     root = Path(tempfile.mkdtemp(prefix=f"selfcheck-{kind}-{os.getpid()}-"))
-    atexit.register(shutil.rmtree, root, True)
+    atexit.register(remove_folder, root)
     return root
 
 
@@ -218,9 +217,6 @@ def skeleton(book_modules: tuple[str, ...] = ()) -> str:
     )
     for folder in (root, *root.rglob("*")):
         os.chmod(folder, 0o555 if folder.is_dir() else 0o444)
-    atexit.register(
-        _writable, root
-    )  # so that rmtree (registered first, run last) can remove it
     return str(root)
 
 
@@ -231,10 +227,62 @@ def runs_folder() -> str:
     return str(_process_folder("runs"))
 
 
-def _writable(root: Path) -> None:
-    for folder in (root, *root.rglob("*")):
-        if folder.is_dir() and not folder.is_symlink():
-            os.chmod(folder, 0o755)
+_FOLDER_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _writable(root: Path | str) -> None:
+    """Give every folder of ``root`` mode 0755, so that it can be removed, never following a
+    link: each folder is opened by name relative to its parent's descriptor, without following
+    a link (``O_NOFOLLOW``), and changed through that descriptor. Files keep their modes (their
+    folder's mode is what removing them needs)."""
+    try:
+        fd = _open_folder(str(root), None)
+    except OSError:
+        return
+    _writable_at(fd, 0)
+
+
+def _open_folder(name: str, parent: int | None) -> int:
+    """A descriptor of folder ``name`` (relative to ``parent``), made 0755 first; ``OSError``
+    when it is a link or not a folder."""
+    if hasattr(os, "O_PATH") and Path("/proc/self/fd").is_dir():
+        # O_PATH needs no permission on the folder itself; its /proc link names the folder
+        # that was opened, so chmod through it changes that folder and nothing it points to.
+        handle = os.open(name, os.O_PATH | _FOLDER_FLAGS, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{handle}", 0o755)
+            return os.open(".", os.O_RDONLY | _FOLDER_FLAGS, dir_fd=handle)
+        finally:
+            os.close(handle)
+    fd = os.open(name, os.O_RDONLY | _FOLDER_FLAGS, dir_fd=parent)
+    os.fchmod(fd, 0o755)
+    return fd
+
+
+def _writable_at(fd: int, depth: int) -> None:
+    try:
+        if depth > 100:
+            return
+        with os.scandir(fd) as entries:
+            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        for name in names:
+            try:
+                child = _open_folder(name, fd)
+            except OSError:
+                continue  # a link put in its place meanwhile, or gone
+            _writable_at(child, depth + 1)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_folder(folder: Path | str) -> None:
+    """Remove ``folder`` and what it holds, as far as this process may, following no link:
+    folders are made writable by :func:`_writable`, links are removed as links (``rmtree``
+    does not follow them)."""
+    _writable(folder)
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def _bwrap_base() -> list[str]:

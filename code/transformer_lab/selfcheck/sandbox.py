@@ -23,8 +23,9 @@ the same process:
 A tripwire that fires writes its name to a pipe the checking process reads (so a student cannot
 take it back), and the call is reported as tripped, whatever the function did next.
 
-Everything the worker sends back is plain data (see ``transport``); a returned tokenizer stays here
-and the checks call its methods remotely, under the same time limit.
+Everything the worker sends back is plain data in JSON and raw bytes, never a pickle (see
+``transport``); a returned tokenizer stays here and the checks call its methods remotely, under
+the same time limit.
 """
 
 from __future__ import annotations
@@ -506,11 +507,12 @@ class Server:
 
     def reply(self, message: tuple) -> None:
         from transformer_lab.selfcheck.errors import summarise_exception
+        from transformer_lab.selfcheck.transport import pack
 
         try:
-            data = pickle.dumps(message)
+            data = pack(message)
         except BaseException as error:  # noqa: BLE001
-            data = pickle.dumps(
+            data = pack(
                 (
                     "raised",
                     "the result could not be sent back: " + summarise_exception(error),

@@ -51,12 +51,19 @@ from transformer_lab.selfcheck.isolation import (
     data_folders,
     hidden_paths,
     isolation,
+    remove_folder,
     runs_folder,
     with_imports,
     worker_command,
 )
 from transformer_lab.selfcheck.sandbox import BOOK_PREFIX, STUDENT_MODULE
-from transformer_lab.selfcheck.transport import TooLarge, decode, loads_plain
+from transformer_lab.selfcheck.transport import (
+    Malformed,
+    TooLarge,
+    budget,
+    decode,
+    unpack,
+)
 
 DEFAULT_SECONDS = 10.0
 DEFAULT_MEMORY_MB = 2048
@@ -392,7 +399,7 @@ class Worker:
             end_orphans()
         workdir, self.workdir = self.workdir, None
         if workdir is not None:
-            shutil.rmtree(workdir, onerror=_force_remove)
+            remove_folder(workdir)  # never following a link the student left
 
     def close(self) -> None:
         if self.alive:
@@ -452,9 +459,13 @@ class Worker:
                 "the result was too large to read back (over 64 MB)"
             ) from None
         try:
-            reply = loads_plain(data)
-            if not isinstance(reply, tuple) or not reply or not isinstance(reply[0], str):
-                raise ValueError("not a reply")
+            reply = unpack(data)
+            if not isinstance(reply, list) or not reply or not isinstance(reply[0], str):
+                raise Malformed("not a reply")
+            reply = tuple(reply)
+        except TooLarge as error:
+            self.kill()
+            raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
             self.kill()
             raise StudentRaised(
@@ -513,15 +524,6 @@ def _clean_environment(visible: list[str]) -> dict[str, str]:
     if visible:
         env["CLOUDWAVE_DATA_DIR"] = visible[0]
     return env
-
-
-def _force_remove(function, path, _info) -> None:
-    try:
-        os.chmod(os.path.dirname(path), 0o700)
-        os.chmod(path, 0o700)
-        function(path)
-    except OSError:
-        pass
 
 
 def _functions(info: dict) -> dict[str, dict]:
@@ -590,8 +592,10 @@ class RemoteFunction(StudentFunction):
         return reply
 
     def _decode(self, node):
+        # Rebuilding a reply counts against the check's time limit (a second at least).
+        deadline = max(self.worker.deadline, time.monotonic() + 1.0)
         try:
-            return decode(node, remote=self.worker_object)
+            return decode(node, remote=self.worker_object, budget=budget(deadline))
         except TooLarge as error:
             raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
