@@ -431,7 +431,9 @@ def _streams() -> None:
 
 
 def _caps(limits: dict) -> None:
-    """Output and (Linux) memory caps; memory counts from the worker's size once torch is in."""
+    """Per-process caps the kernel enforces (``setrlimit``, inherited by every child): file
+    size, CPU time and (Linux) address space, which counts from the worker's size once torch is
+    in. The cgroup of ``isolation.worker_cgroup``, where there is one, caps the whole sandbox."""
     try:
         import resource
     except ImportError:  # Windows
@@ -442,6 +444,11 @@ def _caps(limits: dict) -> None:
         cap = limits["output_bytes"]
         resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
     except (ValueError, OSError):
+        pass
+    try:  # CPU time: SIGXCPU ends the worker, SIGKILL a few seconds later if it ignores that
+        cap = int(limits["cpu_seconds"])
+        resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 5))
+    except (KeyError, ValueError, OSError):
         pass
     if limits.get("memory_mb") is not None and sys.platform.startswith("linux"):
         try:

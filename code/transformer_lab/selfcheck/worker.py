@@ -54,6 +54,7 @@ from transformer_lab.selfcheck.isolation import (
     remove_folder,
     runs_folder,
     with_imports,
+    worker_cgroup,
     worker_command,
 )
 from transformer_lab.selfcheck.sandbox import BOOK_PREFIX, STUDENT_MODULE
@@ -164,6 +165,12 @@ def load_module(path: Path | str, name: str = STUDENT_MODULE) -> types.ModuleTyp
     return load_source(path, name)
 
 
+def cpu_seconds(seconds: float, checks: int) -> int:
+    """The CPU time one worker may use (``RLIMIT_CPU``): its start, and each of its ``checks``
+    with two cores busy for its whole time limit."""
+    return int(START_SECONDS + 2 * seconds * max(1, checks)) + 1
+
+
 class LoadFailed(Exception):
     """The student's file could not be loaded (one summarised line)."""
 
@@ -190,6 +197,7 @@ def describe_exit(exitcode: int | None) -> str:
         "SIGKILL": " (out of memory?)",
         "SIGSEGV": " (a crash in native code)",
         "SIGXFSZ": " (too much output)",
+        "SIGXCPU": " (out of CPU time)",
         "SIGABRT": " (an abort in native code)",
     }.get(name, "")
     return f"the process running your code was killed by {name}{why}"
@@ -231,6 +239,7 @@ class Worker:
         self.limit = limits.seconds
         self.alarms: list[str] = []
         self.prepared = False
+        self.cgroup = None
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -250,11 +259,13 @@ class Worker:
         ours, theirs = socket.socketpair()
         alarm_read, alarm_write = os.pipe()
         fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
+        self.cgroup = worker_cgroup(self.limits.memory_mb)
         config = {
             "names": self.names,
             "limits": {
                 "output_bytes": self.limits.output_bytes,
                 "memory_mb": self.limits.memory_mb,
+                "cpu_seconds": cpu_seconds(self.limits.seconds, len(self.names)),
             },
             "hidden": self.hidden,
             "level": self.isolation.level,
@@ -269,6 +280,8 @@ class Worker:
             [str(theirs.fileno()), str(alarm_write), "", json.dumps(config)],
             self.book_modules,
             tuple(self.visible),
+            self.cgroup,
+            self.path.name,
         )
         command[-2] = os.path.join(seen, self.path.name)
         with open(self.output_path, "ab") as output:
@@ -397,6 +410,9 @@ class Worker:
             os.close(alarm)
         if process is not None and any(_SUBREAPER):
             end_orphans()
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is not None:
+            cgroup.remove()
         workdir, self.workdir = self.workdir, None
         if workdir is not None:
             remove_folder(workdir)  # never following a link the student left
