@@ -1,4 +1,4 @@
-"""The clean-up after a worker never follows a symbolic link (issue 38, item 4).
+"""The clean-up after a worker never follows a symbolic link.
 
 A student's folder is removed by the grader, with the grader's rights. A link in it that points
 outside, in a folder the student made read-only, must be removed as a link: what it points to

@@ -1,4 +1,4 @@
-"""Library attention is recognised by what runs, not by its file name (issue 38, item 5): a copy
+"""Library attention is recognised by what runs, not by its file name: a copy
 of ``F.multi_head_attention_forward`` compiled from torch's own source under another name trips
 the same wire as the original, however the copy is made."""
 

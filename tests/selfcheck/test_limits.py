@@ -1,4 +1,4 @@
-"""Limits the kernel enforces on a worker, each met by a hostile file (issue 38, item 3).
+"""Limits the kernel enforces on a worker, each met by a hostile file.
 
 In bubblewrap the worker's ``/tmp`` (its working folder too) and ``/dev/shm`` are RAM file
 systems of ``TMPFS_MB`` each; where this process may make a cgroup, the whole worker (every
@@ -77,7 +77,7 @@ def hog():
 def test_files_in_tmp_and_dev_shm_are_capped(tmp_path):
     written = run(tmp_path, FILL_RAM_FILE_SYSTEMS)
     assert isinstance(written, int), written
-    # Before: the working folder was on the machine's disk (200 MB here, the issue's 955 MB).
+    # Before: the working folder was on the machine's disk (200 MB here; an attack wrote 955 MB).
     assert written <= 2 * TMPFS_MB * 2**20
 
 
@@ -105,7 +105,7 @@ def hog():
 def test_the_number_of_processes_is_capped(tmp_path):
     started = run(tmp_path, FORK_MANY)
     assert isinstance(started, int), started
-    assert started < PIDS_MAX  # 150 before (the issue's attack reached 402)
+    assert started < PIDS_MAX  # 150 before (an attack reached 402)
 
 
 FORKED_MEMORY = """

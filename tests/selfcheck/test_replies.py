@@ -1,5 +1,5 @@
 """Replies a hostile submission forges in its worker: none may hang the grader, bloat it or cost
-a classmate's file its rows (issue 38, item 2).
+a classmate's file its rows.
 
 Each attack replaces what the worker sends for a call: the sender itself (raw bytes on the
 socket, e.g. a pickle) or the encoder (``transport.encode``), so that the forged value travels in

@@ -1,6 +1,6 @@
 """Deny by default: a worker sees the interpreter, its packages, the book data its check reads
-and the one submission, nothing else of the machine, and it does not run as root (issue 38,
-item 1). The hostile file lists everything it can open."""
+and the one submission, nothing else of the machine, and it does not run as root.
+The hostile file lists everything it can open."""
 
 import os
 import shutil

@@ -186,19 +186,28 @@ def _bounded(value: object, limit: int, depth: int) -> str:
     return repr(value)[: limit * 4]  # tensors and arrays summarise themselves
 
 
-def _plain(value: object, blobs: list[bytes]) -> object:
+def _plain(value: object, blobs: list[bytes], depth: int = 0) -> object:
+    if depth > DECODE_DEPTH + 4:  # the reply's own levels, then the value's
+        raise TooLarge(f"the result is nested more than {DECODE_DEPTH} levels deep")
     if isinstance(value, (bytes, bytearray, memoryview)):
         blobs.append(bytes(value))
+        if (
+            sum(map(len, blobs)) > DECODE_BYTES
+        ):  # stop at once: the parent refuses it anyway
+            raise TooLarge(
+                f"the result is too large to check (over {DECODE_BYTES // 2**20} MB)"
+            )
         return {_BLOB: len(blobs) - 1}
     if isinstance(value, (list, tuple)):
-        return [_plain(item, blobs) for item in value]
+        return [_plain(item, blobs, depth + 1) for item in value]
     if isinstance(value, dict):
-        return {str(k): _plain(v, blobs) for k, v in value.items()}
+        return {str(k): _plain(v, blobs, depth + 1) for k, v in value.items()}
     return value
 
 
 def pack(message: object) -> bytes:
-    """The worker's side: ``message`` (plain data, see :func:`encode`) as bytes for the wire."""
+    """The worker's side: ``message`` (plain data, see :func:`encode`) as bytes for the wire;
+    ``TooLarge`` for a message the parent would refuse (too deep, too many bytes)."""
     blobs: list[bytes] = []
     document = json.dumps(_plain(message, blobs), ensure_ascii=True).encode("ascii")
     sizes = struct.pack(f"<{len(blobs)}Q", *(len(b) for b in blobs))
