@@ -123,7 +123,7 @@ def test_a_dict_whose_keys_hash_alike_is_refused_in_linear_time():
     start = time.perf_counter()
     with pytest.raises(TooLarge, match="hash alike"):
         decode(unpack(pack(node)))
-    assert time.perf_counter() - start < 10  # a dict of them: hours
+    assert time.perf_counter() - start < 30  # 2 s unloaded; a dict of them: hours
     honest = {i: str(i) for i in range(5000)} | {(1, 2): 0.5, None: 1}
     assert travel(honest) == honest
 
