@@ -429,10 +429,8 @@ def test_a_killed_grader_leaves_no_worker_behind(tmp_path, grader_box, when):
     folder, out = tmp_path / "class", tmp_path / "grades.csv"
     folder.mkdir()
     token = f"orphan{os.getpid()}{when}"
-    marker = (
-        f"loaded-{token}"  # the worker writes it in its own folder, once the file loads
-    )
-    source = f"open({marker!r}, 'w').close()\n" + SOLUTION
+    marker = f"loaded-{token}"  # the worker prints it once the file loads
+    source = f"print({marker!r}, flush=True)\n" + SOLUTION
     write(folder, f"{token}.py", with_body(source, "accuracy", "while True: pass"))
     grader = start_grader(folder, out, "--time-limit", "600")
     grader_box.append(grader)
@@ -440,7 +438,10 @@ def test_a_killed_grader_leaves_no_worker_behind(tmp_path, grader_box, when):
     if when == "checking":
         runs = Path(tempfile.gettempdir())
         deadline = time.monotonic() + 120
-        while not any(runs.glob(f"selfcheck-runs-*/run-*/{marker}")):
+        while not any(
+            marker in log.read_text(errors="replace")
+            for log in runs.glob("selfcheck-runs-*/*.out")
+        ):
             assert time.monotonic() < deadline, "the file did not load"
             time.sleep(0.05)
         time.sleep(0.5)  # into the checks: attention, masked_mean, then the loop

@@ -1,9 +1,12 @@
-"""transformer_lab.selfcheck.transport: results come back from a worker as plain data, so no
-returned object can run code in the process that grades it; and a diagnosis made through a
-worker is the one made in-process."""
+"""transformer_lab.selfcheck.transport: results come back from a worker as plain data (JSON and
+raw bytes, never a pickle), so no returned object can run code in the process that grades it,
+and no forged reply can hang or bloat it; a diagnosis made through a worker is the one made
+in-process."""
 
 import inspect
 import pickle
+import struct
+import time
 from pathlib import Path
 
 import numpy as np
@@ -18,18 +21,24 @@ from transformer_lab.selfcheck import Limits, check_file
 from transformer_lab.selfcheck.execution import GradientReport, Opaque
 from transformer_lab.selfcheck.registry import BY_NAME
 from transformer_lab.selfcheck.transport import (
+    JSON_BYTES,
+    MAGIC,
+    Malformed,
     ModuleState,
-    PlainUnpickler,
+    TooLarge,
+    bounded_repr,
+    budget,
     decode,
     encode,
-    loads_plain,
+    pack,
+    unpack,
 )
 from transformer_lab.selfcheck.worker import RemoteFunction, Worker
 from transformer_lab.tokenizer import TINY_CORPUS, train_bpe_tokenizer
 
 
 def travel(value):
-    return decode(loads_plain(pickle.dumps(encode(value))))
+    return decode(unpack(pack(encode(value))))
 
 
 @pytest.mark.parametrize(
@@ -65,7 +74,7 @@ def test_tokenizers_modules_and_reports_come_back_as_what_the_checks_need():
     tokenizer = train_bpe_tokenizer(list(TINY_CORPUS), 40)
     # A tokenizer stays where it was made: the parent gets a handle, never the object itself.
     node = encode({"t": tokenizer}, keep=lambda value: 7)
-    back = decode(loads_plain(pickle.dumps(node)), remote=lambda *a: a)
+    back = decode(unpack(pack(node)), remote=lambda *a: a)
     assert back == {"t": (7, "tokenizers", "Tokenizer")}
     assert isinstance(travel(tokenizer), Opaque)
     layer = torch.nn.Linear(2, 3)
@@ -89,10 +98,54 @@ class Explodes:
         return (exec, ("raise SystemExit('ran in the parent')",))
 
 
-def test_the_parent_refuses_any_pickled_global():
-    with pytest.raises(pickle.UnpicklingError):
-        loads_plain(pickle.dumps(Explodes()))
-    assert issubclass(PlainUnpickler, pickle.Unpickler)
+def test_the_parent_reads_no_pickle_at_all():
+    with pytest.raises(Malformed):
+        unpack(pickle.dumps(Explodes()))
+    with pytest.raises(Malformed):
+        unpack(pickle.dumps(("returned", ("plain", 1), ("list", []))))
+
+
+def test_sizes_are_checked_before_anything_is_parsed():
+    big = struct.pack("<4sQQ", MAGIC, JSON_BYTES + 1, 0)
+    with pytest.raises(TooLarge):
+        unpack(big)  # refused on its header: the 4 MB it announces are not even there
+    honest = pack(["returned", ["plain", 1]])
+    for forged in (honest[:-1], honest + b"x", honest[:4] + b"\xff" * 16 + honest[20:]):
+        with pytest.raises((Malformed, TooLarge)):
+            unpack(forged)
+
+
+SAME_HASH = (1 << 61) - 1  # every multiple of it hashes to 0
+
+
+def test_a_dict_whose_keys_hash_alike_is_refused_in_linear_time():
+    node = ["dict", [[["plain", SAME_HASH * i], ["plain", 0]] for i in range(60_000)]]
+    start = time.perf_counter()
+    with pytest.raises(TooLarge, match="hash alike"):
+        decode(unpack(pack(node)))
+    assert time.perf_counter() - start < 30  # 2 s unloaded; a dict of them: hours
+    honest = {i: str(i) for i in range(5000)} | {(1, 2): 0.5, None: 1}
+    assert travel(honest) == honest
+
+
+def test_a_rebuild_that_overruns_the_time_limit_is_refused():
+    node = ["list", [["plain", i] for i in range(1000)]]
+    with pytest.raises(TooLarge, match="time limit"):
+        decode(unpack(pack(node)), budget=budget(time.monotonic() - 1))
+
+
+def test_one_value_named_many_times_travels_as_many_copies_and_is_refused():
+    node = ["list", [["plain", "x" * 2_000_000]] * 500]  # 2 MB, 500 times
+    with pytest.raises(TooLarge):
+        unpack(pack(node))
+
+
+def test_reprs_are_built_from_bounded_pieces():
+    value = ["x" * 2_000_000] * 500
+    text = bounded_repr(value, 80)
+    assert len(text) <= 80 and text.startswith("['xxxx")
+    assert bounded_repr({"a": [1, 2]}, 80) == repr({"a": [1, 2]})
+    assert bounded_repr((1, "b"), 80) == repr((1, "b"))
 
 
 def test_a_returned_object_cannot_run_code_in_the_checking_process(tmp_path):

@@ -9,9 +9,12 @@ a copy of the student's file and nothing else.
 
 Two levels, the strongest one available is used (:func:`isolation`):
 
-- ``bubblewrap`` (Linux, Debian's ``bwrap``): the worker sees the file system read-only, with the
-  project, the package's source, the submissions folder and the results hidden behind empty
-  folders; it has its own PID namespace (``--unshare-pid``: it cannot see or signal the grader or
+- ``bubblewrap`` (Linux, Debian's ``bwrap``): deny by default. The worker's file system holds
+  the system's folders and the interpreter's (read-only, :func:`system_view`), the book data its
+  check reads, the skeleton and its submission, in a ``/tmp`` and ``/dev/shm`` of its own (RAM
+  file systems of :data:`TMPFS_MB`); nothing else of the machine (no home, ``/root``, ``/etc``,
+  other clones, the submissions folder or the results). It runs as uid :data:`SANDBOX_UID` in a
+  user namespace of its own; it has its own PID namespace (``--unshare-pid``: it cannot see or signal the grader or
   another submission, and every process it starts, ``setsid`` daemons included, ends with it),
   no network, no capabilities, and it dies with the grader (its supervisor, :data:`SUPERVISOR`,
   ends the whole sandbox when the grader dies, however far it had got in starting).
@@ -22,6 +25,11 @@ Two levels, the strongest one available is used (:func:`isolation`):
   adopts orphans). That stops
   mistakes and the usual attacks, not a determined one: the hook's rules live in the same
   interpreter as the student's code, which can rewrite them. The grader says so in one line.
+
+At both levels the kernel enforces the limits: per process ``RLIMIT_AS``, ``RLIMIT_CPU`` and
+``RLIMIT_FSIZE`` (``sandbox._caps``), and where this process may make one, a cgroup per worker
+(:func:`worker_cgroup`: the memory of all its processes and RAM files together, and the number
+of its processes).
 
 ``SELFCHECK_ISOLATION=process`` forces the second level (tests of the fallback use it; set for
 a whole test run, it tests a machine without bubblewrap).
@@ -47,8 +55,8 @@ import transformer_lab
 
 BUBBLEWRAP, PROCESS = "bubblewrap", "process"
 LEVEL_LINES = {
-    BUBBLEWRAP: "isolation: bubblewrap (own file-system view, PID namespace and network; "
-    "the project, the submissions and the results hidden)",
+    BUBBLEWRAP: "isolation: bubblewrap (a file-system view of the interpreter and the "
+    "submission only, own user, PID namespace and network)",
     PROCESS: "isolation: process only (bubblewrap is not available: a fresh interpreter with an "
     "audit hook, which a determined submission can get round; install bubblewrap, e.g. "
     "apt-get install bubblewrap, for real isolation)",
@@ -190,8 +198,7 @@ def remove_abandoned(kind: str, now: float | None = None) -> None:
             or _alive(int(pid))
         ):
             continue
-        _writable(folder)  # a skeleton is read-only by design
-        shutil.rmtree(folder, ignore_errors=True)
+        remove_folder(folder)  # a skeleton is read-only by design
 
 
 def _process_folder(kind: str) -> Path:
@@ -199,7 +206,7 @@ def _process_folder(kind: str) -> Path:
     the abandoned ones of ended processes, :func:`remove_abandoned`)."""
     remove_abandoned(kind)
     root = Path(tempfile.mkdtemp(prefix=f"selfcheck-{kind}-{os.getpid()}-"))
-    atexit.register(shutil.rmtree, root, True)
+    atexit.register(remove_folder, root)
     return root
 
 
@@ -218,9 +225,6 @@ def skeleton(book_modules: tuple[str, ...] = ()) -> str:
     )
     for folder in (root, *root.rglob("*")):
         os.chmod(folder, 0o555 if folder.is_dir() else 0o444)
-    atexit.register(
-        _writable, root
-    )  # so that rmtree (registered first, run last) can remove it
     return str(root)
 
 
@@ -231,22 +235,246 @@ def runs_folder() -> str:
     return str(_process_folder("runs"))
 
 
-def _writable(root: Path) -> None:
-    for folder in (root, *root.rglob("*")):
-        if folder.is_dir() and not folder.is_symlink():
-            os.chmod(folder, 0o755)
+_FOLDER_FLAGS = os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _writable(root: Path | str) -> None:
+    """Give every folder of ``root`` mode 0755, so that it can be removed, never following a
+    link: each folder is opened by name relative to its parent's descriptor, without following
+    a link (``O_NOFOLLOW``), and changed through that descriptor. Files keep their modes (their
+    folder's mode is what removing them needs)."""
+    try:
+        fd = _open_folder(str(root), None)
+    except OSError:
+        return
+    _writable_at(fd, 0)
+
+
+def _open_folder(name: str, parent: int | None) -> int:
+    """A descriptor of folder ``name`` (relative to ``parent``), made 0755 first; ``OSError``
+    when it is a link or not a folder."""
+    if hasattr(os, "O_PATH") and Path("/proc/self/fd").is_dir():
+        # O_PATH needs no permission on the folder itself; its /proc link names the folder
+        # that was opened, so chmod through it changes that folder and nothing it points to.
+        handle = os.open(name, os.O_PATH | _FOLDER_FLAGS, dir_fd=parent)
+        try:
+            os.chmod(f"/proc/self/fd/{handle}", 0o755)
+            return os.open(".", os.O_RDONLY | _FOLDER_FLAGS, dir_fd=handle)
+        finally:
+            os.close(handle)
+    fd = os.open(name, os.O_RDONLY | _FOLDER_FLAGS, dir_fd=parent)
+    os.fchmod(fd, 0o755)
+    return fd
+
+
+def _writable_at(fd: int, depth: int) -> None:
+    try:
+        if depth > 100:
+            return
+        with os.scandir(fd) as entries:
+            names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
+        for name in names:
+            try:
+                child = _open_folder(name, fd)
+            except OSError:
+                continue  # a link put in its place meanwhile, or gone
+            _writable_at(child, depth + 1)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def remove_folder(folder: Path | str) -> None:
+    """Remove ``folder`` and what it holds, as far as this process may, following no link:
+    folders are made writable by :func:`_writable`, links are removed as links (``rmtree``
+    does not follow them)."""
+    _writable(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Limits the kernel enforces
+# ---------------------------------------------------------------------------------------------
+
+TMPFS_MB = (
+    64  # each of the sandbox's RAM file systems: /tmp (the working folder) and /dev/shm
+)
+PIDS_MAX = 64  # processes and threads of one worker (a cgroup's pids.max)
+# A worker's own memory (interpreter, torch, the checks' code) besides what Limits.memory_mb
+# gives the student: the cgroup's cap is their sum, files in its RAM file systems included.
+BASE_MB = 512
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class Cgroup:
+    """The cgroup folders (one per controller, cgroup v1) that hold one worker."""
+
+    folders: tuple[Path, ...]
+
+    def remove(self) -> None:
+        """Remove the folders once their processes have ended (a few tries: the kernel ends
+        the processes of a PID namespace a moment after its first process)."""
+        for folder in self.folders:
+            for _ in range(100):
+                try:
+                    folder.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+    def events(self) -> dict[str, int]:
+        """How often each limit was hit: ``memory`` (v1 failcnt) and ``pids`` (refused forks)."""
+        found = {}
+        for folder in self.folders:
+            for name, key in (("memory.failcnt", "memory"), ("pids.events", "pids")):
+                try:
+                    text = (folder / name).read_text().split()
+                except OSError:
+                    continue
+                found[key] = int(text[-1]) if text and text[-1].isdigit() else 0
+        return found
+
+
+def _own_cgroups() -> dict[str, Path]:
+    """This process's cgroup folder for the ``memory`` and ``pids`` controllers (cgroup v1)."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return {}
+    found = {}
+    for line in lines:
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        for controller in parts[1].split(","):
+            if controller in ("memory", "pids"):
+                found[controller] = CGROUP_ROOT / controller / parts[2].lstrip("/")
+    return found
+
+
+_CGROUP_COUNT = [0]
+
+
+def worker_cgroup(memory_mb: int | None) -> Cgroup | None:
+    """A fresh cgroup for one worker, where this process may make one (root, or a delegated
+    cgroup v1 tree): at most :data:`PIDS_MAX` processes and ``memory_mb`` + :data:`BASE_MB` of
+    memory, everything counted (every process, and the files of its RAM file systems). None
+    where it may not (cgroup v2 only, as under systemd, needs ``systemd-run --scope``, which
+    this module does not use; there the per-process limits of ``sandbox._caps`` hold)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    if _CGROUP_COUNT[0] == 0:
+        remove_abandoned_cgroups()
+    _CGROUP_COUNT[0] += 1
+    name = f"selfcheck-{os.getpid()}-{_CGROUP_COUNT[0]}"
+    settings = {"pids": [("pids.max", str(PIDS_MAX))], "memory": []}
+    if memory_mb is not None:
+        cap = str((memory_mb + BASE_MB) * 2**20)
+        settings["memory"] = [
+            ("memory.limit_in_bytes", cap),
+            ("memory.memsw.limit_in_bytes", cap),
+        ]
+    made = []
+    for controller, parent in _own_cgroups().items():
+        if not settings[controller] or not (parent / "cgroup.procs").exists():
+            continue
+        folder = parent / name
+        try:
+            folder.mkdir()
+        except OSError:
+            continue
+        made.append(folder)
+        for file, value in settings[controller]:
+            try:
+                (folder / file).write_text(value)
+            except OSError:
+                if file != "memory.memsw.limit_in_bytes":  # no swap accounting: fine
+                    Cgroup(tuple(made)).remove()
+                    return None
+    return Cgroup(tuple(made)) if made else None
+
+
+def remove_abandoned_cgroups() -> None:
+    """Remove the empty cgroups of graders that were killed (their process has ended)."""
+    for parent in _own_cgroups().values():
+        for folder in parent.glob("selfcheck-*-*"):
+            pid = folder.name.split("-")[1]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                try:
+                    folder.rmdir()
+                except OSError:
+                    pass
 
 
 def _bwrap_base() -> list[str]:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return []
-    command = [bwrap, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    command = [
+        bwrap,
+        "--unshare-user",
+        "--uid",
+        str(SANDBOX_UID),
+        "--gid",
+        str(SANDBOX_UID),
+    ]
     command += ["--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     # No --new-session: the supervisor already runs in a session of its own, with no terminal,
     # and the sandbox stays in its process group, so that one killpg ends all of it at once.
     command += ["--die-with-parent", "--cap-drop", "ALL"]
     return command
+
+
+# The system folders a Python interpreter needs (merged-/usr links are made as links), and
+# single files of /etc the dynamic loader reads; /sys only for the CPU layout torch reads.
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/sys/devices/system/cpu")
+SANDBOX_UID = 65534  # the worker's uid and gid in its user namespace ("nobody")
+
+
+def _interpreter_folders() -> list[str]:
+    """The interpreter's own folders (its prefix, a virtual environment, its packages)."""
+    paths = [sys.prefix, sys.base_prefix, *site.getsitepackages()]
+    paths.append(os.path.dirname(os.path.dirname(os.path.realpath(sys.executable))))
+    real = [os.path.realpath(p) for p in paths if os.path.isdir(p)]
+    return _outermost(list(dict.fromkeys(real)))
+
+
+def system_view(hidden: list[str] = ()) -> list[str]:
+    """bwrap arguments that build the worker's whole file system, deny by default: the system
+    folders and the interpreter's (read-only), an empty ``/dev`` with the usual devices, its own
+    ``/proc``, and nothing else of the machine (no ``/etc`` beyond the loader's cache, no home,
+    no ``/root``, no other clone). A ``hidden`` path inside one of those folders (the book's
+    package installed beside the interpreter's packages) is covered by an empty folder."""
+    view: list[str] = []
+    for path in SYSTEM_FOLDERS:
+        if os.path.islink(path):
+            view += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            view += ["--ro-bind", path, path]
+    shown = [p for p in SYSTEM_FOLDERS if os.path.isdir(p) and not os.path.islink(p)]
+    for path in _interpreter_folders():
+        if not any(_inside(path, q) for q in shown):
+            view += ["--ro-bind", path, path]
+            shown.append(path)
+    view += [
+        arg
+        for path in SYSTEM_FILES
+        if os.path.exists(path)
+        for arg in ("--ro-bind", path, path)
+    ]
+    for path in _outermost([os.path.realpath(h) for h in hidden]):
+        if any(_inside(path, q) for q in shown):
+            view += (
+                ["--tmpfs", path]
+                if os.path.isdir(path)
+                else ["--ro-bind", "/dev/null", path]
+            )
+    return [*view, "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
 
 
 @functools.cache
@@ -256,16 +484,7 @@ def _bwrap_works() -> bool:
         return False
     try:
         done = subprocess.run(
-            [
-                *base,
-                "--tmpfs",
-                "/tmp",
-                *_interpreter_binds([]),
-                sys.executable,
-                "-I",
-                "-c",
-                "pass",
-            ],
+            [*base, *system_view(), "--tmpfs", "/tmp", sys.executable, "-I", "-c", "pass"],
             capture_output=True,
             timeout=60,
             check=False,
@@ -273,21 +492,6 @@ def _bwrap_works() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
-
-
-def _interpreter_binds(hidden: list[str]) -> list[str]:
-    """bwrap arguments that keep the interpreter and its packages visible when they live in a
-    hidden folder or under /tmp (a virtual environment inside a clone there); never the book's
-    own package."""
-    binds: list[str] = []
-    package = str(PACKAGE)
-    for path in dict.fromkeys([sys.prefix, sys.base_prefix, *site.getsitepackages()]):
-        real = os.path.realpath(path)
-        covered = _inside(real, "/tmp") or any(_inside(real, h) for h in hidden)
-        if os.path.isdir(real) and covered:
-            if not (_inside(real, package) or _inside(package, real)):
-                binds += ["--ro-bind", real, real]
-    return binds
 
 
 def isolation() -> Isolation:
@@ -305,33 +509,35 @@ def worker_command(
     arguments: list[str],
     book_modules: tuple[str, ...] = (),
     visible: tuple[str, ...] = (),
+    cgroup: Cgroup | None = None,
+    file_name: str = "",
 ) -> tuple[list[str], str]:
     """The command that starts a worker, and the working folder as the worker sees it.
 
-    ``arguments`` follow ``python -I -c <start>``; the student's file is in ``workdir``;
-    ``visible``: folders inside the hidden ones the worker may read (the book's data)."""
+    ``arguments`` follow ``python -I -c <start>``; the student's file ``file_name`` is in
+    ``workdir``; ``visible``: folders inside the hidden ones the worker may read (the book's
+    data); ``cgroup``: the worker's (:func:`worker_cgroup`). In bubblewrap, the working folder
+    is a folder of the sandbox's own ``/tmp``, a RAM file system of :data:`TMPFS_MB` (as is
+    ``/dev/shm``), and the student's file is bound into it read-only: what the worker writes
+    never reaches the machine's disk."""
     root = skeleton(book_modules)
     start = (
         "import sys; sys.path.insert(0, sys.argv.pop(1)); "
         "from transformer_lab.selfcheck.sandbox import main; main()"
     )
-    prefix = supervisor()
+    prefix = supervisor(cgroup)
     python = [os.path.abspath(sys.executable), "-I", "-c", start]
     if level != BUBBLEWRAP:
         return [*prefix, *python, root, *arguments], workdir
-    # /tmp first: a later mount shows through it, so a project cloned under /tmp still works.
-    command = [*prefix, *_bwrap_base(), "--tmpfs", "/tmp"]
-    for path in _outermost(hidden):
-        if _inside(os.path.realpath(path), "/tmp"):
-            continue  # already behind the empty /tmp
-        if os.path.isdir(path):
-            command += ["--tmpfs", path]
-        elif os.path.exists(path):
-            command += ["--ro-bind", "/dev/null", path]
-    command += _interpreter_binds(hidden)
+    size = str(TMPFS_MB * 2**20)
+    command = [*prefix, *_bwrap_base(), *system_view(hidden)]
+    command += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
     command += [arg for path in visible for arg in ("--ro-bind", path, path)]
-    command += ["--ro-bind", root, SANDBOX_SKELETON]
-    command += ["--bind", workdir, SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
+    command += ["--ro-bind", root, SANDBOX_SKELETON, "--dir", SANDBOX_WORKDIR]
+    if file_name:
+        inside = f"{SANDBOX_WORKDIR}/{file_name}"
+        command += ["--ro-bind", os.path.join(workdir, file_name), inside]
+    command += ["--remount-ro", "/", "--chdir", SANDBOX_WORKDIR]
     command += ["--setenv", "TMPDIR", SANDBOX_WORKDIR, "--setenv", "HOME", SANDBOX_WORKDIR]
     return [*command, *python, SANDBOX_SKELETON, *arguments], SANDBOX_WORKDIR
 
@@ -355,6 +561,8 @@ def launcher() -> list[str]:
 # PR_SET_PDEATHSIG) and it SIGKILLs the whole group, however far the sandbox had got in
 # starting: bubblewrap's own --die-with-parent is set by its child only after it has started,
 # too late for a grader killed in between. It exits as the worker did (status or signal).
+# Before it starts the worker, it moves itself into the worker's cgroups (argv[2]: their
+# cgroup.procs files, one a line), so that everything the worker starts is counted there.
 SUPERVISOR = """
 import ctypes, os, signal, sys
 def end(*_):
@@ -363,7 +571,10 @@ signal.signal(signal.SIGTERM, end)
 ctypes.CDLL(None).prctl(1, signal.SIGTERM)
 if os.getppid() != int(sys.argv[1]) or os.getpgid(0) != os.getpid():
     end()
-child = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+for procs in filter(None, sys.argv[2].split(chr(10))):
+    with open(procs, "w") as handle:
+        handle.write(str(os.getpid()))
+child = os.posix_spawn(sys.argv[3], sys.argv[3:], os.environ)
 code = os.waitstatus_to_exitcode(os.waitpid(child, 0)[1])
 if code < 0:
     signal.signal(-code, signal.SIG_DFL)
@@ -372,11 +583,14 @@ os._exit(code)
 """
 
 
-def supervisor() -> list[str]:
-    """The command prefix that starts a worker under a supervisor (Linux; see SUPERVISOR)."""
+def supervisor(cgroup: Cgroup | None = None) -> list[str]:
+    """The command prefix that starts a worker under a supervisor (Linux; see SUPERVISOR), in
+    ``cgroup`` when there is one."""
     if not sys.platform.startswith("linux"):
         return []
-    return [os.path.abspath(sys.executable), "-I", "-S", "-c", SUPERVISOR, str(os.getpid())]
+    procs = "\n".join(str(f / "cgroup.procs") for f in cgroup.folders) if cgroup else ""
+    python = os.path.abspath(sys.executable)
+    return [python, "-I", "-S", "-c", SUPERVISOR, str(os.getpid()), procs]
 
 
 def _outermost(paths: list[str]) -> list[str]:

@@ -11,7 +11,9 @@ the same process:
   ``torch.ops.aten``, ``getattr``, a default argument captured at import, ``nn.MultiheadAttention``
   and the encoder layers, reaches the tripwire), and the handle that could undo that is kept out
   of Python's reach; ``F.multi_head_attention_forward`` and ``nn.MultiheadAttention.forward`` are
-  replaced too, and re-running a loaded torch module to get fresh copies is refused; so is the
+  replaced too, and re-running a loaded torch module to get fresh copies is refused, as is code
+  compiled, unmarshalled or run that is a copy of them under any file name (``copied_from``:
+  the same torch names as the original, whatever its bytecode); so is the
   attention PyTorch keeps in Python (``disarm_python_attention``: the quantizable and quantized
   multi-head layers, flex attention, the decomposition tables), and importing a torch module
   that holds more of it;
@@ -23,12 +25,14 @@ the same process:
 A tripwire that fires writes its name to a pipe the checking process reads (so a student cannot
 take it back), and the call is reported as tripped, whatever the function did next.
 
-Everything the worker sends back is plain data (see ``transport``); a returned tokenizer stays here
-and the checks call its methods remotely, under the same time limit.
+Everything the worker sends back is plain data in JSON and raw bytes, never a pickle (see
+``transport``); a returned tokenizer stays here and the checks call its methods remotely, under
+the same time limit.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib.abc
 import importlib.machinery
 import io
@@ -155,11 +159,56 @@ def arm_library_tripwires() -> None:
     ctypes.pythonapi.Py_IncRef(ctypes.py_object(handle))
     library.m = None
     del library, handle, finalizer, info
+    remember_code(
+        torch.nn.functional.multi_head_attention_forward, "F.multi_head_attention_forward"
+    )
+    remember_code(torch.nn.MultiheadAttention.forward, "nn.MultiheadAttention")
     torch.nn.functional.multi_head_attention_forward = _library_function(
         "F.multi_head_attention_forward"
     )
     torch.nn.MultiheadAttention.forward = _library_function("nn.MultiheadAttention")
     disarm_python_attention()
+
+
+# What the library's attention code *is*, whatever file it is compiled from: the names each of
+# its code objects uses (torch's functions and attributes, its private helpers). A copy compiled
+# from torch's source under another file name uses the same names, however its bytecode's
+# jumps or line numbers came out; a student's own attention uses a few of them.
+COPIED_CODE: list[tuple[frozenset, str]] = []
+FINGERPRINT_NAMES = 12  # smaller code objects are too generic to recognise
+SHARED_NAMES = 0.9  # the share of a fingerprint's names a copy uses
+
+
+def _code_objects(code: types.CodeType, depth: int = 0):
+    yield code
+    if depth < 20:
+        for constant in code.co_consts:
+            if isinstance(constant, types.CodeType):
+                yield from _code_objects(constant, depth + 1)
+
+
+def remember_code(function: object, label: str) -> None:
+    """Record the fingerprints of ``function``'s code (see :data:`COPIED_CODE`)."""
+    code = getattr(function, "__code__", None)
+    if not isinstance(code, types.CodeType):
+        return
+    for inner in _code_objects(code):
+        if len(set(inner.co_names)) >= FINGERPRINT_NAMES:
+            COPIED_CODE.append((frozenset(inner.co_names), label))
+
+
+def copied_from(code: object, fingerprints: tuple) -> str | None:
+    """The label of the library attention ``code`` (or code nested in it) is a copy of."""
+    if not isinstance(code, types.CodeType):
+        return None
+    for inner in _code_objects(code):
+        names = set(inner.co_names)
+        if len(names) < FINGERPRINT_NAMES:
+            continue
+        for fingerprint, label in fingerprints:
+            if len(fingerprint & names) >= SHARED_NAMES * len(fingerprint):
+                return label
+    return None
 
 
 def attention_operators() -> dict[str, str]:
@@ -211,8 +260,10 @@ def _disarm_modules(torch) -> None:
                 continue
             label = f"{module_name}.{name}"
             if isinstance(value, types.FunctionType):
+                remember_code(value, label)
                 setattr(module, name, _library_function(label))
             elif isinstance(value, type) and issubclass(value, torch.nn.Module):
+                remember_code(getattr(value, "forward", None), label)
                 value.forward = _library_function(label)
                 if hasattr(value, "_forward_impl"):
                     value._forward_impl = _library_function(label)
@@ -296,6 +347,7 @@ class Guard:
         )
         self.armed = False
         self.busy = False
+        self.copies: tuple = ()  # fingerprints of the library's attention (tripwires armed)
         self.reloading: set[str] = set()
 
     def arm(self) -> None:
@@ -323,6 +375,25 @@ class Guard:
 
     def _may_write(self, real: str) -> bool:
         return any(_inside(real, w) for w in self.writable)
+
+    def _compiled(self, event: str, args: tuple) -> None:
+        """Code compiled (or unmarshalled) while student code runs: a copy of the library's
+        attention trips its tripwire, before a function can be taken out of it."""
+        import marshal
+
+        try:
+            if event == "marshal.loads":
+                code = marshal.loads(args[0])
+            else:
+                source = args[0]
+                if not isinstance(source, (str, bytes, ast.AST)):
+                    return
+                code = compile(source, "<copy>", "exec", dont_inherit=True)
+        except Exception:  # noqa: BLE001 - not code we can read: the real call says why
+            return
+        label = copied_from(code, self.copies)
+        if label is not None:
+            trip(label)
 
     def __call__(self, event: str, args: tuple) -> None:
         if not self.armed or self.busy:
@@ -369,8 +440,14 @@ class Guard:
                         f"the self-check does not let your code import {name} (it holds "
                         "PyTorch's own attention)"
                     )
+        elif event in ("compile", "marshal.loads") and self.copies:
+            self._compiled(event, args)
         elif event == "exec":
             code = args[0] if args else None
+            if self.copies:
+                label = copied_from(code, self.copies)
+                if label is not None:
+                    trip(label)
             filename = getattr(code, "co_filename", "")
             if getattr(code, "co_name", "") == "<module>" and filename:
                 if os.path.realpath(filename) in self.reloading:
@@ -430,7 +507,9 @@ def _streams() -> None:
 
 
 def _caps(limits: dict) -> None:
-    """Output and (Linux) memory caps; memory counts from the worker's size once torch is in."""
+    """Per-process caps the kernel enforces (``setrlimit``, inherited by every child): file
+    size, CPU time and (Linux) address space, which counts from the worker's size once torch is
+    in. The cgroup of ``isolation.worker_cgroup``, where there is one, caps the whole sandbox."""
     try:
         import resource
     except ImportError:  # Windows
@@ -441,6 +520,11 @@ def _caps(limits: dict) -> None:
         cap = limits["output_bytes"]
         resource.setrlimit(resource.RLIMIT_FSIZE, (cap, cap))
     except (ValueError, OSError):
+        pass
+    try:  # CPU time: SIGXCPU ends the worker, SIGKILL a few seconds later if it ignores that
+        cap = int(limits["cpu_seconds"])
+        resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 5))
+    except (KeyError, ValueError, OSError):
         pass
     if limits.get("memory_mb") is not None and sys.platform.startswith("linux"):
         try:
@@ -506,11 +590,12 @@ class Server:
 
     def reply(self, message: tuple) -> None:
         from transformer_lab.selfcheck.errors import summarise_exception
+        from transformer_lab.selfcheck.transport import pack
 
         try:
-            data = pickle.dumps(message)
+            data = pack(message)
         except BaseException as error:  # noqa: BLE001
-            data = pickle.dumps(
+            data = pack(
                 (
                     "raised",
                     "the result could not be sent back: " + summarise_exception(error),
@@ -618,6 +703,8 @@ def main() -> None:
         arm_library_tripwires()
     guard = Guard(config["hidden"], os.path.dirname(path), config["level"] != "bubblewrap")
     guard.library = config.get("library_tripwires", True)
+    if guard.library:
+        guard.copies = tuple(COPIED_CODE)
     if guard.strict:
         close_unaudited_routes()
     guard.visible += [os.path.realpath(p) for p in config.get("visible", [])]

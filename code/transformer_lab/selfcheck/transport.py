@@ -1,17 +1,24 @@
-"""What a worker sends back, in a form the parent can read without running any of its code.
+"""What a worker sends back, in a form the parent reads in linear time without running its code.
 
-Unpickling runs whatever a pickle names, so a student's function could return an object whose
-pickle calls ``exec`` in the parent. The worker therefore encodes results as plain data: every
-value becomes a tagged tuple of strings, numbers, bytes, lists and tuples; tensors and arrays
-travel as raw bytes with a dtype from a short list; a tokenizer stays in the worker, which
-sends a handle the parent calls it through (``worker.RemoteObject``). The parent
-unpickles that with :class:`PlainUnpickler`, which refuses every global, and rebuilds the values.
+The worker's code is the student's to change, so a reply is treated as hostile bytes. Nothing
+from a worker is unpickled (unpickling runs what a pickle names, and rebuilds one object named
+many times as many objects). The worker encodes a result as plain data: every value becomes a
+tagged list of strings, numbers, lists and raw bytes; tensors and arrays travel as raw bytes
+with a dtype from a short list and a shape; a tokenizer stays in the worker, which sends a
+handle the parent calls it through (``worker.RemoteObject``).
+
+On the wire (:func:`pack`, :func:`unpack`) a reply is a short binary header, a JSON document
+of at most :data:`JSON_BYTES` and the raw byte strings it refers to. The parent checks the
+sizes before it parses anything, parses the JSON with Python's linear-time parser, and
+:func:`decode` rebuilds the values under a budget of values, bytes, depth and time, refusing a
+dict whose keys hash alike (a dict of such keys costs time quadratic in their number).
 """
 
 from __future__ import annotations
 
-import io
-import pickle
+import json
+import struct
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -119,28 +126,139 @@ def encode(
     elif models is not None and isinstance(value, models.Model):
         category = "model"
     try:
-        text = repr(value)[:120]
+        text = bounded_repr(value, 120)
     except Exception:  # noqa: BLE001 - a broken __repr__ is the student's, not ours
         text = f"<{type(value).__name__}>"
     return ("opaque", type_name(value), text, category)
 
 
-# What one reply may rebuild in the parent. A pickle can name one object many times, so a
-# reply of a few megabytes (forged by code that replaced ``encode`` in the worker) could
-# otherwise unpack into gigabytes: a list naming one 50 MB tensor 2,000 times, a list nested
-# 100,000 deep. Honest replies are far smaller (a check's answers are small tensors).
+# What one reply may rebuild in the parent. Honest replies are far smaller (a check's answers
+# are small tensors, a tokenizer's vocabulary a few thousand entries).
 DECODE_BYTES = 64 * 2**20
 DECODE_NODES = 1_000_000
 DECODE_DEPTH = 4 * DEPTH
+JSON_BYTES = 4 * 2**20  # the JSON part of one reply; tensors travel beside it as raw bytes
+MAX_BLOBS = 100_000
+TEXT_CHARACTERS = 200  # an opaque object's description, a remote class's name
+MAGIC = b"TLR1"
+_HEAD = struct.Struct("<4sQQ")  # magic, JSON bytes, number of raw byte strings
+_BLOB = "\x00blob"  # the JSON object {_BLOB: i} stands for the i-th raw byte string
 
 
 class TooLarge(ValueError):
     """A reply that would rebuild into more than the parent accepts."""
 
 
+class Malformed(ValueError):
+    """A reply that is not what :func:`pack` makes."""
+
+
+def bounded_repr(value: object, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, built from pieces that are cut first: a
+    long string, list, tuple or dict costs ``limit``, not its own size."""
+    return _bounded(value, limit, 0)[:limit]
+
+
+def _bounded(value: object, limit: int, depth: int) -> str:
+    if type(value) is str:
+        return repr(value[:limit]) + ("..." if len(value) > limit else "")
+    if type(value) in (bytes, bytearray):
+        return repr(value[:limit]) + ("..." if len(value) > limit else "")
+    if depth < DEPTH and type(value) in (list, tuple, dict):
+        items = list(value.items()) if type(value) is dict else list(value)
+        parts, size = [], 0
+        for item in items[:limit]:
+            part = (
+                f"{_bounded(item[0], limit, depth + 1)}: "
+                f"{_bounded(item[1], limit, depth + 1)}"
+                if type(value) is dict
+                else _bounded(item, limit, depth + 1)
+            )
+            parts.append(part)
+            size += len(part) + 2
+            if size > limit:
+                break
+        more = ", ..." if len(parts) < len(items) else ""
+        opening, closing = {list: "[]", tuple: "()", dict: "{}"}[type(value)]
+        return opening + ", ".join(parts) + more + closing
+    if type(value) in (list, tuple, dict):
+        return f"<{type(value).__name__} of {len(value)}>"
+    return repr(value)[: limit * 4]  # tensors and arrays summarise themselves
+
+
+def _plain(value: object, blobs: list[bytes], depth: int = 0) -> object:
+    if depth > DECODE_DEPTH + 4:  # the reply's own levels, then the value's
+        raise TooLarge(f"the result is nested more than {DECODE_DEPTH} levels deep")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        blobs.append(bytes(value))
+        if (
+            sum(map(len, blobs)) > DECODE_BYTES
+        ):  # stop at once: the parent refuses it anyway
+            raise TooLarge(
+                f"the result is too large to check (over {DECODE_BYTES // 2**20} MB)"
+            )
+        return {_BLOB: len(blobs) - 1}
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, blobs, depth + 1) for item in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v, blobs, depth + 1) for k, v in value.items()}
+    return value
+
+
+def pack(message: object) -> bytes:
+    """The worker's side: ``message`` (plain data, see :func:`encode`) as bytes for the wire;
+    ``TooLarge`` for a message the parent would refuse (too deep, too many bytes)."""
+    blobs: list[bytes] = []
+    document = json.dumps(_plain(message, blobs), ensure_ascii=True).encode("ascii")
+    sizes = struct.pack(f"<{len(blobs)}Q", *(len(b) for b in blobs))
+    return b"".join([_HEAD.pack(MAGIC, len(document), len(blobs)), sizes, document, *blobs])
+
+
+def unpack(data: bytes) -> object:
+    """The parent's side: the message :func:`pack` made (lists for its tuples, ``bytes`` for
+    its raw strings); ``TooLarge`` or ``Malformed`` before any parsing when the sizes are not
+    those of an honest reply."""
+    if len(data) < _HEAD.size:
+        raise Malformed("the reply is too short")
+    magic, length, count = _HEAD.unpack_from(data)
+    if magic != MAGIC:
+        raise Malformed("the reply is not in the self-check's format")
+    if length > JSON_BYTES or count > MAX_BLOBS:
+        raise TooLarge(
+            f"the result is too large to check (over {JSON_BYTES // 2**20} MB of values "
+            f"besides tensors, or over {MAX_BLOBS:,} tensors)"
+        )
+    offset = _HEAD.size + 8 * count
+    if len(data) < offset + length:
+        raise Malformed("the reply is shorter than it says")
+    sizes = struct.unpack_from(f"<{count}Q", data, _HEAD.size)
+    if offset + length + sum(sizes) != len(data):
+        raise Malformed("the reply's parts do not add up to its size")
+    view, blobs, start = memoryview(data), [], offset + length
+    for size in sizes:
+        blobs.append(view[start : start + size])
+        start += size
+
+    def pairs(items: list[tuple[str, object]]) -> object:
+        if len(items) == 1 and items[0][0] == _BLOB:
+            index = items[0][1]
+            if type(index) is not int or not 0 <= index < count:
+                raise Malformed("the reply names raw bytes it does not hold")
+            return bytes(blobs[index])
+        return dict(items)  # JSON keys are strings: their hashes are random per process
+
+    try:
+        return json.loads(
+            bytes(view[offset : offset + length]).decode("ascii"), object_pairs_hook=pairs
+        )
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+        raise Malformed(f"the reply is not valid JSON ({type(error).__name__})") from None
+
+
 class _Budget:
-    def __init__(self):
+    def __init__(self, deadline: float | None = None):
         self.bytes, self.nodes = DECODE_BYTES, DECODE_NODES
+        self.deadline = deadline
 
     def spend(self, nodes: int = 1, data: int = 0) -> None:
         self.nodes -= nodes
@@ -150,6 +268,52 @@ class _Budget:
                 f"the result is too large to check (over {DECODE_NODES:,} values or "
                 f"{DECODE_BYTES // 2**20} MB)"
             )
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TooLarge(
+                "the result took longer to read back than the check's time limit"
+            )
+
+
+def budget(deadline: float | None = None) -> _Budget:
+    """What one reply may rebuild; ``deadline`` (``time.monotonic()``) ends a slow rebuild."""
+    return _Budget(deadline)
+
+
+# numpy dtypes an array may travel as (both byte orders): booleans, integers, floats.
+NUMPY_DTYPES = {
+    np.dtype(code).newbyteorder(order).str for code in "?bBhHiIlLqQefd" for order in "<>"
+}
+
+
+def _shape(field: object) -> list[int]:
+    if type(field) is not list or len(field) > 32:
+        raise Malformed("a tensor's shape is not a short list of sizes")
+    if not all(type(n) is int and 0 <= n for n in field):
+        raise Malformed("a tensor's shape is not a list of sizes")
+    return field
+
+
+def _field(node: list, index: int, kind: type) -> object:
+    if len(node) <= index or type(node[index]) is not kind:
+        raise Malformed(f"a {node[0]} node lacks its {kind.__name__} field")
+    return node[index]
+
+
+def _distinct_hashes(keys: list) -> None:
+    """Refuse keys that are not plain values, or two keys that hash alike (an honest dict's
+    keys are distinct strings, numbers or tuples of them, whose hashes differ)."""
+    hashes = set()
+    for key in keys:
+        if type(key) is str:
+            continue  # a string's hash is random per process: no one can make them collide
+        if not isinstance(key, (int, float, tuple, type(None))):
+            raise Malformed(f"a dict key of type {type(key).__name__}")
+        try:
+            hashes.add(hash(key))
+        except TypeError:
+            raise Malformed("a dict key that cannot be hashed") from None
+    if len(hashes) < sum(type(k) is not str for k in keys):
+        raise TooLarge("the result is a dict whose keys hash alike (refused unread)")
 
 
 def decode(
@@ -158,80 +322,98 @@ def decode(
     budget: _Budget | None = None,
     depth: int = 0,
 ) -> object:
-    """Rebuild a value from :func:`encode`'s plain data; ``remote`` makes the stand-in of an
-    object that stayed in the worker (without it, such an object is refused). ``TooLarge``
-    when it would rebuild into more than :data:`DECODE_BYTES`, :data:`DECODE_NODES` values or
-    :data:`DECODE_DEPTH` levels."""
+    """Rebuild a value from :func:`encode`'s plain data (after :func:`unpack`: lists for
+    tuples); ``remote`` makes the stand-in of an object that stayed in the worker (without it,
+    such an object is refused). ``TooLarge`` when it would rebuild into more than
+    :data:`DECODE_BYTES`, :data:`DECODE_NODES` values or :data:`DECODE_DEPTH` levels, or take
+    longer than the budget's deadline; ``Malformed`` when it is not what :func:`encode` makes.
+    Every node costs time linear in its size."""
     budget = budget or _Budget()
     budget.spend()
     if depth > DECODE_DEPTH:
         raise TooLarge(f"the result is nested more than {DECODE_DEPTH} levels deep")
-    if not isinstance(node, tuple) or not node:
-        raise ValueError("not a node")
+    if not isinstance(node, (tuple, list)) or not node or type(node[0]) is not str:
+        raise Malformed("not a node")
     tag = node[0]
     for field in node[1:]:
         if isinstance(field, (bytes, str)):
             budget.spend(data=len(field))
     if tag in ("list", "tuple", "dict", "module"):
-        items = node[2] if tag == "module" else node[1]
+        items = _field(node, 2 if tag == "module" else 1, list)
         budget.spend(nodes=len(items))
 
     def inner(item):
         return decode(item, remote, budget, depth + 1)
 
+    def pair(item) -> tuple:
+        if not isinstance(item, (tuple, list)) or len(item) != 2:
+            raise Malformed("a dict entry is not a pair")
+        return inner(item[0]), inner(item[1])
+
     if tag == "plain":
+        if len(node) != 2 or not (
+            node[1] is None or type(node[1]) in (bool, int, float, str)
+        ):
+            raise Malformed("a plain node holds something else")
         return node[1]
     if tag == "tensor":
-        dtype = TENSOR_DTYPES[node[1]]
+        if _field(node, 1, str) not in TENSOR_DTYPES:
+            raise Malformed(f"unexpected tensor dtype {node[1][:40]!r}")
+        dtype, shape, data = TENSOR_DTYPES[node[1]], _shape(node[2]), _field(node, 3, bytes)
         flat = (
-            torch.frombuffer(bytearray(node[3]), dtype=torch.uint8)
-            if node[3]
+            torch.frombuffer(bytearray(data), dtype=torch.uint8)
+            if data
             else torch.empty(0, dtype=torch.uint8)
         )
         if dtype == torch.bool:
-            return flat.to(torch.bool).reshape(node[2])
-        return flat.view(dtype).reshape(node[2]).clone()
+            return flat.to(torch.bool).reshape(shape)
+        return flat.view(dtype).reshape(shape).clone()
     if tag == "ndarray":
-        dtype = np.dtype(node[1])
-        if dtype.kind not in NUMPY_KINDS:
-            raise ValueError(f"unexpected array dtype {dtype}")
-        return np.frombuffer(node[3], dtype=dtype).reshape(node[2]).copy()
+        if _field(node, 1, str) not in NUMPY_DTYPES:
+            raise Malformed(f"unexpected array dtype {node[1][:40]!r}")
+        data = _field(node, 3, bytes)
+        return np.frombuffer(data, dtype=np.dtype(node[1])).reshape(_shape(node[2])).copy()
     if tag == "npscalar":
-        dtype = np.dtype(node[1])
-        if dtype.kind not in NUMPY_KINDS:
-            raise ValueError(f"unexpected scalar dtype {dtype}")
-        return np.frombuffer(node[2], dtype=dtype)[0]
+        if _field(node, 1, str) not in NUMPY_DTYPES:
+            raise Malformed(f"unexpected scalar dtype {node[1][:40]!r}")
+        return np.frombuffer(_field(node, 2, bytes), dtype=np.dtype(node[1]))[0]
     if tag == "list":
         return [inner(item) for item in node[1]]
     if tag == "tuple":
         return tuple(inner(item) for item in node[1])
     if tag == "dict":
-        return {inner(k): inner(v) for k, v in node[1]}
+        pairs = [pair(item) for item in node[1]]
+        _distinct_hashes([key for key, _ in pairs])
+        return dict(pairs)
     if tag == "module":
-        return ModuleState(node[1], {str(name): inner(t) for name, t in node[2]})
+        state = {}
+        for item in node[2]:
+            if not isinstance(item, (tuple, list)) or len(item) != 2:
+                raise Malformed("a module's entry is not a pair")
+            state[str(item[0])[:TEXT_CHARACTERS]] = inner(item[1])
+        return ModuleState(str(_field(node, 1, str))[:TEXT_CHARACTERS], state)
     if tag == "gradient":
-        budget.spend(nodes=len(node[2]))
-        gradients = inner(node[3])
+        reached = _field(node, 2, dict)
+        budget.spend(nodes=len(reached))
+        gradients = inner(node[3]) if len(node) > 3 else None
         if not isinstance(gradients, dict):
-            raise ValueError("the gradients are not a mapping")
+            raise Malformed("the gradients are not a mapping")
         return GradientReport(
             bool(node[1]),
-            {str(k): str(v) for k, v in node[2].items()},
+            {
+                str(k)[:TEXT_CHARACTERS]: str(v)[:TEXT_CHARACTERS]
+                for k, v in reached.items()
+            },
             {str(k): v for k, v in gradients.items() if isinstance(v, torch.Tensor)},
         )
     if tag == "remote" and remote is not None:
-        return remote(int(node[1]), str(node[2]), str(node[3]))
+        if type(_field(node, 1, int)) is not int:
+            raise Malformed("a handle is not a number")
+        return remote(
+            node[1],
+            str(_field(node, 2, str))[:TEXT_CHARACTERS],
+            str(_field(node, 3, str))[:TEXT_CHARACTERS],
+        )
     if tag == "opaque":
-        return Opaque(str(node[1]), str(node[2]), str(node[3]))
-    raise ValueError(f"unexpected tag {tag!r}")
-
-
-class PlainUnpickler(pickle.Unpickler):
-    """Reads only plain data: any class or function named in the pickle is refused."""
-
-    def find_class(self, module: str, name: str):
-        raise pickle.UnpicklingError(f"refused to load {module}.{name}")
-
-
-def loads_plain(data: bytes) -> object:
-    return PlainUnpickler(io.BytesIO(data)).load()
+        return Opaque(*(str(_field(node, i, str))[:TEXT_CHARACTERS] for i in (1, 2, 3)))
+    raise Malformed(f"unexpected tag {tag[:40]!r}")

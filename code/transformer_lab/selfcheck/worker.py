@@ -51,12 +51,20 @@ from transformer_lab.selfcheck.isolation import (
     data_folders,
     hidden_paths,
     isolation,
+    remove_folder,
     runs_folder,
     with_imports,
+    worker_cgroup,
     worker_command,
 )
 from transformer_lab.selfcheck.sandbox import BOOK_PREFIX, STUDENT_MODULE
-from transformer_lab.selfcheck.transport import TooLarge, decode, loads_plain
+from transformer_lab.selfcheck.transport import (
+    Malformed,
+    TooLarge,
+    budget,
+    decode,
+    unpack,
+)
 
 DEFAULT_SECONDS = 10.0
 DEFAULT_MEMORY_MB = 2048
@@ -157,6 +165,12 @@ def load_module(path: Path | str, name: str = STUDENT_MODULE) -> types.ModuleTyp
     return load_source(path, name)
 
 
+def cpu_seconds(seconds: float, checks: int) -> int:
+    """The CPU time one worker may use (``RLIMIT_CPU``): its start, and each of its ``checks``
+    with two cores busy for its whole time limit."""
+    return int(START_SECONDS + 2 * seconds * max(1, checks)) + 1
+
+
 class LoadFailed(Exception):
     """The student's file could not be loaded (one summarised line)."""
 
@@ -183,6 +197,7 @@ def describe_exit(exitcode: int | None) -> str:
         "SIGKILL": " (out of memory?)",
         "SIGSEGV": " (a crash in native code)",
         "SIGXFSZ": " (too much output)",
+        "SIGXCPU": " (out of CPU time)",
         "SIGABRT": " (an abort in native code)",
     }.get(name, "")
     return f"the process running your code was killed by {name}{why}"
@@ -224,6 +239,7 @@ class Worker:
         self.limit = limits.seconds
         self.alarms: list[str] = []
         self.prepared = False
+        self.cgroup = None
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -243,11 +259,13 @@ class Worker:
         ours, theirs = socket.socketpair()
         alarm_read, alarm_write = os.pipe()
         fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
+        self.cgroup = worker_cgroup(self.limits.memory_mb)
         config = {
             "names": self.names,
             "limits": {
                 "output_bytes": self.limits.output_bytes,
                 "memory_mb": self.limits.memory_mb,
+                "cpu_seconds": cpu_seconds(self.limits.seconds, len(self.names)),
             },
             "hidden": self.hidden,
             "level": self.isolation.level,
@@ -262,6 +280,8 @@ class Worker:
             [str(theirs.fileno()), str(alarm_write), "", json.dumps(config)],
             self.book_modules,
             tuple(self.visible),
+            self.cgroup,
+            self.path.name,
         )
         command[-2] = os.path.join(seen, self.path.name)
         with open(self.output_path, "ab") as output:
@@ -390,9 +410,12 @@ class Worker:
             os.close(alarm)
         if process is not None and any(_SUBREAPER):
             end_orphans()
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is not None:
+            cgroup.remove()
         workdir, self.workdir = self.workdir, None
         if workdir is not None:
-            shutil.rmtree(workdir, onerror=_force_remove)
+            remove_folder(workdir)  # never following a link the student left
 
     def close(self) -> None:
         if self.alive:
@@ -452,9 +475,13 @@ class Worker:
                 "the result was too large to read back (over 64 MB)"
             ) from None
         try:
-            reply = loads_plain(data)
-            if not isinstance(reply, tuple) or not reply or not isinstance(reply[0], str):
-                raise ValueError("not a reply")
+            reply = unpack(data)
+            if not isinstance(reply, list) or not reply or not isinstance(reply[0], str):
+                raise Malformed("not a reply")
+            reply = tuple(reply)
+        except TooLarge as error:
+            self.kill()
+            raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
             self.kill()
             raise StudentRaised(
@@ -513,15 +540,6 @@ def _clean_environment(visible: list[str]) -> dict[str, str]:
     if visible:
         env["CLOUDWAVE_DATA_DIR"] = visible[0]
     return env
-
-
-def _force_remove(function, path, _info) -> None:
-    try:
-        os.chmod(os.path.dirname(path), 0o700)
-        os.chmod(path, 0o700)
-        function(path)
-    except OSError:
-        pass
 
 
 def _functions(info: dict) -> dict[str, dict]:
@@ -590,8 +608,10 @@ class RemoteFunction(StudentFunction):
         return reply
 
     def _decode(self, node):
+        # Rebuilding a reply counts against the check's time limit (a second at least).
+        deadline = max(self.worker.deadline, time.monotonic() + 1.0)
         try:
-            return decode(node, remote=self.worker_object)
+            return decode(node, remote=self.worker_object, budget=budget(deadline))
         except TooLarge as error:
             raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
