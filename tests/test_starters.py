@@ -163,6 +163,13 @@ def test_week20_starter_is_short_and_its_settings_are_chapter_4s_recipe():
     assert week20.PATIENCE == char_transformer.PATIENCE
     assert week20.MAX_EPOCHS == char_transformer.MAX_EPOCHS
     assert week20.N_COMMENTS == char_transformer.SAMPLE_SIZE
+    assert week20.SEEDS == tuple(seed for _, seed in char_transformer.RUNS)
+    from transformer_lab import week20_runs
+
+    assert (week20.BPE_VOCAB, week20.BPE_LENGTH) == (
+        week20_runs.TASK6_BPE_VOCAB,
+        week20_runs.TASK6_BPE_LENGTH,
+    )
     # the CAPITALS come first, then the functions, then a short main
     assert source.index("WINDOW =") < source.index("def forward_without_positions")
     main = source[source.index("def main(") :]

@@ -35,6 +35,12 @@ from transformer_lab.char_transformer import (
 from transformer_lab.metrics import accuracy
 from transformer_lab.protocol import SealedTest, seed_interval, three_way_split
 
+# Task 6's defaults (the starter's BPE_VOCAB and BPE_LENGTH are tested equal to them): the
+# vocabulary of chapter 5's kind of tokenizer, byte-level BPE (256 bytes plus merges), trained
+# here on the experiment's own training comments, and the number of tokens the model reads.
+TASK6_BPE_VOCAB = 400
+TASK6_BPE_LENGTH = 8
+
 Forward = Callable[[PraiseClassifier, torch.Tensor, torch.Tensor], torch.Tensor]
 
 

@@ -25,11 +25,17 @@ WINDOW = 48  # characters the model reads
 SPLIT_SEED = 0  # which comments land in train, validation and test
 PATIENCE = 10  # stop after this many epochs without a better validation loss (None: never)
 MAX_EPOCHS = 100  # the most epochs a run may take
-SEEDS = (0, 1, 2)  # training seeds: the spread between them is the noise
+SEEDS = (
+    0,
+    1,
+    2,
+)  # training seeds (chapter 4's): the spread of the gaps between them is noise
 N_COMMENTS = 2000  # comments in the sample
 
 # --- Task 6 (stretch): tokens instead of characters --------------------------------------------
-BPE_VOCAB = 400  # byte-level BPE vocabulary (chapter 5's tokenizer)
+BPE_VOCAB = (
+    400  # vocabulary of the byte-level BPE (chapter 5's kind), trained on this split
+)
 BPE_LENGTH = 8  # tokens the model reads
 
 # --- Task 2: the toy sentence ----------------------------------------------------------------------
