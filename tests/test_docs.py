@@ -248,3 +248,50 @@ def test_every_module_has_its_mirror_test_file():
         and not (ROOT / "tests" / f"test_{path.stem.lstrip('_')}.py").is_file()
     ]
     assert missing == []
+
+
+# "JupyterLab 4.4.9", "Jupyter Server 2.17.0", "jupytext (1.19.6)", "torch is pinned to 2.13.0".
+VERSION_IN_PROSE = re.compile(
+    r"\b(Jupyter\s+Server|[A-Za-z][\w-]*)(?: \(| is pinned to |\s)(\d+\.\d+\.\d+)\b"
+)
+LOCKS = ("requirements.in", "requirements.txt", "binder/requirements.txt")
+
+
+def normalised(name: str) -> str:
+    return re.sub(r"[\s_.-]+", "-", name).lower()
+
+
+def pinned_versions() -> dict[str, set[str]]:
+    pins: dict[str, set[str]] = {}
+    for lock in (*LOCKS, "tools/repo2docker_base.txt"):
+        for line in (ROOT / lock).read_text(encoding="utf-8").splitlines():
+            name, _, version = line.partition("==")
+            if version and not line.startswith("#"):
+                pins.setdefault(normalised(name), set()).add(version.split("+")[0].strip())
+    return pins
+
+
+def stale_versions(text: str, pins: dict[str, set[str]]) -> list[str]:
+    """Each "package X.Y.Z" in ``text`` whose package is pinned, but never at that version."""
+    return [
+        f"{name} {version}"
+        for name, version in VERSION_IN_PROSE.findall(text)
+        if normalised(name) in pins and version not in pins[normalised(name)]
+    ]
+
+
+def test_versions_named_in_the_maintainers_guide_are_the_locks():
+    pins = pinned_versions()
+    text = (ROOT / "MAINTAINING.md").read_text(encoding="utf-8")
+    assert len(VERSION_IN_PROSE.findall(text)) >= 5, (
+        "no versions found: the pattern is stale"
+    )
+    assert stale_versions(text, pins) == []
+
+
+def test_the_version_check_can_fail():
+    pins = {"jupyterlab": {"4.4.9"}, "jupyter-server": {"2.17.0"}, "torch": {"2.13.0"}}
+    text = (
+        "JupyterLab 4.4.8, Jupyter Server 2.17.0; torch is pinned to 2.12.0; Ubuntu 24.04.1"
+    )
+    assert stale_versions(text, pins) == ["JupyterLab 4.4.8", "torch 2.12.0"]
