@@ -19,7 +19,7 @@ JUPYTER_BOOK := $(PY) tools/build_book.py
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
-.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check
+.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check student autograder
 
 help:
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
@@ -30,6 +30,8 @@ help:
 	@echo "make binder-check  rehearse the Binder launch locally: binder/ built as repo2docker does, every page's"
 	@echo "              reader notebook opened, judged against the built HTML and run in JupyterLab in chromium,"
 	@echo "              then run again in a venv with only the package (_build/binder-check.md; not part of make test)"
+	@echo "make student  write the student edition (no answers) to _build/student and build its HTML there"
+	@echo "make autograder  write the instructor's Gradescope autograder to _build/autograder.zip"
 	@echo "make data     regenerate the synthetic CloudWave data in data/"
 	@echo "make lock     regenerate requirements.txt from requirements.in, and binder/requirements.txt from it"
 	@echo "              (UPGRADE=1: indirect dependencies move to their newest releases too)"
@@ -88,6 +90,14 @@ lock:
 # Not part of `make test` (its separate venv takes minutes to build): run on its own, and by CI as its own step.
 binder-check: setup browser
 	$(PY) tools/binder_check.py
+
+# The two editions (tools/editions.py): the students' book without instructor/ and the answers'
+# tests, with its own _toc.yml and HTML (built once more: as long as `make book`); the autograder zip.
+student: setup
+	$(PY) tools/editions.py student
+
+autograder: setup
+	$(PY) tools/editions.py autograder
 
 clean:
 	rm -rf _build

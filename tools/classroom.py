@@ -21,6 +21,7 @@ from transformer_lab_instructor.solutions import SOLUTION, STRETCH  # noqa: E402
 
 __all__ = ["SOLUTION", "STRETCH", "submission", "with_body", "write", "write_class"]
 
+
 def with_body(source: str, function: str, line: str) -> str:
     """``source`` with ``line`` inserted as the first statement of ``function``."""
     header = f"def {function}("

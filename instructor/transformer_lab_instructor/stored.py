@@ -71,7 +71,9 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         current = answers.DATA.read_text(encoding="utf-8") if answers.DATA.exists() else ""
         if current != wanted:
-            print(f"{answers.DATA} is stale: run python -m transformer_lab_instructor.stored")
+            print(
+                f"{answers.DATA} is stale: run python -m transformer_lab_instructor.stored"
+            )
             return 1
         return 0
     answers.DATA.parent.mkdir(parents=True, exist_ok=True)

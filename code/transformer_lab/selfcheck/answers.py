@@ -162,7 +162,9 @@ def decode(data: dict) -> object:
 def _record(check: str, key: str, args: tuple, value: object) -> None:
     entry = _state["recorded"].setdefault(check, {}).setdefault(input_key(args), {})
     stored = encode(value)
-    leaves = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad]
+    leaves = [
+        i for i, a in enumerate(args) if isinstance(a, torch.Tensor) and a.requires_grad
+    ]
     if leaves and isinstance(value, torch.Tensor):
         (index,) = leaves  # one differentiable input per gradient check
         function = _live_table()[check][key]
