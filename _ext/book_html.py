@@ -58,11 +58,15 @@ LOGGER = logging.getLogger(__name__)
 def _script_key(script: Any) -> tuple:
     filename = getattr(script, "filename", script) or ""
     attributes = getattr(script, "attributes", {}) or {}
-    return (str(filename), tuple(sorted((key, str(value)) for key, value in attributes.items())))
+    return (
+        str(filename),
+        tuple(sorted((key, str(value)) for key, value in attributes.items())),
+    )
 
 
-def drop_duplicate_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
-                           doctree: Any) -> None:
+def drop_duplicate_scripts(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
     """Keep the first of each identical script (same file, same inline body, same attributes)."""
     scripts = context.get("script_files")
     if not scripts:
@@ -131,7 +135,13 @@ def offer_reader_notebook(
             continue
         for button in group.get("buttons", []):
             if "url" in button and "?urlpath=" in button["url"]:
-                button["url"] = re.sub(r"\?urlpath=.*$", f"?urlpath={urlpath}", button["url"])
+                url = re.sub(r"\?urlpath=.*$", f"?urlpath={urlpath}", button["url"])
+                # Binder builds the student edition (tools/editions.py), never main.
+                button["url"] = re.sub(
+                    r"(/v2/gh/[^/]+/[^/]+/)[^?]+",
+                    lambda m: m.group(1) + settings["launch_branch"],
+                    url,
+                )
     if context.get("ipynb_source"):
         target = Path(app.outdir) / "_sources" / context["ipynb_source"]
         try:
