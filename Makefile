@@ -18,7 +18,7 @@ JUPYTER_BOOK := $(PY) tools/build_book.py
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
-.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check linkcheck pdf
+.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check linkcheck pdf student autograder
 
 help:
 	@echo "make setup    create .venv with the pinned packages, the npm packages and bubblewrap (book and test do it first)"
@@ -30,6 +30,8 @@ help:
 	@echo "make binder-check  rehearse the Binder launch locally: binder/ built as repo2docker does, every page's"
 	@echo "              reader notebook opened, judged against the built HTML and run in JupyterLab in chromium,"
 	@echo "              then run again in a venv with only the package (_build/binder-check.md; not part of make test)"
+	@echo "make student  write the student edition (no answers) to _build/student and build its HTML there"
+	@echo "make autograder  write the instructor's Gradescope autograder to _build/autograder.zip"
 	@echo "make data     regenerate the synthetic CloudWave data in data/"
 	@echo "make lock     regenerate requirements.txt from requirements.in, and binder/requirements.txt from it"
 	@echo "              (UPGRADE=1: indirect dependencies move to their newest releases too)"
@@ -100,6 +102,14 @@ pdf: setup browser
 # Needs the network, so not part of `make test`: .github/workflows/weekly.yml runs it.
 linkcheck: setup
 	$(JUPYTER_BOOK) build . --builder linkcheck
+
+# The two editions (tools/editions.py): the students' book without instructor/ and the answers'
+# tests, with its own _toc.yml and HTML (built once more: as long as `make book`); the autograder zip.
+student: setup
+	$(PY) tools/editions.py student
+
+autograder: setup
+	$(PY) tools/editions.py autograder
 
 clean:
 	rm -rf _build

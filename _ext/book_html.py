@@ -166,8 +166,12 @@ def offer_reader_notebook(
             continue
         for button in group.get("buttons", []):
             if "url" in button and "?urlpath=" in button["url"]:
+                url = re.sub(r"\?urlpath=.*$", f"?urlpath={urlpath}", button["url"])
+                # Binder builds the student edition (tools/editions.py), never main.
                 button["url"] = re.sub(
-                    r"\?urlpath=.*$", f"?urlpath={urlpath}", button["url"]
+                    r"(/v2/gh/[^/]+/[^/]+/)[^?]+",
+                    lambda m: m.group(1) + settings["launch_branch"],
+                    url,
                 )
     if context.get("ipynb_source"):
         target = Path(app.outdir) / "_sources" / context["ipynb_source"]

@@ -149,8 +149,9 @@ def test_it_tests_every_push_and_pull_request_and_publishes_only_main(workflow):
         f"the workflow's default permissions must be `contents: read`, got {workflow.get('permissions')}"
     )
     writers = {name for name, job in workflow["jobs"].items() if job.get("permissions")}
-    assert writers == {"deploy"}, (
-        f"only the deploy job may widen its permissions, these do: {sorted(writers)}"
+    # deploy writes Pages; student pushes the student edition's branch (contents: write)
+    assert writers == {"deploy", "student"}, (
+        f"only deploy and student may widen their permissions, these do: {sorted(writers)}"
     )
     deploy = workflow["jobs"]["deploy"]
     assert deploy["permissions"] == {"pages": "write", "id-token": "write"}, (
@@ -242,7 +243,7 @@ def test_the_launch_link_opens_the_reader_notebook(book_html_extension, tmp_path
         app, "chapters/01-soft-join", "page.html", context, None
     )
     assert context["header_buttons"][0]["buttons"][0]["url"] == (
-        "https://mybinder.org/v2/gh/o/n/main?urlpath=lab/tree/notebooks/chapters/01-soft-join.ipynb"
+        "https://mybinder.org/v2/gh/o/n/student?urlpath=lab/tree/notebooks/chapters/01-soft-join.ipynb"
     )
     offered = (tmp_path / "_sources" / "chapters" / "01-soft-join.ipynb").read_text(
         encoding="utf-8"

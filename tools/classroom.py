@@ -4,69 +4,22 @@
     write_class(folder, 100)  # 40 right, 30 wrong, 15 stubs, 15 hostile, named s000.py ...
 
 ``make bench`` (tools/bench.py) grades such a folder to measure submissions per minute, and the
-self-check's tests use the same files (tests import tools, never the reverse). The hostile files
+self-check's tests use the same files (tests import tools, never the reverse). The right
+answers themselves come from ``instructor/transformer_lab_instructor/solutions.py``. The hostile files
 loop, exit, crash, flood their output, fork a ``setsid`` daemon and try to overwrite a classmate;
 each gets one line and harms no one else.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-SOLUTION = """
-import math
-import torch
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+# The answers live in instructor/ (left out of the student edition), not here.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "instructor"))
+from transformer_lab_instructor.solutions import SOLUTION, STRETCH  # noqa: E402
 
-
-def attention(q, k, v, padding):
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    weights = torch.softmax(scores.masked_fill(padding[:, None, :], float("-inf")), dim=-1)
-    return weights @ v, weights
-
-
-def masked_mean(x, padding):
-    keep = (~padding).unsqueeze(-1).to(x.dtype)
-    return (x * keep).sum(1) / keep.sum(1)
-
-
-def accuracy(logits, labels):
-    return ((logits > 0).float() == labels.float()).float().mean().item()
-
-
-def train_bpe_tokenizer(corpus, vocab_size):
-    tokenizer = Tokenizer(models.BPE(unk_token="[UNK]"))
-    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"])
-    tokenizer.train_from_iterator(corpus, trainer)
-    return tokenizer
-
-
-def tokens_per_word(tokenizer, words):
-    return {word: len(tokenizer.encode(word).tokens) for word in words}
-
-
-def embedding_parameters(vocab_size, d):
-    return vocab_size * d
-"""
-
-STRETCH = """
-
-def causal_padding_mask(padding):
-    length = padding.shape[1]
-    future = torch.ones(length, length, dtype=torch.bool).triu(diagonal=1)
-    return future[None] | padding[:, None, :]
-
-
-def multi_head_attention(x, padding, mha):
-    b, length, d = x.shape
-    h = mha.num_heads
-    q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)
-    q, k, v = (t.reshape(b, length, h, d // h).transpose(1, 2) for t in (q, k, v))
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(d // h)).masked_fill(padding[:, None, None, :], float("-inf"))
-    out = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, length, d)
-    return out @ mha.out_proj.weight.T + mha.out_proj.bias
-"""
+__all__ = ["SOLUTION", "STRETCH", "submission", "with_body", "write", "write_class"]
 
 
 def with_body(source: str, function: str, line: str) -> str:

@@ -115,7 +115,16 @@ def repository_settings(environ: dict[str, str] | None = None) -> dict[str, str]
         )
     owner, name = match.groups()
     html = f"https://{owner.lower()}.github.io/{name}"
-    return {"url": url, "branch": branch, "owner": owner, "name": name, "html": html}
+    # Launches and downloads open the student edition, which CI publishes to its own branch.
+    launch = str(config["repository"].get("student_branch", "student"))
+    return {
+        "url": url,
+        "branch": branch,
+        "launch_branch": launch,
+        "owner": owner,
+        "name": name,
+        "html": html,
+    }
 
 
 def page_id(page: Path) -> str:

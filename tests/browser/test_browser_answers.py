@@ -48,11 +48,12 @@ def body(function) -> str:
 
 def planted() -> dict[str, list[str]]:
     """For each answer, texts that show it: reference code, old leaks, its printed output."""
+    from transformer_lab_instructor import references as _reference
+
     from transformer_lab.attention import attention
     from transformer_lab.char_transformer import PraiseClassifier, sinusoidal_positions
     from transformer_lab.metrics import accuracy
     from transformer_lab.pooling import masked_mean
-    from transformer_lab.selfcheck import _reference
     from transformer_lab.tokenizer import (
         embedding_parameters,
         tokens_per_word,

@@ -83,7 +83,7 @@ def expected_launch_url(page) -> str:
     assert interface == "jupyterlab", "launch in JupyterLab"
     notebook = Path("notebooks") / Path(page_id(page)).with_suffix(".ipynb")
     return (
-        f"{binderhub}/v2/gh/{settings['owner']}/{settings['name']}/{settings['branch']}"
+        f"{binderhub}/v2/gh/{settings['owner']}/{settings['name']}/{settings['launch_branch']}"
         f"?urlpath=lab/tree/{notebook.as_posix()}"
     )
 

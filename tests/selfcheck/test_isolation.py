@@ -93,7 +93,7 @@ def accuracy(logits, labels):
 
 
 def embedding_parameters(vocab_size, d):
-    source = open({str(ROOT / "tests" / "selfcheck" / "solutions.py")!r}).read()
+    source = open({str(ROOT / "instructor" / "transformer_lab_instructor" / "solutions.py")!r}).read()
     namespace = {{}}
     exec(source, namespace)
     exec(namespace["SOLUTION"], namespace)

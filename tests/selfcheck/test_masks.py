@@ -1,9 +1,9 @@
 """transformer_lab.selfcheck.masks and the private reference of the causal + padding mask."""
 
 import torch
+from transformer_lab_instructor.references import causal_padding_mask
 
 from transformer_lab.selfcheck import PASSED, check_causal_padding_mask
-from transformer_lab.selfcheck._reference import causal_padding_mask
 from transformer_lab.selfcheck.masks import MISTAKES, PROBE_PADDING
 
 

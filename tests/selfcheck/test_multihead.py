@@ -3,10 +3,11 @@ PyTorch's nn.MultiheadAttention."""
 
 import pytest
 import torch
+from transformer_lab_instructor.live import computed
+from transformer_lab_instructor.references import multi_head_attention
 
 from transformer_lab.selfcheck import PASSED, check_multi_head_attention
-from transformer_lab.selfcheck._reference import multi_head_attention
-from transformer_lab.selfcheck.multihead import MISTAKES, computed, mha_probe
+from transformer_lab.selfcheck.multihead import MISTAKES, mha_probe
 from transformer_lab.selfcheck.tensors import close
 
 

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import NOT_RUN, CheckResult
 from transformer_lab.selfcheck.isolation import PROCESS, isolation
 from transformer_lab.selfcheck.registry import EVERY_CHECK, HOMEWORK, PAGES
@@ -149,20 +150,32 @@ def check_command(argv: Sequence[str]) -> int:
         help="also write an autograder results file (Gradescope's results.json format)",
     )
     parser.add_argument(
+        "--hidden",
+        action="store_true",
+        help="instructor's autograder: also run the hidden checks (fresh inputs, the "
+        "instructor's package); with --gradescope they carry the points",
+    )
+    parser.add_argument(
         "--display", help=argparse.SUPPRESS
     )  # the file name the report shows
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
     _check_outputs(parser, gradescope=args.gradescope)
+    if args.hidden:
+        try:
+            with answers.using(answers.HIDDEN):
+                pass
+        except RuntimeError as error:
+            print(f"--hidden: {error}.")
+            return EXIT_UNUSABLE
     if path is None:
         default = starter_path(args.page)
         try:
             found = find_homework_starter(page=args.page)
         except FileNotFoundError as error:
             print(f"{error}. Pass the path of your file.")
-            _write_gradescope(
-                args.gradescope, _unusable("(no file)", only, str(error), args.page)
-            )
+            unusable = _unusable("(no file)", only, str(error), args.page)
+            _write_gradescope(args.gradescope, unusable, unusable if args.hidden else None)
             return EXIT_UNUSABLE
         path = (
             str(default)
@@ -173,9 +186,8 @@ def check_command(argv: Sequence[str]) -> int:
         print(
             f"No such file: {path}. Run from the repository root, or pass the path of your file."
         )
-        _write_gradescope(
-            args.gradescope, _unusable(path, only, f"no such file: {path}", args.page)
-        )
+        unusable = _unusable(path, only, f"no such file: {path}", args.page)
+        _write_gradescope(args.gradescope, unusable, unusable if args.hidden else None)
         return EXIT_UNUSABLE
     hidden = [args.gradescope] if args.gradescope else []
     report = check_file(
@@ -191,7 +203,22 @@ def check_command(argv: Sequence[str]) -> int:
     print(report_to_json(report) if args.json else format_report(report), flush=True)
     if report.isolation == PROCESS and not args.json:
         print(isolation().line, file=sys.stderr)
-    _write_gradescope(args.gradescope, report)
+    graded = None
+    if args.hidden and not report.interrupted:
+        with answers.using(answers.HIDDEN):
+            graded = check_file(
+                path,
+                only,
+                display=args.display or path,
+                limits=Limits(seconds=args.time_limit),
+                hidden=hidden,
+                page=args.page,
+                follow_links=not args.gradescope,
+                prestart=True,
+            )
+        print("Hidden checks (fresh inputs):", flush=True)
+        print(report_to_json(graded) if args.json else format_report(graded), flush=True)
+    _write_gradescope(args.gradescope, report, graded)
     if report.interrupted:
         return EXIT_INTERRUPTED
     if report.load_error is not None:
@@ -210,12 +237,15 @@ def _unusable(
     return Report(display, results, load_error=reason)
 
 
-def _write_gradescope(path: str | None, report: Report) -> None:
+def _write_gradescope(
+    path: str | None, report: Report, hidden: Report | None = None
+) -> None:
     if path:
         from transformer_lab.selfcheck.grading import write_atomically
 
         write_atomically(
-            path, json.dumps(gradescope_results(report), indent=2, ensure_ascii=False)
+            path,
+            json.dumps(gradescope_results(report, hidden), indent=2, ensure_ascii=False),
         )
 
 

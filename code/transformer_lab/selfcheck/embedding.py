@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 import numbers
+import random
 
+from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import (
     CheckResult,
     Mistake,
@@ -103,6 +105,14 @@ def smallest_wrong(student, reference) -> tuple[int, int, int, str] | None:
     return None
 
 
+def probes() -> list[tuple[int, int]]:
+    """``PROBES``, or (hidden checks) three sizes drawn afresh from the same ranges."""
+    if answers.mode() != answers.HIDDEN:
+        return PROBES
+    draw = random.Random(answers.fresh_seed(0))
+    return [(draw.randint(3, 60_000), draw.randint(2, 1024)) for _ in range(3)]
+
+
 def check_embedding_parameters(function) -> CheckResult:
     """Check ``embedding_parameters(vocab_size, d) -> int`` against the package's version."""
     student = as_student(function)
@@ -110,7 +120,7 @@ def check_embedding_parameters(function) -> CheckResult:
     def body():
         from transformer_lab.tokenizer import embedding_parameters
 
-        for vocab_size, d in PROBES:
+        for vocab_size, d in probes():
             expected = embedding_parameters(vocab_size, d)
             result = student.call(vocab_size, d).result
             if isinstance(result, bool) or not isinstance(result, numbers.Real):

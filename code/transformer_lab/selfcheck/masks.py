@@ -1,13 +1,17 @@
 """Stretch exercise: ``causal_padding_mask(padding) -> (B, L, L)``, a decoder's mask with padding.
 
 Query i may read key j only when j <= i and key j is real; the mask is True where it may not.
+
+The chapters do not show this function, so the right mask and each mistake's mask come from
+:mod:`transformer_lab.selfcheck.answers`: stored for the public inputs below, computed by the
+instructor's code on fresh inputs in the hidden checks.
 """
 
 from __future__ import annotations
 
 import torch
 
-from transformer_lab.selfcheck import _reference as reference
+from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import StudentFunction, as_student
 from transformer_lab.selfcheck.tensors import (
@@ -30,22 +34,26 @@ PROBE_PADDING = torch.tensor(
     ]
 )
 
-
-def _future(padding: torch.Tensor, diagonal: int = 1) -> torch.Tensor:
-    length = padding.shape[1]
-    return (
-        torch.ones(length, length, dtype=torch.bool)
-        .triu(diagonal=diagonal)[None]
-        .expand(padding.shape[0], -1, -1)
-    )
+SECOND_PADDING = torch.tensor(
+    [
+        [False, False, True, True, True, True, True],
+        [False, False, False, False, False, False, True],
+    ]
+)
 
 
-def _keys(padding: torch.Tensor) -> torch.Tensor:
-    return padding[:, None, :].expand(-1, padding.shape[1], -1)
-
-
-def _queries(padding: torch.Tensor) -> torch.Tensor:
-    return padding[:, :, None].expand(-1, -1, padding.shape[1])
+def probe_paddings() -> list[torch.Tensor]:
+    """The paddings the check runs on: the two public ones, or (hidden checks) two drawn afresh
+    of the same kind: 3 examples of 5 and 2 of 7, each with a real first token."""
+    if answers.mode() != answers.HIDDEN:
+        return [PROBE_PADDING, SECOND_PADDING]
+    g = torch.Generator().manual_seed(answers.fresh_seed(0))
+    drawn = []
+    for batch, length in ((3, 5), (2, 7)):
+        padding = torch.rand(batch, length, generator=g) < 0.4
+        padding[:, 0] = False
+        drawn.append(padding)
+    return drawn
 
 
 MISTAKES: list[Mistake] = [
@@ -53,66 +61,67 @@ MISTAKES: list[Mistake] = [
         "padding_ignored",
         "only the future is blocked: padded keys are still visible",
         "combine both with |: future[None] | padding[:, None, :]",
-        lambda p: _future(p),
+        answers.answer(NAME, "padding_ignored"),
     ),
     Mistake(
         "causal_missing",
         "only the padding is blocked: every query can still read later tokens",
         "add the future: torch.ones(L, L, dtype=torch.bool).triu(diagonal=1)",
-        lambda p: _keys(p),
+        answers.answer(NAME, "causal_missing"),
     ),
     Mistake(
         "blocked_diagonal",
         "the diagonal is blocked too: a token may read itself (j = i)",
         "triu(diagonal=1) blocks j > i only; triu() with diagonal=0 also blocks j = i",
-        lambda p: _future(p, diagonal=0) | _keys(p),
+        answers.answer(NAME, "blocked_diagonal"),
     ),
     Mistake(
         "causal_off_by_one",
         "the causal mask is one off: each token may also read the next one (triu(diagonal=2))",
         "key j is the future of query i when j > i: triu(diagonal=1), so j = i + 1 is blocked",
-        lambda p: _future(p, diagonal=2) | _keys(p),
+        answers.answer(NAME, "causal_off_by_one"),
     ),
     Mistake(
         "causal_transposed",
         "the past is blocked instead of the future (tril instead of triu)",
         "the future of query i is the keys j > i: the upper triangle, triu(diagonal=1)",
-        lambda p: _future(p).transpose(1, 2) | _keys(p),
+        answers.answer(NAME, "causal_transposed"),
     ),
     Mistake(
         "inverted_mask",
         "the mask is inverted: True marks what a query may read",
         "True means 'must not attend' (as key_padding_mask and attn_mask in PyTorch)",
-        lambda p: ~reference.causal_padding_mask(p),
+        answers.answer(NAME, "inverted_mask"),
     ),
     Mistake(
         "padding_inverted",
         "the padding was inverted (~padding): real keys are blocked, padded ones visible",
         "padding is already True where a key must be hidden: use it as it is",
-        lambda p: _future(p) | ~_keys(p),
+        answers.answer(NAME, "padding_inverted"),
     ),
     Mistake(
         "padding_on_queries",
         "the padding was applied to the queries (rows) instead of the keys (columns)",
         "padding[:, None, :] puts the mask on the key axis: every query row hides the same padded keys",
-        lambda p: _future(p) | _queries(p),
+        answers.answer(NAME, "padding_on_queries"),
     ),
     Mistake(
         "padding_on_both_axes",
         "padded queries were blocked as well, so their rows hide every key (softmax "
         "of a row of −∞ is NaN)",
         "block keys only: future | padding[:, None, :]",
-        lambda p: _future(p) | _keys(p) | _queries(p),
+        answers.answer(NAME, "padding_on_both_axes"),
     ),
     Mistake(
         "combined_with_and",
         "future and padding were combined with & (and): a key is blocked only when it "
         "is both",
         "a key is hidden when it is in the future OR padding: use |",
-        lambda p: _future(p) & _keys(p),
+        answers.answer(NAME, "combined_with_and"),
     ),
 ]
 
+reference = answers.reference(NAME)
 
 # The smallest paddings first (one example, its rows as '01/00'), for a "differs" message.
 SMALL_PROBES = [
@@ -126,7 +135,7 @@ SMALL_PROBES = [
 
 def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
     b, length = padding.shape
-    expected = reference.causal_padding_mask(padding)
+    expected = reference(padding)
     returned = student.call(padding.clone())
     check_unchanged([padding], returned.args, ["padding"])
     result = require_tensor(returned.result, "the mask", (b, length, length), "mask")
@@ -194,7 +203,7 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
         "the mask differs: query i must not read key j when j > i or key j is padding"
         + smallest_input_note(
             student,
-            reference.causal_padding_mask,
+            reference,
             SMALL_PROBES,
             lambda a, b: (
                 isinstance(a, torch.Tensor)
@@ -224,15 +233,7 @@ def check_causal_padding_mask(function) -> CheckResult:
     student = as_student(function)
 
     def body():
-        _check_once(student, PROBE_PADDING)
-        _check_once(
-            student,
-            torch.tensor(
-                [
-                    [False, False, True, True, True, True, True],
-                    [False, False, False, False, False, False, True],
-                ]
-            ),
-        )
+        for padding in probe_paddings():
+            _check_once(student, padding)
 
     return run_check(NAME, EXERCISE, body)

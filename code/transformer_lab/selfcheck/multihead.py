@@ -1,16 +1,18 @@
 """Stretch exercise: ``multi_head_attention(x, padding, mha) -> (B, L, D)`` from the weights of
-an ``nn.MultiheadAttention``, checked against the layer itself in evaluation mode."""
+an ``nn.MultiheadAttention``, checked against the layer itself in evaluation mode.
+
+The chapters do not show this function, so the right output and each mistake's output come from
+:mod:`transformer_lab.selfcheck.answers`: stored for the public inputs, computed by the
+instructor's code on fresh inputs in the hidden checks."""
 
 from __future__ import annotations
 
 import copy
-import math
-from functools import partial
 
 import torch
 from torch import nn
 
-from transformer_lab.selfcheck import _reference as reference
+from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.attention import fail_library
 from transformer_lab.selfcheck.core import (
     CheckResult,
@@ -66,74 +68,10 @@ def expected_output(
     private reference in float64 (the tests check the two agree; calling the layer itself would
     add a second of PyTorch's lazy imports to the self-check)."""
     with torch.no_grad():
-        return reference.multi_head_attention(
-            x.double(), padding, copy.deepcopy(mha).double()
-        )
+        return reference(x.double(), padding, copy.deepcopy(mha).double())
 
 
-def computed(
-    x,
-    padding,
-    mha,
-    *,
-    heads: int | None = None,
-    scale: str = "head",
-    split: str = "transpose",
-    merge: str = "transpose",
-    mask: str = "before",
-    dim: int = -1,
-    in_bias: bool = True,
-    out_bias: bool = True,
-    out_proj: bool = True,
-    order: str = "qkv",
-    out_weight: str = "transposed",
-) -> torch.Tensor:
-    """Multi-head attention by hand with each step switchable to a typical mistake (in float64).
-
-    The defaults compute the right answer (the private reference, written another way)."""
-    x = x.double()
-    batch, length, width = x.shape
-    heads = heads or mha.num_heads
-    head_width = width // heads
-    w_in, b_in = mha.in_proj_weight.double(), mha.in_proj_bias.double()
-    chunks = dict(zip(order, (x @ w_in.T + (b_in if in_bias else 0)).chunk(3, dim=-1)))
-    q, k, v = chunks["q"], chunks["k"], chunks["v"]
-
-    def split_heads(t):
-        if split == "transpose":
-            return t.reshape(batch, length, heads, head_width).transpose(1, 2)
-        return t.reshape(batch, heads, length, head_width)
-
-    q, k, v = split_heads(q), split_heads(k), split_heads(v)
-    divisor = {"head": math.sqrt(head_width), "model": math.sqrt(width), "none": 1.0}[scale]
-    scores = q @ k.transpose(-2, -1) / divisor
-    keys = padding[:, None, None, :].expand_as(scores)
-    if mask == "tiled":  # padding.repeat(H, 1) against heads folded as b·H + h
-        tiled = padding.repeat(heads, 1)  # row n is example n % B
-        keys = tiled.reshape(batch, heads, 1, length).expand_as(scores)
-        mask = "before"
-    if mask in ("before", "before_finite"):
-        scores = scores.masked_fill(keys, float("-inf") if mask == "before" else -1e9)
-    elif mask == "inverted":
-        scores = scores.masked_fill(~keys, float("-inf"))
-    elif mask == "queries":
-        scores = scores.masked_fill(
-            padding[:, None, :, None].expand_as(scores), float("-inf")
-        )
-    weights = torch.softmax(scores, dim=dim)
-    if mask == "after":
-        weights = weights.masked_fill(keys, 0.0)
-    mixed = weights @ v
-    if merge == "transpose":
-        merged = mixed.transpose(1, 2).reshape(batch, length, width)
-    else:
-        merged = mixed.reshape(batch, length, width)
-    if not out_proj:
-        return merged
-    w_out = mha.out_proj.weight.double()
-    return merged @ (w_out.T if out_weight == "transposed" else w_out) + (
-        mha.out_proj.bias.double() if out_bias else 0
-    )
+reference = answers.reference(NAME)
 
 
 MISTAKES: list[Mistake] = [
@@ -142,53 +80,53 @@ MISTAKES: list[Mistake] = [
         "the heads were concatenated but the output projection (mha.out_proj) was not "
         "applied",
         "finish with concat @ mha.out_proj.weight.T + mha.out_proj.bias",
-        partial(computed, out_proj=False),
+        answers.answer(NAME, "no_output_projection"),
     ),
     Mistake(
         "heads_split_without_transpose",
         "the heads were split with a reshape to (B, H, L, D/H) and no "
         "transpose, which mixes the positions and features of different tokens",
         "reshape to (B, L, H, D/H), then transpose(1, 2) to (B, H, L, D/H)",
-        partial(computed, split="reshape"),
+        answers.answer(NAME, "heads_split_without_transpose"),
     ),
     Mistake(
         "heads_merged_without_transpose",
         "the heads were merged with a reshape from (B, H, L, D/H) and no "
         "transpose, which mixes the heads of different tokens",
         "transpose(1, 2) back to (B, L, H, D/H), then reshape to (B, L, D)",
-        partial(computed, merge="reshape"),
+        answers.answer(NAME, "heads_merged_without_transpose"),
     ),
     Mistake(
         "scaled_by_model_width",
         "the scores were divided by √D (the model width) instead of √(D/H), the width "
         "of one head",
         "head_width = D // mha.num_heads; divide by math.sqrt(head_width)",
-        partial(computed, scale="model"),
+        answers.answer(NAME, "scaled_by_model_width"),
     ),
     Mistake(
         "no_scaling",
         "the scores were not divided by √(D/H)",
         "divide each head's scores by math.sqrt(D // mha.num_heads)",
-        partial(computed, scale="none"),
+        answers.answer(NAME, "no_scaling"),
     ),
     Mistake(
         "single_head",
         "the attention ran as one head over the full width: the heads were never split",
         "split q, k, v into mha.num_heads heads of width D/H, attend per head, then merge",
-        partial(computed, heads=1),
+        answers.answer(NAME, "single_head"),
     ),
     Mistake(
         "mask_ignored",
         "the key padding mask had no effect",
         "scores.masked_fill(padding[:, None, None, :], "
         "float('-inf')) for scores of shape (B, H, L, L)",
-        partial(computed, mask="none"),
+        answers.answer(NAME, "mask_ignored"),
     ),
     Mistake(
         "inverted_mask",
         "the mask was inverted: the real keys were hidden and the padded ones kept",
         "True means ignore: fill where padding is True",
-        partial(computed, mask="inverted"),
+        answers.answer(NAME, "inverted_mask"),
     ),
     Mistake(
         "padding_tiled_by_example",
@@ -197,44 +135,44 @@ MISTAKES: list[Mistake] = [
         "(b·H + h): heads read another example's mask",
         "padding.repeat_interleave(H, dim=0) gives each example's row H times in a row, in the "
         "order of a (B, H, ...) -> (B·H, ...) reshape",
-        partial(computed, mask="tiled"),
+        answers.answer(NAME, "padding_tiled_by_example"),
     ),
     Mistake(
         "mask_after_softmax",
         "padded keys were zeroed after the softmax instead of set to −∞ before it",
         "masked_fill with float('-inf') on the scores, then softmax",
-        partial(computed, mask="after"),
+        answers.answer(NAME, "mask_after_softmax"),
     ),
     Mistake(
         "mask_on_queries",
         "the padding was applied to the queries instead of the keys",
         "padding[:, None, None, :] lines up with the key axis of (B, H, Lq, Lk)",
-        partial(computed, mask="queries"),
+        answers.answer(NAME, "mask_on_queries"),
     ),
     Mistake(
         "softmax_over_queries",
         "the softmax ran over the queries instead of the keys (dim=-1)",
         "torch.softmax(scores, dim=-1)",
-        partial(computed, dim=-2),
+        answers.answer(NAME, "softmax_over_queries"),
     ),
     # the same with a finite fill: a column of -1e9 spreads evenly where one of −∞ gives NaN
     Mistake(
         "softmax_over_queries",
         "the softmax ran over the queries instead of the keys (dim=-1)",
         "torch.softmax(scores, dim=-1)",
-        partial(computed, dim=-2, mask="before_finite"),
+        answers.answer(NAME, "softmax_over_queries:finite"),
     ),
     Mistake(
         "softmax_over_heads",
         "the softmax ran over the heads (dim=1 of (B, H, L, L)) instead of the keys",
         "torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1",
-        partial(computed, dim=1),
+        answers.answer(NAME, "softmax_over_heads"),
     ),
     Mistake(
         "softmax_over_heads",
         "the softmax ran over the heads (dim=1 of (B, H, L, L)) instead of the keys",
         "torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1",
-        partial(computed, dim=1, mask="before_finite"),
+        answers.answer(NAME, "softmax_over_heads:finite"),
     ),
     *(  # every other order of the three chunks
         Mistake(
@@ -242,7 +180,7 @@ MISTAKES: list[Mistake] = [
             "the three chunks of the input projection were taken in another order than q, "
             "k, v (mha.in_proj_weight stacks W_q, W_k, W_v in that order)",
             "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)",
-            partial(computed, order=order),
+            answers.answer(NAME, f"qkv_order:{order}"),
         )
         for order in ("kqv", "qvk", "vkq", "kvq", "vqk")
     ),
@@ -251,25 +189,25 @@ MISTAKES: list[Mistake] = [
         "the output projection used mha.out_proj.weight without .T: a Linear computes "
         "x @ W.T + b, and W (D, D) is square, so the shapes hid it",
         "concat @ mha.out_proj.weight.T + mha.out_proj.bias (or F.linear(concat, W, b))",
-        partial(computed, out_weight="plain"),
+        answers.answer(NAME, "out_proj_not_transposed"),
     ),
     Mistake(
         "in_proj_bias_ignored",
         "the input projection's bias (mha.in_proj_bias) was left out",
         "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)",
-        partial(computed, in_bias=False),
+        answers.answer(NAME, "in_proj_bias_ignored"),
     ),
     Mistake(
         "out_proj_bias_ignored",
         "the output projection's bias (mha.out_proj.bias) was left out",
         "concat @ mha.out_proj.weight.T + mha.out_proj.bias",
-        partial(computed, out_bias=False),
+        answers.answer(NAME, "out_proj_bias_ignored"),
     ),
     Mistake(
         "biases_ignored",
         "both biases (mha.in_proj_bias and mha.out_proj.bias) were left out",
         "add mha.in_proj_bias after the input projection and mha.out_proj.bias after the output projection",
-        partial(computed, in_bias=False, out_bias=False),
+        answers.answer(NAME, "biases_ignored"),
     ),
 ]
 # Two slips at once that go together: a model-width scale when the heads were never split is
@@ -279,7 +217,7 @@ MISTAKES.append(
     combine(
         _BY_CODE["no_output_projection"],
         _BY_CODE["in_proj_bias_ignored"],
-        variant=partial(computed, out_proj=False, in_bias=False),
+        variant=answers.answer(NAME, "no_output_projection+in_proj_bias_ignored"),
     )
 )
 
@@ -424,17 +362,23 @@ STEPS = [
 ]
 
 
-def locate_step(student: StudentFunction, x, padding, mha) -> None:
-    """Fail naming the first step whose probe goes wrong (see ``STEPS``); return if none does."""
+def step_probes(x, padding, mha) -> list[tuple]:
+    """The probes of ``STEPS``, in order, made from a main probe (x, padding, mha)."""
     one = x[:1, :1].clone(), torch.zeros(1, 1, dtype=torch.bool)
-    probes = [
+    return [
         (*one, _layer(mha, heads=1, identity_out=True)),
         (*one, _layer(mha, heads=1)),
         (x, padding, _layer(mha, heads=1)),
         (x, padding, _layer(mha, uniform=True)),
         (x, padding, mha),
     ]
-    for (code, step, probe_text, advice), (px, ppad, layer) in zip(STEPS, probes):
+
+
+def locate_step(student: StudentFunction, x, padding, mha) -> None:
+    """Fail naming the first step whose probe goes wrong (see ``STEPS``); return if none does."""
+    for (code, step, probe_text, advice), (px, ppad, layer) in zip(
+        STEPS, step_probes(x, padding, mha)
+    ):
         expected = expected_output(px, ppad, layer)
         result = student.call(px.clone(), ppad.clone(), layer).result
         if isinstance(result, torch.Tensor) and close(
@@ -454,6 +398,26 @@ def locate_step(student: StudentFunction, x, padding, mha) -> None:
         )
 
 
+def main_probes() -> list[tuple]:
+    """The two probes every answer is compared on (public seeds 50 and 51, or fresh ones)."""
+    return [
+        mha_probe(seed=answers.fresh_seed(50)),
+        mha_probe(
+            seed=answers.fresh_seed(51),
+            batch=3,
+            length=6,
+            width=8,
+            heads=4,
+            padding=[[False] * 6, [False] * 3 + [True] * 3, [False, True] * 3],
+        ),
+    ]
+
+
+def gradient_probe() -> tuple:
+    """The probe of the gradient check (public seed 52, or a fresh one)."""
+    return mha_probe(seed=answers.fresh_seed(52))
+
+
 def check_multi_head_attention(function) -> CheckResult:
     """Check ``multi_head_attention(x, padding, mha) -> (B, L, D)`` against ``nn.MultiheadAttention``."""
     student = as_student(function)
@@ -461,21 +425,8 @@ def check_multi_head_attention(function) -> CheckResult:
     def body():
         if student.library_names:
             fail_library(student.library_names, WHAT)
-        _check_once(student, *mha_probe())
-        _check_once(
-            student,
-            *mha_probe(
-                seed=51,
-                batch=3,
-                length=6,
-                width=8,
-                heads=4,
-                padding=[[False] * 6, [False] * 3 + [True] * 3, [False, True] * 3],
-            ),
-        )
-        x, padding, mha = mha_probe(seed=52)
-        check_gradient(
-            student, [x, padding, mha], ["x"], "self", reference.multi_head_attention
-        )
+        for probe in main_probes():
+            _check_once(student, *probe)
+        check_gradient(student, list(gradient_probe()), ["x"], "self", reference)
 
     return run_check(NAME, EXERCISE, body)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from transformer_lab import pooling as reference
+from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import StudentFunction, as_student
 from transformer_lab.selfcheck.tensors import (
@@ -253,12 +254,21 @@ def check_masked_mean(function) -> CheckResult:
     student = as_student(function)
 
     def body():
-        _check_once(student, *masked_mean_probe())
-        _check_once(student, *masked_mean_probe(batch=4, length=6, width=2, seed=31))
-        x = torch.randn(2, 3, 4, generator=torch.Generator().manual_seed(32))
+        _check_once(student, *masked_mean_probe(seed=answers.fresh_seed(30)))
+        _check_once(
+            student,
+            *masked_mean_probe(batch=4, length=6, width=2, seed=answers.fresh_seed(31)),
+        )
+        x = torch.randn(
+            2, 3, 4, generator=torch.Generator().manual_seed(answers.fresh_seed(32))
+        )
         _check_once(student, x, torch.zeros(2, 3, dtype=torch.bool))  # no padding at all
         check_gradient(
-            student, list(masked_mean_probe(seed=33)), ["x"], "self", reference.masked_mean
+            student,
+            list(masked_mean_probe(seed=answers.fresh_seed(33))),
+            ["x"],
+            "self",
+            reference.masked_mean,
         )
 
     return run_check(NAME, EXERCISE, body)

@@ -247,32 +247,68 @@ def _result_text(result: CheckResult) -> str:
     return text + (f"\nTry: {finding.advice}" if finding.advice else "")
 
 
-def gradescope_results(report: Report) -> dict:
-    """The report as a Gradescope ``results.json``: one test per check, 1 point if it passed.
+VISIBLE, AFTER_DUE_DATE = (
+    "visible",
+    "after_due_date",
+)  # two of Gradescope's test visibilities
 
-    Stretch checks are extra credit (``max_score`` 0: a pass adds a point, leaving them costs
-    nothing). A file that does not load scores 0 on every check, with the error as its output."""
+
+def _gradescope_tests(
+    report: Report, visibility: str, scored: bool, prefix: str = ""
+) -> list[dict]:
+    """One Gradescope test per check; ``scored`` False: feedback only (``max_score`` 0)."""
     from transformer_lab.selfcheck.registry import BY_NAME
 
     tests = []
     for result in report.results:
         check = BY_NAME.get(result.name)
         optional = bool(check and check.optional)
+        passed = result.status == PASSED
         tests.append(
             {
-                "name": f"{result.exercise}: {_signatures().get(result.name, result.name)}",
-                "score": 1 if result.status == PASSED else 0,
-                "max_score": 0 if optional else 1,
-                "status": "passed" if result.status == PASSED else "failed",
+                "name": f"{prefix}{result.exercise}: "
+                f"{_signatures().get(result.name, result.name)}",
+                "score": 1 if passed and scored else 0,
+                "max_score": 0 if optional or not scored else 1,
+                "status": "passed" if passed else "failed",
+                "visibility": visibility,
                 "output": f"[{result.status}] {_result_text(result)}".strip(),
             }
         )
+    return tests
+
+
+def gradescope_results(report: Report, hidden: Report | None = None) -> dict:
+    """The report as a Gradescope ``results.json``: one test per check, 1 point if it passed.
+
+    Stretch checks are extra credit (``max_score`` 0: a pass adds a point, leaving them costs
+    nothing). A file that does not load scores 0 on every check, with the error as its output.
+    With the report of the ``hidden`` checks (fresh inputs, the instructor's autograder), the
+    points come from those, shown only after the due date (``after_due_date``); the public
+    checks stay visible from the first submission, as feedback worth no points."""
+    tests = _gradescope_tests(
+        report, VISIBLE, hidden is None, "" if hidden is None else "Public check, "
+    )
+    if hidden is not None:
+        tests += _gradescope_tests(hidden, AFTER_DUE_DATE, True, "Hidden check, ")
     output = (
         format_report(report).splitlines()[-1]
         if report.load_error is None
         else f"Could not load the file: {report.load_error}"
     )
-    results = {"score": sum(t["score"] for t in tests), "output": output, "tests": tests}
+    if hidden is not None:
+        output += (
+            "\nThe grade comes from the hidden checks (new inputs on every run); their "
+            "results appear after the due date."
+        )
+    results = {
+        "score": sum(t["score"] for t in tests),
+        "max_score": sum(t["max_score"] for t in tests),
+        "output": output,
+        "visibility": VISIBLE,
+        "stdout_visibility": "hidden",
+        "tests": tests,
+    }
     return valid_data(results)
 
 
