@@ -338,3 +338,17 @@ def test_toy_inputs_are_the_numbers_the_toy_uses():
         weights, torch.softmax((embeddings @ w_q) @ (embeddings @ w_k).T / 2, dim=-1)
     )
     assert not torch.equal(toy_inputs(3, d_model=4, seed=6)[0], embeddings)
+
+
+@pytest.mark.parametrize("temperature", [1e-40, 1e-45, 5e-324])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_soft_join_at_a_vanishing_temperature_is_the_hard_join(temperature, dtype):
+    """Below the point where exp underflows, the result is the zero-temperature limit: one-hot
+    on the best key, and an even split between keys tied exactly for the top score."""
+    keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.5, 0.5]], dtype=dtype)
+    values = torch.tensor([[10.0], [20.0], [30.0], [40.0]], dtype=dtype)
+    queries = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=dtype)
+    output, weights = soft_join(queries, keys, values, temperature=temperature)
+    expected = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.0, 0.5, 0.5, 0.0]], dtype=dtype)
+    assert torch.equal(weights, expected)
+    assert torch.equal(output, torch.tensor([[10.0], [25.0]], dtype=dtype))
