@@ -3,10 +3,10 @@
 The references under ``tests/references/`` hold the numbers of the canonical mode
 (``transformer_lab.reproducibility``). A reader whose CPU cannot run that mode (Apple silicon,
 Graviton, an x86-64 CPU without AVX2) or who switches it off gets other kernels, so other
-numbers after training: there nbval's comparison cannot pass, and ``tests/conftest.py`` fails
-those page tests at once. What must hold for that reader all the same is that each page runs:
-no cell raises, and no hidden assert states the bits of one run instead of what the protocol
-shows.
+numbers after training: there nbval's comparison of those pages cannot pass (``tests/conftest.py``
+still compares them, and says why they differ and what to do). What must hold for that reader
+all the same is that each page runs: no cell raises, and no hidden assert states the bits of one
+run instead of what the protocol shows.
 
 So each page with code is executed here twice, each time in one fresh kernel, as the build
 executes it (``book_pages.execute_page``):
@@ -91,7 +91,7 @@ def test_page_runs_off_the_canonical_mode(page, setting, tmp_path):
 
 def test_each_page_and_setting_is_a_work_unit_of_its_own():
     """Under ``--dist loadfile`` the cases above spread over the workers, not one file's worth."""
-    from conftest import BrowserTestsAsOneFile
+    from session_rules import BrowserTestsAsOneFile
 
     scheduler = object.__new__(
         BrowserTestsAsOneFile

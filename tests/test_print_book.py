@@ -94,19 +94,24 @@ def test_the_cut_code_check_can_fail():
     css = (ROOT / "_ext" / "static" / "book_code.css").read_text(encoding="utf-8")
     line = "x = " + " + ".join(["attention_weights"] * 20)
     page_html = f"<article><pre style='white-space: pre'>{line}</pre></article>"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=chromium_path(), args=CHROMIUM_ARGS
-        )
-        page = browser.new_page(
-            viewport={"width": print_book.PRINT_WIDTH_PX, "height": 600}
-        )
-        page.emulate_media(media="print")
-        page.set_content(page_html)
-        unwrapped = page.evaluate(print_book.LAYOUT_SCRIPT)
-        page.set_content(f"<style>{css}</style><article><pre>{line}</pre></article>")
-        wrapped = page.evaluate(print_book.LAYOUT_SCRIPT)
-        browser.close()
+
+    def layouts():
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium_path(), args=CHROMIUM_ARGS
+            )
+            page = browser.new_page(
+                viewport={"width": print_book.PRINT_WIDTH_PX, "height": 600}
+            )
+            page.emulate_media(media="print")
+            page.set_content(page_html)
+            unwrapped = page.evaluate(print_book.LAYOUT_SCRIPT)
+            page.set_content(f"<style>{css}</style><article><pre>{line}</pre></article>")
+            wrapped = page.evaluate(print_book.LAYOUT_SCRIPT)
+            browser.close()
+        return unwrapped, wrapped
+
+    unwrapped, wrapped = print_book.in_own_thread(layouts)
     assert print_book.print_layout_problems(unwrapped) == [
         f"code cut at the margin: {line[:60]!r}"
     ]

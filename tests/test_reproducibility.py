@@ -249,13 +249,12 @@ def test_without_avx2_a_page_whose_outputs_match_passes(no_avx2_cpu):
     ]
 
 
-def test_only_the_numeric_mode_warning_is_left_out_of_the_comparison(monkeypatch):
+def test_only_the_numeric_mode_warning_is_left_out_of_the_comparison():
     from nbformat import NotebookNode
 
-    import conftest
+    import session_rules
 
     problem = "this CPU has no AVX2"
-    monkeypatch.setattr(conftest, "numeric_mode_problem", lambda: problem)
     warning = (
         f"/x/__init__.py:9: RuntimeWarning: transformer_lab: {problem}.\n  pin_numerics()\n"
     )
@@ -264,17 +263,16 @@ def test_only_the_numeric_mode_warning_is_left_out_of_the_comparison(monkeypatch
         NotebookNode(output_type="stream", name="stderr", text=warning + "other\n"),
         NotebookNode(output_type="stream", name="stdout", text=warning),
     ]
-    kept = conftest.without_numeric_mode_warning(outputs)
+    kept = session_rules.without_numeric_mode_warning(outputs, problem)
     assert [(o.name, o.text) for o in kept] == [("stderr", "other\n"), ("stdout", warning)]
-    monkeypatch.setattr(conftest, "numeric_mode_problem", lambda: None)
-    assert conftest.without_numeric_mode_warning(outputs) == outputs
+    assert session_rules.without_numeric_mode_warning(outputs, None) == outputs
 
 
 def test_the_run_says_what_to_do_where_pages_cannot_match():
-    import conftest
+    import session_rules
 
-    assert "x86-64 CPU with AVX2" in conftest.WHERE_PAGES_MATCH
-    assert "--ignore=tests/references" in conftest.WHERE_PAGES_MATCH
+    assert "x86-64 CPU with AVX2" in session_rules.WHERE_PAGES_MATCH
+    assert "--ignore=tests/references" in session_rules.WHERE_PAGES_MATCH
 
 
 def test_seed_everything_repeats_draws():

@@ -17,6 +17,7 @@ figure present, no code cut at the margin, and the text searchable.
 
 from __future__ import annotations
 
+import concurrent.futures
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,13 @@ def print_layout_problems(layout: dict) -> list[str]:
     ]
 
 
+def in_own_thread(function, *args):
+    """``function(*args)`` in a thread of its own: Playwright's sync API refuses to run where an
+    asyncio loop is already running (a notebook, a test process whose kernel client made one)."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(function, *args).result()
+
+
 def print_pages(
     site: Path, names: list[str], folder: Path
 ) -> tuple[list[Path], dict[str, dict]]:
@@ -163,7 +171,7 @@ def print_book(
     require_poppler()
     names = page_names()
     with tempfile.TemporaryDirectory(prefix="print-book-") as scratch:
-        parts, layouts = print_pages(site, names, Path(scratch))
+        parts, layouts = in_own_thread(print_pages, site, names, Path(scratch))
         problems = [
             f"{name}: {problem}"
             for name, layout in layouts.items()
