@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_module
 import json
 import re
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from transformer_lab.attention import attention, soft_join
+from transformer_lab.attention import attention, max_weight_by_width, soft_join
 from transformer_lab.explorers import (
     Explorer,
     head_explorer,
@@ -24,6 +25,7 @@ from transformer_lab.explorers import (
     palette,
     temperature_explorer,
     temperature_states,
+    visible_states,
     width_explorer,
     width_states,
 )
@@ -123,19 +125,39 @@ def test_temperature_explorer_exports_every_state_compactly():
     )
     data = exported(explorer)
     assert data == json.loads(json.dumps(explorer.data))
-    assert [state["temperature"] for state in data["states"]] == temperatures
+    shown = [state["temperature"] for state in data["states"]]
+    # the warm end first, then only temperatures that change the table; the last one is the
+    # first that looks like the hard join, and nothing colder would look different
+    every = temperature_states(query_keys, keys, values, exact, temperatures)
+    assert shown == temperatures[: len(shown)] and 2 <= len(shown) < len(temperatures)
+    assert data["states"][-1]["equal"] and not data["states"][-2]["equal"]
+    assert all(
+        state["weights"] == every[-1]["weights"] for state in every[len(shown) - 1 :]
+    )
     assert data["exact"] == exact.tolist()
     assert len(explorer.json()) < 5000  # a few kB
     html = explorer._repr_html_()
     assert '<div class="tl-explorer" data-explorer="temperature" hidden>' in html
     assert '<label for="tl-temperature-step">' in html
-    assert 'id="tl-temperature-step"' in html and f'max="{len(temperatures) - 1}"' in html
+    assert 'id="tl-temperature-step"' in html and f'max="{len(shown) - 1}"' in html
+    prompt = f"slide from τ = 1 down to {data['states'][-1]['label']}"
+    assert prompt in explorer.prompt and html_module.escape(explorer.prompt) in html
+    assert "<noscript>" in html
     assert 'aria-live="polite"' in html
     assert "interactive in the HTML book" in repr(explorer)
 
 
+def test_visible_states_drop_a_state_that_shows_what_the_one_before_did():
+    query_keys, keys, values, exact = plans_join()
+    states = temperature_states(
+        query_keys, keys, values, exact, [1.0, 1.0, 0.5, 0.01, 0.001]
+    )
+    kept = visible_states(states)
+    assert [state["temperature"] for state in kept] == [1.0, 0.5, 0.01]
+
+
 def test_explorer_json_cannot_close_its_script_element():
-    explorer = Explorer("demo", "a title", "", {"label": "</script><b>"})
+    explorer = Explorer("demo", "a title", "", {"label": "</script><b>"}, "try", "look")
     assert "</script><b>" not in explorer.json()
     assert json.loads(explorer.json()) == {"label": "</script><b>"}
 
@@ -162,38 +184,52 @@ def test_temperature_explorer_names_bad_arguments(change, message):
         temperature_explorer(query_keys, keys, values, **arguments)
 
 
-def test_width_states_are_softmax_and_attention_of_one_query():
+def test_width_states_are_the_figures_draws_averaged_by_rank():
     widths = [4, 64, 1024]
-    states = width_states(widths, n_keys=8, seed=1)
+    states = width_states(widths, n_keys=8, trials=50, seed=1)
+    figure = max_weight_by_width(widths, n_keys=8, trials=50, seed=1)
     generator = torch.Generator().manual_seed(1)
-    for state, width in zip(states, widths):
-        q = torch.randn(1, 1, width, generator=generator)
-        k = torch.randn(1, 8, width, generator=generator)
-        scores = (q @ k.transpose(-2, -1))[0, 0]
-        raw, scaled = torch.softmax(scores, -1), torch.softmax(scores / width**0.5, -1)
+    for i, (state, width) in enumerate(zip(states, widths)):
+        q = torch.randn(50, 1, width, generator=generator)
+        k = torch.randn(50, 8, width, generator=generator)
+        scores = q @ k.transpose(-2, -1)
         assert state["width"] == width
-        assert torch.allclose(torch.tensor(state["raw"]["weights"]), raw, atol=5e-4)
-        assert torch.allclose(torch.tensor(state["scaled"]["weights"]), scaled, atol=5e-4)
-        assert torch.allclose(torch.tensor(state["raw"]["scores"]), scores, atol=5e-3)
-        assert state["raw"]["top_key"] == int(raw.argmax())
-        assert state["scaled"]["largest"] == round(scaled.max().item(), 3)
+        for name, scaled in (("raw", scores), ("scaled", scores / width**0.5)):
+            ranked = torch.softmax(scaled, -1).sort(-1, descending=True).values
+            row = state[name]
+            assert torch.allclose(
+                torch.tensor(row["weights"]), ranked.mean((0, 1)), atol=5e-4
+            )
+            assert abs(sum(row["weights"]) - 1) <= 5e-4 * 8
+            assert row["weights"] == sorted(row["weights"], reverse=True)
+            assert row["scores"] == sorted(row["scores"], reverse=True)
+            assert row["std"] == round(scaled.std().item(), 2)
+        # the average largest weight is the figure's point, to the rounding shown
+        assert state["raw"]["largest"] == round(figure["unscaled"][i], 3)
+        assert state["scaled"]["largest"] == round(figure["scaled"][i], 3)
     # Without the scale the scores spread with the width; with it they do not.
     assert states[-1]["raw"]["std"] > 10 * states[-1]["scaled"]["std"]
 
 
 def test_width_explorer_offers_every_width_and_the_switch():
-    explorer = width_explorer([4, 16, 1024], n_keys=16, seed=0)
+    explorer = width_explorer([4, 16, 1024], n_keys=16, trials=20, seed=0)
     html = explorer._repr_html_()
     assert '<option value="2">1024</option>' in html
     assert '<input type="checkbox" id="tl-width-scaled" checked>' in html
     assert '<label for="tl-width-scaled">' in html and '<label for="tl-width-d">' in html
-    assert [state["width"] for state in exported(explorer)["states"]] == [4, 16, 1024]
+    data = exported(explorer)
+    assert [state["width"] for state in data["states"]] == [4, 16, 1024]
+    assert data["trials"] == 20 and "averaged over 20 draws" in html
+    largest = [state["raw"]["largest"] for state in data["states"]]
+    assert f"climbs from {largest[0]:.2f} to {largest[-1]:.2f}" in explorer.prompt
     assert len(explorer.json()) < 5000
 
 
 def test_width_states_name_bad_widths():
     with pytest.raises(ValueError, match="each width"):
         width_states([4, 0])
+    with pytest.raises(ValueError, match="trials"):
+        width_states([4], trials=0)
 
 
 CHAPTER_X = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0], [0.0, 0.0]]])
@@ -209,7 +245,10 @@ def test_mask_states_are_attention_and_pytorchs_masked_softmax():
     _, weights = attention(CHAPTER_X, CHAPTER_X, CHAPTER_X, padding, causal=True)
     assert torch.allclose(torch.tensor(right["book"]), weights[0], atol=5e-4)
     assert right["pytorch"] == right["book"] and right["error"] is None
-    assert right["empty_rows"] == 0
+    assert right["empty_rows"] == 0 and right["agree"]
+    # the two tables part exactly where a row has no key left
+    for state in states.values():
+        assert state["agree"] == (state["empty_rows"] == 0) == (state["error"] is None)
 
 
 def test_left_padding_under_a_causal_mask_gives_nan_and_the_books_error():
@@ -236,6 +275,7 @@ def test_mask_explorer_offers_labelled_controls_and_checks_its_input():
     for control in ("tl-mask-count", "tl-mask-left", "tl-mask-right", "tl-mask-causal"):
         assert f'<label for="{control}">' in html and f'id="{control}"' in html
     assert "<legend>Padding on the</legend>" in html
+    assert "in 13 of the 16 settings the two give the same weights" in explorer.prompt
     assert len(explorer.json()) < 6000
     with pytest.raises(ValueError, match="L = 3 tokens"):
         mask_explorer(CHAPTER_X, tokens=["a", "b", "c"], max_padding=1)
@@ -301,32 +341,40 @@ def test_head_states_leave_the_models_mode_alone():
         assert model.training == training
 
 
-def test_head_sets_offer_the_models_mistakes_first_then_the_first_sets():
+def test_head_sets_offer_set_0_the_mistakes_the_hesitant_then_the_first_sets():
     model = untrained_heads()
     x, padding, y = HEAD_SETS
     with torch.no_grad():
         wrong = ((model.eval()(x, padding) > 0).float() != y).nonzero().flatten().tolist()
-    assert len(wrong) >= 2  # an untrained model gets plenty wrong: the test can fail
-    chosen = head_sets(model, x, padding, y, count=6, wrong=2)
-    assert len(chosen) == 6 and chosen == sorted(chosen)
-    assert set(wrong[:2]) <= set(chosen)
-    others = [i for i in range(len(y)) if i not in wrong[:2]][:4]
-    assert chosen == sorted(wrong[:2] + others)
-    # a model with no mistakes among the sets: just the first sets
+    assert len(wrong) >= 3  # an untrained model gets plenty wrong: the test can fail
+    share = largest_key_attention(model, x, padding)["per_head"].mean(dim=1)
+    least = share.argsort(stable=True).tolist()[:2]
+    chosen = head_sets(model, x, padding, y, count=7, wrong=2, hesitant=2)
+    indices = [entry["set"] for entry in chosen]
+    assert len(indices) == len(set(indices)) == 7 and indices[0] == 0
+    expected = list(dict.fromkeys([0, *wrong[:2], *least]))
+    assert indices[: len(expected)] == expected
+    others = [i for i in range(len(y)) if i not in expected]
+    assert indices[len(expected) :] == others[: 7 - len(expected)]
+    for entry in chosen:
+        assert ("the model is wrong" in entry["why"]) == (
+            entry["set"] in wrong[:2]
+            or (entry["set"] in (0, *least) and entry["set"] in wrong)
+        )
+        assert ("heads hesitate" in entry["why"]) == (entry["set"] in least)
+    # a model with no mistakes among the sets: set 0, the hesitant, then the first sets
+    right = [i for i in range(len(y)) if i not in wrong]
     perfect = head_sets(
-        model,
-        x[[i for i in range(len(y)) if i not in wrong]],
-        padding[[i for i in range(len(y)) if i not in wrong]],
-        y[[i for i in range(len(y)) if i not in wrong]],
-        count=3,
+        model, x[right], padding[right], y[right], count=4, wrong=2, hesitant=1
     )
-    assert perfect == [0, 1, 2]
+    assert all("the model is wrong" not in entry["why"] for entry in perfect)
+    assert sum("heads hesitate" in entry["why"] for entry in perfect) == 1
 
 
 def test_head_explorer_offers_labelled_controls_and_compact_data():
     model = untrained_heads()
     x, padding, y = HEAD_SETS
-    explorer = head_explorer(model, x, padding, y, count=8, wrong=2)
+    explorer = head_explorer(model, x, padding, y, count=8, wrong=2, hesitant=2)
     data = exported(explorer)
     assert data == json.loads(json.dumps(explorer.data))
     assert len(data["states"]) == 8
@@ -337,11 +385,13 @@ def test_head_explorer_offers_labelled_controls_and_compact_data():
         assert f'<label for="tl-heads-head-{h}">head {h}</label>' in html
         assert f'id="tl-heads-head-{h}"' in html
     assert "<legend>Head</legend>" in html
-    wrong = [state["set"] for state in data["states"] if not state["right"]]
-    assert len(wrong) >= 2  # the first sets of an untrained model may be wrong too
     for state in data["states"]:
-        mark = " (the model is wrong)" if state["set"] in wrong else ""
+        if not state["right"] and state["set"] != 0:
+            assert "the model is wrong" in state["why"]
+        mark = f" ({'; '.join(state['why'])})" if state["why"] else ""
         assert f">set {state['set']}{mark}</option>" in html
+    least = min(data["states"], key=lambda s: sum(h["share"] for h in s["heads"]))
+    assert f"on set {least['set']} only" in explorer.prompt
     assert 'aria-live="polite"' in html
     assert len(explorer.json()) < 8000  # a few kB: 8 sets, 2 heads, at most 8 × 8 weights
     assert "interactive in the HTML book" in repr(explorer)
@@ -377,8 +427,8 @@ def test_head_sets_name_bad_counts():
     x, padding, y = HEAD_SETS
     with pytest.raises(ValueError, match="count must be at most the 24 sets given, got 25"):
         head_sets(model, x, padding, y, count=25)
-    with pytest.raises(ValueError, match="wrong must be at most count=3, got 4"):
-        head_sets(model, x, padding, y, count=3, wrong=4)
+    with pytest.raises(ValueError, match=r"1 \+ wrong \+ hesitant must be at most count=3"):
+        head_sets(model, x, padding, y, count=3, wrong=2, hesitant=1)
 
 
 # Chapter 5's merge stepper, on the tiny corpus and a sentence it never saw.
@@ -414,6 +464,15 @@ def test_merge_states_run_from_characters_to_the_trained_tokenizer(tiny_tokenize
             assert state["count"] <= states[k - 1]["count"]
     # some merges change the sentence and some do not: the stepper has something to show
     assert any(s["made"] for s in states) and not all(s["made"] for s in states[1:])
+    for k, state in enumerate(states):
+        # the word boundaries: each word's tokens spell it
+        tokens, at = state["tokens"].split(" "), 0
+        for word, size in zip(SENTENCE.split(), state["word_sizes"], strict=True):
+            assert "".join(tokens[at : at + size]) == word
+            at += size
+        assert at == len(tokens)
+        assert state["changed"] == (k == 0 or state["tokens"] != states[k - 1]["tokens"])
+        assert state["changed"] == (k == 0 or state["made"] > 0)
 
 
 def test_merge_states_match_a_tokenizer_trained_to_that_step(tiny_tokenizer):
@@ -436,7 +495,13 @@ def test_merge_explorer_offers_a_labelled_slider_and_compact_data(tiny_tokenizer
     assert '<label for="tl-merges-step">' in html
     assert f'max="{len(merges(tiny_tokenizer))}"' in html
     assert 'aria-live="polite"' in html
-    assert len(explorer.json()) < 8000
+    changes = [state["merges"] for state in data["states"][1:] if state["changed"]]
+    ticks = "".join(f'<option value="{k}"></option>' for k in changes)
+    assert f'<datalist id="tl-merges-ticks">{ticks}</datalist>' in html
+    last = len(data["states"]) - 1
+    assert f"between the {len(changes)} merges" in explorer.prompt
+    assert f"the other {last - len(changes)} of the {last} merges" in explorer.prompt
+    assert len(explorer.json()) < 12000  # 53 states, one sentence each
 
 
 def test_merge_states_name_bad_input(tiny_tokenizer):

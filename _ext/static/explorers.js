@@ -9,18 +9,39 @@
 (function () {
   "use strict";
 
+  /* Colours come from the page's theme (pydata-sphinx-theme's variables, light or dark), with
+   * system colours as the fallback, and the native controls are told the same scheme
+   * (color-scheme), so a radio button or checkbox is drawn for the background it sits on. */
   const STYLE = [
     ".tl-explorer { border: 1px solid var(--pst-color-border, #8a8a8a); border-radius: 4px;",
-    "  padding: 0.5em 0.75em; margin: 1em 0; }",
+    "  padding: 0.5em 0.75em; margin: 1em 0; max-width: 100%; box-sizing: border-box;",
+    "  background: var(--pst-color-background, Canvas); color: var(--pst-color-text-base, CanvasText);",
+    "  color-scheme: light; accent-color: var(--pst-color-primary, #0072B2); }",
+    "html[data-theme=dark] .tl-explorer { color-scheme: dark; }",
+    "@media (prefers-color-scheme: dark) { html:not([data-theme=light]) .tl-explorer {",
+    "  color-scheme: dark; } }",
+    ".tl-explorer .tl-prompt { margin: 0.3em 0; font-style: italic; }",
+    /* The controls stay in view while the reader scrolls through what they change: sticky
+     * under the theme's header, on the panel's own background. */
     ".tl-explorer .tl-controls { display: flex; flex-wrap: wrap; gap: 0.4em 1.2em;",
-    "  align-items: center; margin: 0.4em 0; }",
+    "  align-items: center; margin: 0.4em 0; padding: 0.3em 0; position: sticky;",
+    "  top: var(--pst-header-height, 0); z-index: 2;",
+    "  background: var(--pst-color-background, Canvas); }",
     ".tl-explorer .tl-controls span { white-space: nowrap; }",
+    ".tl-explorer .tl-controls span.tl-wide { white-space: normal; }",
     ".tl-explorer fieldset { border: none; margin: 0; padding: 0; display: inline-block; }",
     ".tl-explorer fieldset span { margin-left: 0.6em; }",
     ".tl-explorer legend { float: left; width: auto; margin: 0; padding: 0; font-size: inherit;",
     "  font-weight: inherit; line-height: inherit; }",
-    ".tl-explorer input[type=range] { width: 16em; }",
+    ".tl-explorer input[type=range] { width: 16em; max-width: 100%; }",
+    ".tl-explorer button { font: inherit; padding: 0.1em 0.5em; }",
+    ".tl-explorer button[aria-disabled=true] { border-style: dashed; cursor: default; }",
     ".tl-explorer .tl-status { min-height: 1.5em; margin: 0.3em 0; }",
+    /* A table wider than the panel scrolls inside its own box, never the page. */
+    ".tl-explorer .tl-scroll { max-width: 100%; overflow-x: auto; }",
+    ".tl-explorer .tl-figure { display: flex; flex-wrap: wrap; gap: 0 1.5em;",
+    "  align-items: flex-start; max-width: 100%; }",
+    ".tl-explorer .tl-figure > * { max-width: 100%; }",
     ".tl-explorer table.tl-table { border-collapse: collapse; font-size: 0.85em;",
     "  font-variant-numeric: tabular-nums; margin: 0.3em 0; }",
     ".tl-explorer table.tl-table caption { caption-side: top; text-align: left; padding: 0.2em 0;",
@@ -28,22 +49,22 @@
     ".tl-explorer table.tl-table th, .tl-explorer table.tl-table td {",
     "  padding: 0.15em 0.35em; text-align: right; border: 1px solid var(--pst-color-border, #8a8a8a); }",
     ".tl-explorer table.tl-table th[scope=row] { text-align: left; }",
-    ".tl-explorer table.tl-table td.tl-share { text-align: left; width: 13em; }",
+    ".tl-explorer table.tl-table td.tl-share { text-align: left; width: 8em; }",
     ".tl-explorer .tl-bar { display: inline-block; height: 0.8em; background: #0072B2; }",
-    ".tl-explorer .tl-figure:has(#tl-mask-pytorch) { display: flex; flex-wrap: wrap; gap: 0 1.5em;",
-    "  align-items: flex-start; }",
+    "html[data-theme=dark] .tl-explorer .tl-bar { background: #56B4E9; }",
     ".tl-explorer td.tl-hidden { outline: 2px dashed currentColor; outline-offset: -4px; }",
-    ".tl-explorer .tl-figure:has(#tl-heads-weights) { display: flex; flex-wrap: wrap; gap: 0 1.5em;",
-    "  align-items: flex-start; }",
     ".tl-explorer .tl-winner { border-left: 3px solid currentColor !important;",
     "  border-right: 3px solid currentColor !important; }",
     ".tl-explorer td.tl-top { font-weight: bold; text-decoration: underline; }",
     ".tl-explorer td.tl-pad-row { text-align: left; font-style: italic; }",
-    ".tl-explorer ol.tl-tokens { list-style: none; display: flex; flex-wrap: wrap; gap: 0.3em;",
+    ".tl-explorer .tl-note { margin: 0.3em 0; }",
+    ".tl-explorer ol.tl-words { list-style: none; display: flex; flex-wrap: wrap; gap: 0.4em 1.1em;",
     "  padding: 0; margin: 0.4em 0; }",
-    ".tl-explorer ol.tl-tokens li { border: 1px solid var(--pst-color-border, #8a8a8a);",
+    ".tl-explorer ol.tl-words li { display: flex; gap: 2px; padding-bottom: 3px;",
+    "  border-bottom: 2px solid var(--pst-color-text-muted, GrayText); }",
+    ".tl-explorer .tl-token { border: 1px solid var(--pst-color-border, #8a8a8a);",
     "  border-radius: 3px; padding: 0 0.3em; font-family: var(--pst-font-family-monospace, monospace); }",
-    ".tl-explorer ol.tl-tokens li.tl-new { border: 2px solid currentColor; font-weight: bold; }",
+    ".tl-explorer .tl-token.tl-new { border: 2px solid currentColor; font-weight: bold; }",
     "@media print { .tl-explorer { display: none !important; } }",
   ].join("\n");
 
@@ -107,37 +128,55 @@
     return node;
   }
 
+  /* A table in a box of its own that scrolls sideways when the table is wider than the panel
+   * (a phone), so the page itself never does. Focusable and named, for keyboard readers. */
+  function scrollBox(node) {
+    const box = element("div", { class: "tl-scroll", tabindex: "0", role: "region",
+      "aria-label": node.caption ? node.caption.textContent : "table" });
+    box.appendChild(node);
+    return box;
+  }
+
   /* Chapter 1: the slider over the temperature of the soft join. */
   function temperature(panel, data) {
     const slider = panel.querySelector("#tl-temperature-step");
     const shown = panel.querySelector("#tl-temperature-value");
     const status = panel.querySelector(".tl-status");
     const [weightDecimals, valueDecimals] = data.decimals;
-    const grid = table("Soft-join weights (tickets × plans), blended values and the exact join");
-    const columns = data.keys.slice();
+    /* Two narrow tables rather than one wide one: side by side on a wide screen, one above
+     * the other on a phone. */
+    const weights = table("Soft-join weights (tickets × plans)");
+    weights.tHead.appendChild(headerRow("ticket", data.keys));
+    const columns = [];
     for (const name of data.values) columns.push(`${name} (soft)`, `${name} (merge)`);
-    grid.tHead.appendChild(headerRow("ticket", columns));
-    panel.querySelector(".tl-figure").appendChild(grid);
+    const blend = table("Blended values beside the exact join (merge)");
+    blend.tHead.appendChild(headerRow("ticket", columns));
+    panel.querySelector(".tl-figure").append(scrollBox(weights), scrollBox(blend));
 
     function draw() {
       const state = data.states[Number(slider.value)];
       const label = state.label;
       shown.textContent = label;
       slider.setAttribute("aria-valuetext", label);
-      const body = element("tbody");
+      const weightRows = element("tbody");
+      const blendRows = element("tbody");
       data.rows.forEach((name, i) => {
         const row = element("tr");
         row.appendChild(element("th", { scope: "row" }, name));
         state.weights[i].forEach((w) =>
           row.appendChild(weightCell(w, weightDecimals, data.colours, "tl-weight")));
+        weightRows.appendChild(row);
+        const values = element("tr");
+        values.appendChild(element("th", { scope: "row" }, name));
         state.mixed[i].forEach((value, j) => {
-          row.appendChild(element("td", { class: "tl-soft" }, format(value, valueDecimals)));
-          row.appendChild(element("td", { class: "tl-exact" },
+          values.appendChild(element("td", { class: "tl-soft" }, format(value, valueDecimals)));
+          values.appendChild(element("td", { class: "tl-exact" },
             format(data.exact[i][j], valueDecimals)));
         });
-        body.appendChild(row);
+        blendRows.appendChild(values);
       });
-      grid.replaceChild(body, grid.tBodies[0]);
+      weights.replaceChild(weightRows, weights.tBodies[0]);
+      blend.replaceChild(blendRows, blend.tBodies[0]);
       const gaps = data.values.map((name, j) => `${name} ${format(state.gaps[j], valueDecimals)}`);
       status.textContent = state.equal
         ? `${label}: the blended columns equal the exact join.`
@@ -147,15 +186,17 @@
     draw();
   }
 
-  /* Chapter 1: why √d — one query's softmax row at each width, scaled or not. */
+  /* Chapter 1: why √d — the average softmax row at each width (keys ranked by weight), scaled
+   * or not, over the same draws as the chapter's figure. */
   function width(panel, data) {
     const select = panel.querySelector("#tl-width-d");
     const scaled = panel.querySelector("#tl-width-scaled");
     const status = panel.querySelector(".tl-status");
     const [weightDecimals, valueDecimals] = data.decimals;
-    const grid = table("One query's scores and softmax weights over the keys");
-    grid.tHead.appendChild(headerRow("key", ["score", "weight", "share of the row"]));
-    panel.querySelector(".tl-figure").appendChild(grid);
+    const grid = table(`One query's softmax row, keys ranked by weight, averaged over ` +
+      `${data.trials} draws`);
+    grid.tHead.appendChild(headerRow("rank", ["score", "weight", "share of the row"]));
+    panel.querySelector(".tl-figure").appendChild(scrollBox(grid));
 
     function draw() {
       const state = data.states[Number(select.value)];
@@ -163,12 +204,12 @@
       const body = element("tbody");
       row.weights.forEach((w, i) => {
         const line = element("tr");
-        line.appendChild(element("th", { scope: "row" }, `k${i + 1}`));
+        line.appendChild(element("th", { scope: "row" }, String(i + 1)));
         line.appendChild(element("td", { class: "tl-score" }, format(row.scores[i], valueDecimals)));
         line.appendChild(weightCell(w, weightDecimals, data.colours, "tl-weight"));
         const bar = element("td", { class: "tl-share", "aria-hidden": "true" });
         const fill = element("span", { class: "tl-bar" });
-        fill.style.width = `${(w * 12).toFixed(2)}em`;
+        fill.style.width = `${(w * 8).toFixed(2)}em`;
         bar.appendChild(fill);
         line.appendChild(bar);
         body.appendChild(line);
@@ -176,8 +217,9 @@
       grid.replaceChild(body, grid.tBodies[0]);
       const how = scaled.checked ? "scores divided by √d" : "raw scores";
       status.textContent = `d = ${state.width}, ${how}: scores' standard deviation ` +
-        `${format(row.std, valueDecimals)}, largest weight ${format(row.largest, weightDecimals)} ` +
-        `(key k${row.top_key + 1}).`;
+        `${format(row.std, valueDecimals)}, average largest weight ` +
+        `${format(row.largest, weightDecimals)} over ${data.trials} draws ` +
+        "(the figure's point at this width).";
     }
     select.addEventListener("change", draw);
     scaled.addEventListener("change", draw);
@@ -219,10 +261,15 @@
       const key = `${count.value}-${side}-${causal.checked ? "causal" : "full"}`;
       const state = data.states[key];
       figure.replaceChildren();
-      figure.appendChild(weights("PyTorch: softmax of the scores, hidden ones set to −∞",
-        "tl-mask-pytorch", state.pytorch, state));
-      if (state.book) {
-        figure.appendChild(weights("The book's attention", "tl-mask-book", state.book, state));
+      figure.appendChild(scrollBox(weights("PyTorch: softmax of the scores, hidden ones set " +
+        "to −∞", "tl-mask-pytorch", state.pytorch, state)));
+      if (state.agree) {
+        figure.appendChild(element("p", { id: "tl-mask-book", class: "tl-note" },
+          "The book's attention gives exactly these weights: every row has a key left, " +
+          "so the two tables agree. Pad on the left under the causal mask to part them."));
+      } else if (state.book) {
+        figure.appendChild(scrollBox(weights("The book's attention", "tl-mask-book",
+          state.book, state)));
       } else {
         figure.appendChild(element("p", { id: "tl-mask-book", class: "tl-error" },
           `The book's attention raises ValueError: ${state.error}`));
@@ -307,7 +354,8 @@
       const head = Number(checked.value);
       const chosen = state.heads[head];
       const labels = names(state);
-      figure.replaceChildren(tokens(state, labels), weights(state, head, labels));
+      figure.replaceChildren(scrollBox(tokens(state, labels)),
+        scrollBox(weights(state, head, labels)));
       const winner = state.tokens[state.winner];
       status.textContent = `Validation set ${state.set}, head ${head}: ` +
         `the largest key, t${state.winner} (key ${format(winner[0], valueDecimals)}, ` +
@@ -323,35 +371,69 @@
     draw();
   }
 
-  /* Chapter 5: step through the learned merges and re-tokenize the unseen sentence. */
+  /* Chapter 5: step through the learned merges and re-tokenize the unseen sentence. Each word
+   * is underlined as one group of tokens; the buttons jump between the steps that change it. */
   function merges(panel, data) {
     const slider = panel.querySelector("#tl-merges-step");
     const shown = panel.querySelector("#tl-merges-value");
+    const previous = panel.querySelector("#tl-merges-previous");
+    const next = panel.querySelector("#tl-merges-next");
     const status = panel.querySelector(".tl-status");
     const figure = panel.querySelector(".tl-figure");
+    const changes = data.states.filter((state) => state.merges && state.changed)
+      .map((state) => state.merges);
+    const last = data.states.length - 1;
 
     function draw() {
       const state = data.states[Number(slider.value)];
       const made = state.merge ? state.merge.join("") : null;
-      const label = `${state.merges} of ${data.states.length - 1} merges`;
+      const label = `${state.merges} of ${last} merges`;
       shown.textContent = label;
       slider.setAttribute("aria-valuetext", label);
       const step = element("p", { id: "tl-merges-merge" }, state.merge
         ? `Merge ${state.merges}: ${state.merge[0]} + ${state.merge[1]} → ${made}`
         : "Before any merge: one token per character");
-      const list = element("ol", { class: "tl-tokens", id: "tl-merges-tokens",
-        "aria-label": `the sentence "${data.sentence}" as tokens` });
-      for (const token of state.tokens.split(" ")) {
-        list.appendChild(element("li", token === made ? { class: "tl-new" } : {}, token));
+      const list = element("ol", { class: "tl-words", id: "tl-merges-tokens",
+        "aria-label": `the sentence "${data.sentence}", word by word, as tokens` });
+      const tokens = state.tokens.split(" ");
+      let at = 0;
+      for (const size of state.word_sizes) {
+        const word = element("li");
+        for (const token of tokens.slice(at, at + size)) {
+          word.appendChild(element("span",
+            { class: token === made ? "tl-token tl-new" : "tl-token" }, token));
+        }
+        at += size;
+        list.appendChild(word);
       }
       figure.replaceChildren(step, list);
+      let change = ".";
+      if (state.merge && state.changed) {
+        change = `; merge ${state.merges} changed the sentence: ${state.made} of its tokens ` +
+          "made by it (bold).";
+      } else if (state.merge) {
+        change = `; merge ${state.merges} leaves it unchanged: ${state.merge[0]} and ` +
+          `${state.merge[1]} never stand side by side in it.`;
+      }
       status.textContent = `After ${label} (vocabulary of ${state.vocab_size} tokens): ` +
         `${data.words} words are ${state.count} tokens, ${state.per_word.toFixed(2)} per word` +
-        (!state.merge ? "." : state.made
-          ? `; ${state.made} of them made by merge ${state.merges} (bold).`
-          : `; merge ${state.merges} makes none of them.`);
+        change;
+      /* aria-disabled, not disabled: a button that keeps its focus at the last change */
+      const k = state.merges;
+      previous.setAttribute("aria-disabled", String(!changes.some((c) => c < k)));
+      next.setAttribute("aria-disabled", String(!changes.some((c) => c > k)));
+    }
+
+    function jump(target) {
+      if (target === undefined) return;
+      slider.value = String(target);
+      draw();
     }
     slider.addEventListener("input", draw);
+    previous.addEventListener("click", () =>
+      jump(changes.filter((c) => c < Number(slider.value)).pop()));
+    next.addEventListener("click", () =>
+      jump(changes.find((c) => c > Number(slider.value))));
     draw();
   }
 

@@ -5,6 +5,7 @@ and Dv for the value width. Masks follow PyTorch's convention: **True means igno
 """
 
 import math
+from collections.abc import Iterator
 
 import torch
 
@@ -201,29 +202,41 @@ def soft_join(
     return output[0], weights[0]
 
 
-def max_weight_by_width(
+def random_scores_by_width(
     widths: list[int], n_keys: int = 16, trials: int = 200, seed: int = 0
-) -> dict[str, list[float]]:
-    """The √D experiment: average largest softmax weight for random q, k ~ N(0, 1).
+) -> Iterator[tuple[int, torch.Tensor]]:
+    """The √D experiment's draws: per width D, raw scores q·kᵀ of shape (trials, 1, n_keys).
 
-    For each width D draws ``trials`` queries against ``n_keys`` keys and reports the mean of the
-    largest weight per query, with and without dividing the scores by √D (1/n_keys = uniform,
-    1.0 = the softmax has saturated into a hard max).
+    q (trials, 1, D) and k (trials, n_keys, D) are drawn from N(0, 1) by one generator seeded
+    with ``seed``, widths in order, so every user of the same arguments sees the same draws.
     """
     widths = [require_int("each width", width, minimum=1) for width in widths]
     n_keys = require_int("n_keys", n_keys, minimum=1)
     trials = require_int("trials", trials, minimum=1)
     generator = torch.Generator().manual_seed(require_int("seed", seed))
+    for width in widths:
+        q = torch.randn(trials, 1, width, generator=generator)
+        k = torch.randn(trials, n_keys, width, generator=generator)
+        yield width, q @ k.transpose(-2, -1)
+
+
+def max_weight_by_width(
+    widths: list[int], n_keys: int = 16, trials: int = 200, seed: int = 0
+) -> dict[str, list[float]]:
+    """The √D experiment: average largest softmax weight for random q, k ~ N(0, 1).
+
+    For each width D draws ``trials`` queries against ``n_keys`` keys
+    (``random_scores_by_width``) and reports the mean of the largest weight per query, with and
+    without dividing the scores by √D (1/n_keys = uniform, 1.0 = the softmax has saturated into
+    a hard max).
+    """
     result: dict[str, list[float]] = {
         "width": [],
         "unscaled": [],
         "scaled": [],
         "score_std": [],
     }
-    for width in widths:
-        q = torch.randn(trials, 1, width, generator=generator)
-        k = torch.randn(trials, n_keys, width, generator=generator)
-        scores = q @ k.transpose(-2, -1)
+    for width, scores in random_scores_by_width(widths, n_keys, trials, seed):
         result["width"].append(width)
         result["unscaled"].append(torch.softmax(scores, -1).amax(-1).mean().item())
         result["scaled"].append(

@@ -8,8 +8,10 @@ tokenizer's own ``encode``), rounded once, and exported as compact JSON inside t
 output, so nbval compares it with the reference. Nothing is interpolated and nothing is
 recomputed in JavaScript.
 
-The panel starts ``hidden``: without JavaScript (and in print) the reader sees the chapter's
-static figure, which stays on the page.
+Each explorer also says, in one line, what to try and what to notice; the numbers in that line
+come from the same states. The panel starts ``hidden``: without JavaScript (and in print) the
+reader sees the chapter's static figure, which stays on the page, and a ``<noscript>`` note
+says where to look instead.
 """
 
 from __future__ import annotations
@@ -22,7 +24,12 @@ from collections.abc import Sequence
 import matplotlib
 import torch
 
-from transformer_lab.attention import attention, causal_mask, mix_values, soft_join
+from transformer_lab.attention import (
+    attention,
+    causal_mask,
+    random_scores_by_width,
+    soft_join,
+)
 from transformer_lab.plotting import SEQUENTIAL_CMAP
 from transformer_lab.set_classifier import SetClassifier, largest_key_attention
 from transformer_lab.set_task import check_sets, largest_key_index
@@ -104,17 +111,39 @@ def temperature_states(
     return states
 
 
+def _looks_the_same(state: dict, before: dict) -> bool:
+    """Whether two temperature states display the same rounded weights and blend."""
+    return state["weights"] == before["weights"] and state["mixed"] == before["mixed"]
+
+
+def visible_states(states: list[dict]) -> list[dict]:
+    """``temperature_states`` without the states that display exactly what the one before did.
+
+    Colder than the point where every weight rounds to 0 or 1, the table stops changing; a
+    slider over those states would move and show nothing.
+    """
+    kept = states[:1]
+    for state in states[1:]:
+        if not _looks_the_same(state, kept[-1]):
+            kept.append(state)
+    return kept
+
+
 class Explorer:
     """An explorer's HTML (controls, an empty figure the script fills, the data as JSON).
 
     In the HTML book it is interactive; in a notebook or terminal its text is one line.
     """
 
-    def __init__(self, kind: str, title: str, controls: str, data: dict) -> None:
+    def __init__(
+        self, kind: str, title: str, controls: str, data: dict, prompt: str, fallback: str
+    ) -> None:
         self.kind = kind
         self.title = title
         self.controls = controls
         self.data = data
+        self.prompt = prompt  # one line: what to try, what to notice
+        self.fallback = fallback  # where a reader without JavaScript finds the same lesson
 
     def json(self) -> str:
         """The data, compact, safe inside a ``<script>`` element."""
@@ -129,12 +158,15 @@ class Explorer:
             f'<div class="tl-explorer" data-explorer="{kind}" hidden>'
             f'<p class="tl-explorer-title" id="tl-{kind}-title"><strong>Explorer:</strong> '
             f"{html.escape(self.title)}</p>"
+            f'<p class="tl-prompt" id="tl-{kind}-prompt">{html.escape(self.prompt)}</p>'
             f'<div class="tl-controls" role="group" aria-labelledby="tl-{kind}-title">'
             f"{self.controls}</div>"
             f'<p class="tl-status" id="tl-{kind}-status" aria-live="polite"></p>'
             f'<div class="tl-figure" id="tl-{kind}-figure"></div>'
             f'<script type="application/json" class="tl-explorer-data">{self.json()}</script>'
             "</div>"
+            f'<noscript><p class="tl-noscript">An explorer ({html.escape(self.title)}) needs '
+            f"JavaScript, which is off: {html.escape(self.fallback)}</p></noscript>"
         )
 
     def __repr__(self) -> str:
@@ -154,7 +186,9 @@ def temperature_explorer(
     """A slider over ``temperatures`` (warm to cold) redrawing the soft join's weights and blend.
 
     query_keys (Lq, D), keys (Lk, D), values (Lk, Dv), exact (Lq, Dv): the hard join's values,
-    shown beside the blend. One label per query row, per key and per value column.
+    shown beside the blend. One label per query row, per key and per value column. The slider
+    offers only ``visible_states``: it stops at the first temperature whose table no colder one
+    changes.
     """
     row_labels = require_texts("row_labels", row_labels)
     key_labels = require_texts("key_labels", key_labels)
@@ -175,71 +209,93 @@ def temperature_explorer(
             f"exact must have shape (Lq, Dv) = ({query_keys.shape[0]}, {values.shape[1]}), "
             f"got {tuple(exact.shape)}"
         )
+    states = visible_states(
+        temperature_states(query_keys, keys, values, exact, temperatures)
+    )
+    if len(states) < 2:
+        raise ValueError(
+            f"every temperature in {list(temperatures)} gives the same table: start warmer"
+        )
     data = {
         "rows": row_labels,
         "keys": key_labels,
         "values": value_labels,
         "exact": _rounded(exact, VALUE_DECIMALS),
-        "states": temperature_states(query_keys, keys, values, exact, temperatures),
+        "states": states,
         "colours": palette(),
         "decimals": [WEIGHT_DECIMALS, VALUE_DECIMALS],
     }
-    last = len(temperatures) - 1
+    last = len(states) - 1
+    warm, cold = states[0], states[-1]
+    reached = next((state for state in states if state["equal"]), None)
+    notice = (
+        f"until at {reached['label']} the blended price and SLA equal the merge's to the cent"
+        if reached
+        else f"yet at {cold['label']} the blend is still off the merge's"
+    )
+    prompt = (
+        f"Try: slide from {warm['label']} down to {cold['label']}. Notice: each ticket's "
+        f"weight gathers on one plan, {notice}; colder, nothing shown changes."
+    )
     controls = (
         '<label for="tl-temperature-step">Temperature τ (log scale, warm to cold)</label> '
         f'<input type="range" id="tl-temperature-step" min="0" max="{last}" step="1" value="0">'
         ' <output id="tl-temperature-value" for="tl-temperature-step"></output>'
     )
     return Explorer(
-        "temperature", "cool the soft join down to the hard join", controls, data
+        "temperature",
+        "cool the soft join down to the hard join",
+        controls,
+        data,
+        prompt,
+        "the figure above and the cooling table show the same temperatures.",
     )
 
 
-def width_states(widths: Sequence[int], n_keys: int = 16, seed: int = 0) -> list[dict]:
-    """For each width D, one random query against ``n_keys`` random keys, scaled and not.
+def width_states(
+    widths: Sequence[int], n_keys: int = 16, trials: int = 200, seed: int = 0
+) -> list[dict]:
+    """Per width D, the average softmax row of the √D experiment's draws, scaled and not.
 
-    Draws q (1, 1, D) and k (1, n_keys, D) from N(0, 1) with ``seed`` (one generator, widths in
-    order). "raw" is the softmax of the raw scores q·kᵀ (``mix_values``); "scaled" is
-    ``attention``'s weights, whose scores are divided by √D. Each holds the scores and weights
-    (n_keys,), the scores' standard deviation, the largest weight and the key that gets it.
+    The draws are ``attention.random_scores_by_width``'s, the same as
+    ``attention.max_weight_by_width`` makes with these arguments (the chapter's figure): raw
+    scores (trials, 1, n_keys). "raw" is the softmax of the raw scores, "scaled" of the scores
+    divided by √D, as ``attention`` scales them. Each row is sorted, largest weight first, and
+    averaged over the draws: per rank (n_keys,) the average score and weight. Each also holds
+    the scores' standard deviation over every draw and the average largest weight (the figure's
+    point at that width).
     """
-    widths = [require_int("each width", width, minimum=1) for width in widths]
-    n_keys = require_int("n_keys", n_keys, minimum=2)
-    generator = torch.Generator().manual_seed(require_int("seed", seed))
+    trials = require_int("trials", trials, minimum=1)
     states = []
-    for width in widths:
-        q = torch.randn(1, 1, width, generator=generator)
-        k = torch.randn(1, n_keys, width, generator=generator)
-        v = torch.zeros(1, n_keys, 1)
-        raw_scores = q @ k.transpose(-2, -1)
-        _, raw_weights = mix_values(raw_scores, v)
-        _, scaled_weights = attention(q, k, v)
+    for width, raw in random_scores_by_width(widths, n_keys, trials, seed):
         state = {"width": width}
-        for name, scores, weights in (
-            ("raw", raw_scores, raw_weights),
-            ("scaled", raw_scores / math.sqrt(width), scaled_weights),
-        ):
-            row = weights[0, 0]
+        for name, scores in (("raw", raw), ("scaled", raw / math.sqrt(width))):
+            weights = torch.softmax(scores, dim=-1)
+            by_rank = weights.sort(dim=-1, descending=True)
+            ranked_scores = scores.gather(-1, by_rank.indices)
             state[name] = {
-                "scores": _rounded(scores[0, 0], VALUE_DECIMALS),
-                "weights": _rounded(row, WEIGHT_DECIMALS),
+                "scores": _rounded(ranked_scores.mean(dim=(0, 1)), VALUE_DECIMALS),
+                "weights": _rounded(by_rank.values.mean(dim=(0, 1)), WEIGHT_DECIMALS),
                 "std": _rounded(scores.std(), VALUE_DECIMALS),
-                "largest": _rounded(row.max(), WEIGHT_DECIMALS),
-                "top_key": int(row.argmax()),
+                "largest": _rounded(weights.amax(dim=-1).mean(), WEIGHT_DECIMALS),
             }
         states.append(state)
     return states
 
 
-def width_explorer(widths: Sequence[int], n_keys: int = 16, seed: int = 0) -> Explorer:
-    """A width selector and a scaling switch over ``width_states``: one query's softmax row."""
+def width_explorer(
+    widths: Sequence[int], n_keys: int = 16, trials: int = 200, seed: int = 0
+) -> Explorer:
+    """A width selector and a scaling switch over ``width_states``: the average softmax row."""
+    states = width_states(widths, n_keys, trials, seed)
     data = {
-        "states": width_states(widths, n_keys, seed),
+        "states": states,
+        "trials": trials,
         "colours": palette(),
         "decimals": [WEIGHT_DECIMALS, VALUE_DECIMALS],
     }
     options = "".join(
-        f'<option value="{i}">{width}</option>' for i, width in enumerate(widths)
+        f'<option value="{i}">{state["width"]}</option>' for i, state in enumerate(states)
     )
     controls = (
         f'<span><label for="tl-width-d">Width d of q and k</label> '
@@ -247,11 +303,24 @@ def width_explorer(widths: Sequence[int], n_keys: int = 16, seed: int = 0) -> Ex
         '<span><input type="checkbox" id="tl-width-scaled" checked> '
         '<label for="tl-width-scaled">divide the scores by √d</label></span>'
     )
+    first, last = states[0], states[-1]
+    decimals = f".{WEIGHT_DECIMALS - 1}f"
+    scaled = [state["scaled"]["largest"] for state in states]
+    prompt = (
+        f"Try: switch the scale off, then step d from {first['width']} to {last['width']}. "
+        f"Notice: unscaled, the scores spread (standard deviation {first['raw']['std']:g} to "
+        f"{last['raw']['std']:g}) and the largest weight climbs from "
+        f"{first['raw']['largest']:{decimals}} to {last['raw']['largest']:{decimals}}; "
+        f"scaled, it stays between {min(scaled):{decimals}} and {max(scaled):{decimals}}."
+    )
     return Explorer(
         "width",
-        f"one query against {n_keys} keys: the softmax with and without √d",
+        f"one query against {n_keys} keys, averaged over {trials} draws: "
+        "the softmax with and without √d",
         controls,
         data,
+        prompt,
+        "the figure above plots the same averages.",
     )
 
 
@@ -268,7 +337,7 @@ def mask_states(x: torch.Tensor, max_padding: int) -> dict[str, dict]:
     ignore mask (L, L) as strings of 0 and 1 (1 = hidden), PyTorch's softmax of the scores with
     hidden ones set to -inf (L, L; a row with every key hidden is NaN, exported as null), how many
     rows have every key hidden, and the book's ``attention`` weights, or the ValueError it raises
-    when a row has no key left.
+    when a row has no key left; ``agree`` says whether both tables show the same numbers.
     """
     length = x.shape[1]
     max_padding = require_int("max_padding", max_padding, minimum=0)
@@ -303,6 +372,7 @@ def mask_states(x: torch.Tensor, max_padding: int) -> dict[str, dict]:
                     state["book"] = _rounded(weights[0], WEIGHT_DECIMALS)
                 except ValueError as error:
                     state["error"] = str(error)
+                state["agree"] = state["book"] == state["pytorch"]
                 key = f"{count}-{side}-{'causal' if causal else 'full'}"
                 states[key] = state
     return states
@@ -336,8 +406,26 @@ def mask_explorer(x: torch.Tensor, tokens: list[str], max_padding: int) -> Explo
         '<span><input type="checkbox" id="tl-mask-causal"> '
         '<label for="tl-mask-causal">causal mask</label></span>'
     )
+    states = data["states"]
+    agree = sum(state["agree"] for state in states.values())
+    parted = [key for key, state in states.items() if state["error"]]
+    if not parted:
+        raise ValueError(
+            "no setting leaves a row with no key: max_padding must be at least 1"
+        )
+    prompt = (
+        "Try: pad one or more positions on the left, then switch the causal mask on. "
+        "Notice: the padded queries at the start then have no key left, so PyTorch's row "
+        "turns to NaN and the book's attention stops with an error; in "
+        f"{agree} of the {len(states)} settings the two give the same weights."
+    )
     return Explorer(
-        "mask", "build a mask: padding, causal, and a row with no key left", controls, data
+        "mask",
+        "build a mask: padding, causal, and a row with no key left",
+        controls,
+        data,
+        prompt,
+        "the figure above shows the padding and causal masks side by side.",
     )
 
 
@@ -366,30 +454,54 @@ def _check_head_inputs(
         )
 
 
+WRONG = "the model is wrong"
+HESITANT = "heads hesitate"
+
+
 def head_sets(
     model: SetClassifier,
     x: torch.Tensor,
     padding: torch.Tensor,
     y: torch.Tensor,
     count: int = 8,
-    wrong: int = 2,
-) -> list[int]:
-    """Which ``count`` of the sets x (B, L, 2) the head explorer offers, in index order.
+    wrong: int = 3,
+    hesitant: int = 3,
+) -> list[dict]:
+    """Which ``count`` of the sets x (B, L, 2) the head explorer offers, and why, in that order.
 
-    The first ``wrong`` sets the model misclassifies (fewer if it gets fewer wrong), then the
-    first of the other sets, from set 0 on, until there are ``count``.
+    Set 0 first (the chapter's static figure shows it), then the first ``wrong`` sets the model
+    misclassifies (fewer if it gets fewer wrong), then the ``hesitant`` sets whose heads give the
+    largest key the least attention (``largest_key_attention``, averaged over heads), then the
+    first other sets from set 0 on until there are ``count``. Each entry: ``{"set": index,
+    "why": [WRONG and/or HESITANT, or nothing]}``.
     """
     _check_head_inputs(model, x, padding, y)
     count = require_int("count", count, minimum=1)
     wrong = require_int("wrong", wrong, minimum=0)
+    hesitant = require_int("hesitant", hesitant, minimum=0)
     if count > x.shape[0]:
         raise ValueError(f"count must be at most the {x.shape[0]} sets given, got {count}")
-    if wrong > count:
-        raise ValueError(f"wrong must be at most count={count}, got {wrong}")
+    if 1 + wrong + hesitant > count:
+        raise ValueError(
+            f"1 + wrong + hesitant must be at most count={count}, got "
+            f"1 + {wrong} + {hesitant}"
+        )
     right = (_logits(model, x, padding) > 0).to(y.dtype) == y
-    misses = (~right).nonzero().flatten().tolist()[:wrong]
-    others = [i for i in range(x.shape[0]) if i not in misses][: count - len(misses)]
-    return sorted(misses + others)
+    misses = (~right).nonzero().flatten().tolist()
+    share = largest_key_attention(model, x, padding)["per_head"].mean(dim=1)  # (B,)
+    least = share.argsort(stable=True).tolist()
+    why = {index: [] for index in [0, *misses[:wrong]]}
+    for index in least[:hesitant]:
+        why.setdefault(index, [])
+    for index in why:
+        if index in misses:
+            why[index].append(WRONG)
+        if index in least[:hesitant]:
+            why[index].append(HESITANT)
+    others = (index for index in range(x.shape[0]) if index not in why)
+    while len(why) < count:
+        why[next(others)] = []
+    return [{"set": index, "why": reasons} for index, reasons in why.items()]
 
 
 def head_states(
@@ -465,22 +577,24 @@ def head_explorer(
     padding: torch.Tensor,
     y: torch.Tensor,
     count: int = 8,
-    wrong: int = 2,
+    wrong: int = 3,
+    hesitant: int = 3,
 ) -> Explorer:
     """A set selector and a head switch over ``head_states`` of ``head_sets``' choice.
 
     x (B, L, 2), padding (B, L), y (B,): the validation sets the trained ``model`` is read on.
     """
-    sets = head_sets(model, x, padding, y, count, wrong)
-    states = head_states(model, x, padding, y, sets)
+    chosen = head_sets(model, x, padding, y, count, wrong, hesitant)
+    states = head_states(model, x, padding, y, [entry["set"] for entry in chosen])
+    for state, entry in zip(states, chosen):
+        state["why"] = entry["why"]
     data = {
         "states": states,
         "colours": palette(),
         "decimals": [WEIGHT_DECIMALS, VALUE_DECIMALS],
     }
     options = "".join(
-        f'<option value="{i}">set {state["set"]}'
-        f"{'' if state['right'] else ' (the model is wrong)'}</option>"
+        f'<option value="{i}">{html.escape(set_option(state))}</option>'
         for i, state in enumerate(states)
     )
     heads = "".join(
@@ -499,6 +613,56 @@ def head_explorer(
         "pick a validation set and a head: does the largest key get the attention?",
         controls,
         data,
+        head_prompt(states),
+        "the figure above shows validation set 0; the table below counts the errors.",
+    )
+
+
+def set_option(state: dict) -> str:
+    """A set's line in the selector: its index and why it is offered."""
+    why = "; ".join(state["why"])
+    return f"set {state['set']} ({why})" if why else f"set {state['set']}"
+
+
+def head_prompt(states: list[dict]) -> str:
+    """The head explorer's line: the typical set against the one whose heads hesitate most."""
+    decimals = f".{WEIGHT_DECIMALS - 1}f"
+
+    def shares(state: dict) -> str:
+        return " and ".join(f"{head['share']:{decimals}}" for head in state["heads"])
+
+    def mean_share(state: dict) -> float:
+        return sum(head["share"] for head in state["heads"]) / len(state["heads"])
+
+    least = min(states, key=mean_share)
+    line = (
+        f"Try: set {states[0]['set']}, then the sets marked \u201c{HESITANT}\u201d or "
+        f"\u201c{WRONG}\u201d. Notice: on set {states[0]['set']} the heads give the largest "
+        f"key {shares(states[0])} of a query's attention; on set {least['set']} only "
+        f"{shares(least)}"
+    )
+    if not least["right"]:
+        return line + ", and the model gets that set wrong."
+    return (
+        line + f", and the model is still right (probability {least['probability']:.2f})."
+    )
+
+
+def _split_words(tokens: list[str], word_ids: list[int | None]) -> list[list[str]]:
+    """A sentence's tokens grouped by the word they belong to (the encoding's ``word_ids``)."""
+    words: dict[int, list[str]] = {}
+    for token, word in zip(tokens, word_ids, strict=True):
+        if word is not None:
+            words.setdefault(word, []).append(token)
+    return [words[word] for word in sorted(words)]
+
+
+def _side_by_side(words: list[list[str]], pair: tuple[str, str]) -> bool:
+    """Whether ``pair`` stands side by side inside one of the ``words`` (lists of tokens)."""
+    return any(
+        (a, b) == tuple(pair)
+        for word in words
+        for a, b in zip(word, word[1:], strict=False)
     )
 
 
@@ -511,7 +675,10 @@ def merge_states(tokenizer: Tokenizer, sentence: str) -> list[dict]:
     state is ``tokenizer.encode(sentence)``. Each state holds k, the vocabulary size, the k-th
     merge (``None`` for k = 0) and how many of the sentence's tokens it made, the sentence's
     tokens joined by spaces (compact in JSON; a token of a ``Whitespace`` pre-tokenizer never
-    holds one), their number and tokens per word (rounded to 2 decimals).
+    holds one), how many tokens each word of the sentence has (the word boundaries), whether
+    the tokens differ from step k - 1's, their number and tokens per word (rounded to 2
+    decimals). A merge leaves the sentence as it was exactly when its pair is not side by side
+    in any word of it: that is checked here, so the explorer may say so.
     """
     check_tokenizer(tokenizer)
     if not isinstance(sentence, str) or not sentence.split():
@@ -530,12 +697,22 @@ def merge_states(tokenizer: Tokenizer, sentence: str) -> list[dict]:
             )
     words = len(sentence.split())
     states = []
+    before: list[list[str]] = []
     for k in range(len(learned) + 1):
         model["merges"] = merge_list[:k]
         model["vocab"] = {token: i for token, i in vocab.items() if i < base + k}
-        tokens = Tokenizer.from_str(json.dumps(spec)).encode(sentence).tokens
+        encoding = Tokenizer.from_str(json.dumps(spec)).encode(sentence)
+        tokens = encoding.tokens
         if any(not token or any(c.isspace() for c in token) for token in tokens):
             raise ValueError(f"a token of {sentence!r} is empty or holds a space: {tokens}")
+        split = _split_words(tokens, encoding.word_ids)
+        changed = split != before
+        if k and changed != _side_by_side(before, learned[k - 1]):
+            raise ValueError(
+                f"merge {k}, {learned[k - 1]}, changed the sentence without its pair in it "
+                "(or the reverse): the tokenizer does not apply its merges in order"
+            )
+        before = split
         states.append(
             {
                 "merges": k,
@@ -543,6 +720,8 @@ def merge_states(tokenizer: Tokenizer, sentence: str) -> list[dict]:
                 "merge": list(learned[k - 1]) if k else None,
                 "made": tokens.count("".join(learned[k - 1])) if k else 0,
                 "tokens": " ".join(tokens),
+                "word_sizes": [len(word) for word in split],
+                "changed": changed,
                 "count": len(tokens),
                 "per_word": round(len(tokens) / words, VALUE_DECIMALS),
             }
@@ -551,18 +730,37 @@ def merge_states(tokenizer: Tokenizer, sentence: str) -> list[dict]:
 
 
 def merge_explorer(tokenizer: Tokenizer, sentence: str) -> Explorer:
-    """A slider over ``merge_states``: step through the learned merges, re-tokenize ``sentence``."""
+    """A slider over ``merge_states``: step through the learned merges, re-tokenize ``sentence``.
+
+    The slider's tick marks (a ``<datalist>``) are the steps that change the sentence, and two
+    buttons jump from one of them to the next.
+    """
     states = merge_states(tokenizer, sentence)
     data = {"sentence": sentence, "words": len(sentence.split()), "states": states}
     last = len(states) - 1
+    changes = [state["merges"] for state in states[1:] if state["changed"]]
+    ticks = "".join(f'<option value="{k}"></option>' for k in changes)
     controls = (
-        '<label for="tl-merges-step">Merges applied (in training order)</label> '
-        f'<input type="range" id="tl-merges-step" min="0" max="{last}" step="1" value="0">'
-        ' <output id="tl-merges-value" for="tl-merges-step"></output>'
+        '<span class="tl-wide"><label for="tl-merges-step">Merges applied (in training '
+        "order; ticks: the merges that change the sentence)</label> "
+        f'<input type="range" id="tl-merges-step" min="0" max="{last}" step="1" value="0"'
+        ' list="tl-merges-ticks">'
+        f'<datalist id="tl-merges-ticks">{ticks}</datalist>'
+        ' <output id="tl-merges-value" for="tl-merges-step"></output></span>'
+        '<span><button type="button" id="tl-merges-previous">previous change</button> '
+        '<button type="button" id="tl-merges-next">next change</button></span>'
+    )
+    prompt = (
+        f"Try: press \u201cnext change\u201d to jump between the {len(changes)} merges that "
+        f"change the sentence. Notice: the other {last - len(changes)} of the {last} merges "
+        "join pairs that were frequent elsewhere in the corpus but do not stand side by side "
+        "in this sentence, so they leave it unchanged."
     )
     return Explorer(
         "merges",
         "step through the merges: the unseen sentence, re-tokenized",
         controls,
         data,
+        prompt,
+        "the tables above show the first merges and the sentence's final pieces.",
     )
