@@ -490,18 +490,17 @@ def head_sets(
     misses = (~right).nonzero().flatten().tolist()
     share = largest_key_attention(model, x, padding)["per_head"].mean(dim=1)  # (B,)
     least = share.argsort(stable=True).tolist()
-    why = {index: [] for index in [0, *misses[:wrong]]}
-    for index in least[:hesitant]:
-        why.setdefault(index, [])
-    for index in why:
-        if index in misses:
-            why[index].append(WRONG)
-        if index in least[:hesitant]:
-            why[index].append(HESITANT)
-    others = (index for index in range(x.shape[0]) if index not in why)
-    while len(why) < count:
-        why[next(others)] = []
-    return [{"set": index, "why": reasons} for index, reasons in why.items()]
+    chosen = list(dict.fromkeys([0, *misses[:wrong], *least[:hesitant]]))
+    others = (index for index in range(x.shape[0]) if index not in chosen)
+    while len(chosen) < count:
+        chosen.append(next(others))
+    return [
+        {
+            "set": index,
+            "why": [WRONG] * (index in misses) + [HESITANT] * (index in least[:hesitant]),
+        }
+        for index in chosen
+    ]
 
 
 def head_states(

@@ -62,6 +62,9 @@ VIEWPORT = {"width": 1280, "height": 800}
 # Collapsible content inside the page's article (the theme's navigation also uses <details>).
 DETAILS = "article details"
 TOGGLE_ADMONITIONS = "article .admonition.toggle, article .admonition.dropdown"
+# A phone held upright (an iPhone SE's CSS pixels): no page may be wider than this; a wide table
+# or block of code scrolls inside its own box instead.
+PHONE = {"width": 375, "height": 667}
 TIMEOUT_MS = (
     60_000  # generous: the machine is shared and chromium is slow to start under load
 )
@@ -177,6 +180,9 @@ class PageReport:
     after_opening: Records = field(default_factory=Records)
     visible_text_opened: str = ""
     cut_off: dict = field(default_factory=dict)
+    phone: dict = field(
+        default_factory=dict
+    )  # PHONE_WIDTH at PHONE's size, everything open
     from_disk: Records = field(default_factory=Records)
     math_from_disk: dict = field(default_factory=dict)
 
@@ -404,6 +410,34 @@ CUT_OFF = r"""(minScale) => {
         }
     }
     return {wide: wide, small: small};
+}"""
+
+
+# The page's width on a phone, and what makes it wider: every element that reaches past the
+# viewport's right edge with no ancestor that clips or scrolls it (the outermost of each such
+# chain, at most 10), so the message names the culprit rather than its contents.
+PHONE_WIDTH = r"""() => {
+    const width = document.documentElement.clientWidth;
+    const clipped = el => {
+        for (let a = el.parentElement; a; a = a.parentElement) {
+            if (a === document.body || a === document.documentElement) return false;
+            if (getComputedStyle(a).overflowX !== 'visible') return true;
+        }
+        return false;
+    };
+    const past = el => { const r = el.getBoundingClientRect();
+                         return r.width > 0 && r.right > width + 1; };
+    const wide = [];
+    for (const el of document.querySelectorAll('body *')) {
+        if (!past(el) || clipped(el) || (el.parentElement && past(el.parentElement)
+                                           && !clipped(el.parentElement)
+                                           && el.parentElement !== document.body)) continue;
+        wide.push({tag: el.tagName.toLowerCase(), classes: el.className.toString().slice(0, 60),
+                   right: Math.round(el.getBoundingClientRect().right),
+                   text: (el.innerText || '').trim().split('\n')[0].slice(0, 60)});
+        if (wide.length >= 10) break;
+    }
+    return {viewport: width, page: document.documentElement.scrollWidth, wide: wide};
 }"""
 
 

@@ -22,6 +22,8 @@ from book_site import (
     MATH_PROBE,
     MIN_FIGURE_SCALE,
     OPEN_EVERYTHING,
+    PHONE,
+    PHONE_WIDTH,
     THEME_EXCEPTIONS,
     TIMEOUT_MS,
     TOGGLE_ADMONITIONS,
@@ -196,9 +198,10 @@ def visit(open_page, axe_source):
     per page feeds every check, in an order that keeps each honest: first what a reader finds on
     load (status, maths, images, links, the visible text, the screenshot, axe in the light then
     the dark scheme), and only then, back in the light scheme, what a reader does: click every
-    dropdown, open everything, measure what is cut off. A second, lean file:// load checks the
-    README's first way to read the book (open the HTML file). All browser tests run in one xdist
-    worker (tests/conftest.py), so this cache is built once per run.
+    dropdown, open everything, measure what is cut off, then the page's width on a phone. A
+    second, lean file:// load checks the README's first way to read the book (open the HTML
+    file). All browser tests run in one xdist worker (tests/conftest.py), so this cache is
+    built once per run.
     """
     reports: dict[str, PageReport] = {}
     shots = screenshot_dir()
@@ -249,6 +252,10 @@ def visit(open_page, axe_source):
             page.evaluate(OPEN_EVERYTHING)
             report.visible_text_opened = page.evaluate(VISIBLE_TEXT)
             report.cut_off = page.evaluate(CUT_OFF, MIN_FIGURE_SCALE)
+            # the same page, everything open, on a phone held upright
+            page.set_viewport_size(PHONE)
+            report.phone = page.evaluate(PHONE_WIDTH)
+            page.set_viewport_size(VIEWPORT)
         finally:
             opened.close()
         report.after_opening = opened.records()

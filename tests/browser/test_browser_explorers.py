@@ -15,8 +15,20 @@ import re
 import pytest
 import torch
 
-from transformer_lab.attention import attention, causal_mask, soft_join
-from transformer_lab.explorers import log_temperatures
+from book_site import PHONE
+from transformer_lab.attention import (
+    attention,
+    causal_mask,
+    max_weight_by_width,
+    soft_join,
+)
+from transformer_lab.explorers import (
+    HESITANT,
+    WRONG,
+    log_temperatures,
+    temperature_states,
+    visible_states,
+)
 from transformer_lab.set_classifier import NHEAD
 from transformer_lab.set_task import (
     VALIDATION_SEED,
@@ -100,6 +112,14 @@ def chapter_1_join():
     return keys[own], keys, values, values[own]
 
 
+@functools.cache
+def chapter_1_temperatures() -> list[float]:
+    """The slider's temperatures: the chapter's log grid, without the states that look alike."""
+    grid = log_temperatures(warm=1.0, coldest=0.001, per_decade=8)
+    states = visible_states(temperature_states(*chapter_1_join(), grid))
+    return [state["temperature"] for state in states]
+
+
 def cells(rows: list[list[dict]], kind: str) -> list[list[float]]:
     """The numbers of one kind of cell (tl-weight, tl-soft, tl-exact), row by row."""
     return [[float(cell["text"]) for cell in row if cell["kind"] == kind] for row in rows]
@@ -113,19 +133,21 @@ def close(shown: list[list[float]], expected: torch.Tensor, decimals: int) -> bo
     )
 
 
-# Chapter 1's "Why divide by √d" explorer.
-WIDTHS = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+# Chapter 1's "Why divide by √d" explorer: the figure's widths, keys and draws.
+WIDTHS = [4, 16, 64, 256, 1024]
 N_KEYS = 16
+TRIALS = 200
 
 
-def width_rows(seed: int = 0) -> list[torch.Tensor]:
-    """One query's raw scores against N_KEYS keys per width, drawn as the package draws them."""
-    generator = torch.Generator().manual_seed(seed)
+@functools.cache
+def width_scores() -> list[torch.Tensor]:
+    """The figure's raw scores (TRIALS, 1, N_KEYS) per width, drawn as the chapter draws them."""
+    generator = torch.Generator().manual_seed(0)
     rows = []
     for width in WIDTHS:
-        q = torch.randn(1, 1, width, generator=generator)
-        k = torch.randn(1, N_KEYS, width, generator=generator)
-        rows.append((q @ k.transpose(-2, -1))[0, 0])
+        q = torch.randn(TRIALS, 1, width, generator=generator)
+        k = torch.randn(TRIALS, N_KEYS, width, generator=generator)
+        rows.append(q @ k.transpose(-2, -1))
     return rows
 
 
@@ -143,17 +165,19 @@ def chapter_1(open_page):
 
 
 def check_temperature_state(page, step: int) -> None:
-    temperatures = log_temperatures(warm=1.0, coldest=0.001)
+    temperatures = chapter_1_temperatures()
     slider = page.locator("#tl-temperature-step")
     assert slider.input_value() == str(step)
     query_keys, keys, values, exact = chapter_1_join()
     mixed, weights = soft_join(query_keys, keys, values, temperatures[step])
-    rows = page.evaluate(READ_TABLE, "#tl-temperature-figure")
-    labels = [row[0]["text"] for row in rows]
-    assert labels == [f"{ticket} {plan}" for ticket, plan in TICKETS]
+    boxes = "#tl-temperature-figure .tl-scroll"
+    rows = page.evaluate(READ_TABLE, f"{boxes}:nth-child(1)")
+    blend = page.evaluate(READ_TABLE, f"{boxes}:nth-child(2)")
+    names = [f"{ticket} {plan}" for ticket, plan in TICKETS]
+    assert [row[0]["text"] for row in rows] == [row[0]["text"] for row in blend] == names
     assert close(cells(rows, "tl-weight"), weights, 3), f"weights at step {step}: {rows}"
-    assert close(cells(rows, "tl-soft"), mixed, 2), f"blend at step {step}: {rows}"
-    assert close(cells(rows, "tl-exact"), exact, 2), f"exact join at step {step}: {rows}"
+    assert close(cells(blend, "tl-soft"), mixed, 2), f"blend at step {step}: {blend}"
+    assert close(cells(blend, "tl-exact"), exact, 2), f"exact join at step {step}: {blend}"
     label = f"τ = {temperatures[step]:g}"
     assert page.locator("#tl-temperature-value").inner_text() == label
     assert slider.get_attribute("aria-valuetext") == label
@@ -176,12 +200,17 @@ def test_temperature_explorer_follows_the_keyboard(chapter_1):
     check_temperature_state(page, 0)
     slider = page.locator("#tl-temperature-step")
     slider.focus()
-    last = len(log_temperatures(warm=1.0, coldest=0.001)) - 1
+    last = len(chapter_1_temperatures()) - 1
+    shown = []
     for step in range(1, last + 1):
         page.keyboard.press("ArrowRight")
         check_temperature_state(page, step)
-    # Past the hard-join limit: the coldest state is the merge, to the cent.
+        shown.append(page.inner_text("#tl-temperature-figure"))
+    # Every step changes what is shown, and the coldest state is the merge, to the cent.
+    assert len(set(shown)) == len(shown)
     assert "equal the exact join" in page.locator("#tl-temperature-status").inner_text()
+    prompt = page.locator("#tl-temperature-prompt").inner_text()
+    assert f"down to τ = {chapter_1_temperatures()[-1]:g}" in prompt, prompt
     page.keyboard.press("Home")
     check_temperature_state(page, 0)
     page.keyboard.press("End")
@@ -193,18 +222,19 @@ def check_width_state(page, index: int, scaled: bool) -> None:
     assert page.locator("#tl-width-d").input_value() == str(index)
     assert page.locator("#tl-width-scaled").is_checked() == scaled
     width = WIDTHS[index]
-    scores = width_rows()[index] / (width**0.5 if scaled else 1.0)
-    weights = torch.softmax(scores, dim=-1)
+    scores = width_scores()[index] / (width**0.5 if scaled else 1.0)
+    ranked = torch.softmax(scores, dim=-1).sort(dim=-1, descending=True)
+    weights = ranked.values.mean(dim=(0, 1))
     rows = page.evaluate(READ_TABLE, "#tl-width-figure")
-    assert [row[0]["text"] for row in rows] == [f"k{i + 1}" for i in range(N_KEYS)]
-    assert close([r[0] for r in cells(rows, "tl-score")], scores, 2), rows
+    assert [row[0]["text"] for row in rows] == [str(i + 1) for i in range(N_KEYS)]
+    average_scores = scores.gather(-1, ranked.indices).mean(dim=(0, 1))
+    assert close([r[0] for r in cells(rows, "tl-score")], average_scores, 2), rows
     assert close([r[0] for r in cells(rows, "tl-weight")], weights, 3), rows
     status = page.locator("#tl-width-status").inner_text()
     assert status.startswith(f"d = {width}, "), status
-    assert (
-        f"largest weight {weights.max().item():.3f} (key k{int(weights.argmax()) + 1})"
-        in status
-    )
+    figure = max_weight_by_width(WIDTHS, N_KEYS, TRIALS, seed=0)
+    largest = figure["scaled" if scaled else "unscaled"][index]
+    assert f"average largest weight {largest:.3f} over {TRIALS} draws" in status, status
     assert ("divided by √d" in status) == scaled, status
 
 
@@ -221,8 +251,8 @@ def test_width_explorer_follows_keyboard_and_pointer(chapter_1):
     page.locator("#tl-width-scaled").focus()
     page.keyboard.press("Space")  # the scale off, by keyboard
     check_width_state(page, len(WIDTHS) - 1, scaled=False)
-    # At d = 1024 without the scale one key swallows the row.
-    assert max(cells(page.evaluate(READ_TABLE, "#tl-width-figure"), "tl-weight"))[0] > 0.99
+    # At d = 1024 without the scale one key takes almost the whole row, on average.
+    assert max(cells(page.evaluate(READ_TABLE, "#tl-width-figure"), "tl-weight"))[0] > 0.9
     page.locator("label[for=tl-width-scaled]").click()  # the scale back on, by pointer
     check_width_state(page, len(WIDTHS) - 1, scaled=True)
     select.select_option("0")
@@ -275,13 +305,14 @@ def check_mask_state(page, count: int, side: str, causal: bool) -> None:
         )
         assert "PyTorch gives NaN" in status, status
     else:
+        # the book's table would repeat PyTorch's: a note says so instead
         _, weights = attention(MASK_X, MASK_X, MASK_X, padding, causal=causal)
-        book_rows = page.evaluate(READ_TABLE, "#tl-mask-book")
-        shown_book = [
-            [float(cell["text"]) for cell in row if cell["kind"].startswith("tl-weight")]
-            for row in book_rows
-        ]
-        assert close(shown_book, weights[0], 3), book_rows
+        assert close([[float(t) for t in row] for row in shown], weights[0], 3), (
+            "the book's attention differs from PyTorch's where the note says they agree"
+        )
+        assert book.inner_text().startswith(
+            "The book's attention gives exactly these weights"
+        )
         assert "every row sums to 1" in status, status
     assert status.startswith(
         f"{count} padded on the {side}, causal {'on' if causal else 'off'}"
@@ -322,7 +353,7 @@ def test_temperature_explorer_follows_the_pointer(chapter_1):
     slider = page.locator("#tl-temperature-step")
     slider.scroll_into_view_if_needed()
     box = slider.bounding_box()
-    last = len(log_temperatures(warm=1.0, coldest=0.001)) - 1
+    last = len(chapter_1_temperatures()) - 1
     page.mouse.click(box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
     check_temperature_state(page, last)
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
@@ -356,7 +387,7 @@ def test_explorers_work_from_disk(open_page):
         check_temperature_state(opened.page, 0)
         opened.page.locator("#tl-temperature-step").focus()
         opened.page.keyboard.press("End")
-        check_temperature_state(opened.page, len(log_temperatures(1.0, 0.001)) - 1)
+        check_temperature_state(opened.page, len(chapter_1_temperatures()) - 1)
         records = opened.records()
         assert not records.console_errors and not records.third_party_requests, records
     finally:
@@ -425,7 +456,8 @@ def check_heads_state(page, option: int, head: int) -> None:
     index = state["set"]
     chosen = page.locator("#tl-heads-set option:checked").inner_text()
     assert chosen.startswith(f"set {index}")
-    assert ("(the model is wrong)" in chosen) == (not state["right"])
+    assert (WRONG in chosen) == (not state["right"]) == (WRONG in state["why"])
+    assert (HESITANT in chosen) == (HESITANT in state["why"])
     x, padding, y = make_sets(VALIDATION_SETS, VALIDATION_SEED)
     x, padding, label = x[index], padding[index], int(y[index])
     winner = int(largest_key_index(x[None], padding[None])[0])
@@ -501,6 +533,14 @@ def test_head_explorer_follows_keyboard_and_pointer(chapter_3):
     assert printed, "chapter 3's results table (transformer, val acc) is not on the page"
     if float(printed.group(1)) < 1:
         assert any(not state["right"] for state in states)
+    # the informative cases: the sets whose heads hesitate most, and the prompt names the most
+    # hesitant with its heads' shares, as the states hold them
+    hesitant = [state for state in states if HESITANT in state["why"]]
+    assert hesitant and states[0]["set"] == 0
+    least = min(hesitant, key=lambda state: sum(head["share"] for head in state["heads"]))
+    shares = " and ".join(f"{head['share']:.2f}" for head in least["heads"])
+    prompt = page.locator("#tl-heads-prompt").inner_text()
+    assert f"on set {least['set']} only {shares}" in prompt, prompt
     check_heads_state(page, 0, 0)
     page.locator("#tl-heads-set").focus()
     for option in range(1, len(states)):
@@ -601,18 +641,30 @@ def chapter_5(open_page):
         opened.close()
 
 
+def changing_steps(last: int) -> list[int]:
+    """The merges k (1 to ``last``) after which the sentence's tokens differ from k - 1's."""
+    full = train_bpe_tokenizer(TINY_CORPUS, vocab_size=TINY_VOCAB)
+    base = full.get_vocab_size() - last
+    return [
+        k for k in range(1, last + 1) if trained_to(base + k) != trained_to(base + k - 1)
+    ]
+
+
 def check_merge_state(page, k: int) -> None:
     """What the page shows after k merges equals a tokenizer *trained* with k merges."""
     full = train_bpe_tokenizer(TINY_CORPUS, vocab_size=TINY_VOCAB)
     learned = merges(full)
     base = full.get_vocab_size() - len(learned)
     assert page.locator("#tl-merges-step").input_value() == str(k)
-    tokens = page.locator("#tl-merges-tokens li").all_inner_texts()
+    tokens = page.locator("#tl-merges-tokens .tl-token").all_inner_texts()
     assert tokens == trained_to(base + k), (k, tokens)
+    # word boundaries: one list item per word, holding exactly that word's tokens
+    words = page.locator("#tl-merges-tokens > li").all_inner_texts()
+    assert [re.sub(r"\s+", "", word) for word in words] == SENTENCE.split(), words
     made = "".join(learned[k - 1]) if k else None
     bold = page.evaluate(
-        "() => Array.from(document.querySelectorAll('#tl-merges-tokens li'))"
-        ".map(li => li.classList.contains('tl-new'))"
+        "() => Array.from(document.querySelectorAll('#tl-merges-tokens .tl-token'))"
+        ".map(token => token.classList.contains('tl-new'))"
     )
     assert bold == [token == made for token in tokens]
     label = f"{k} of {len(learned)} merges"
@@ -623,18 +675,23 @@ def check_merge_state(page, k: int) -> None:
         assert step == f"Merge {k}: {learned[k - 1][0]} + {learned[k - 1][1]} → {made}"
     else:
         assert step == "Before any merge: one token per character"
-    words = len(SENTENCE.split())
+    count = len(SENTENCE.split())
     status = page.locator("#tl-merges-status").inner_text()
     assert status.startswith(
-        f"After {label} (vocabulary of {base + k} tokens): {words} words are "
-        f"{len(tokens)} tokens, {len(tokens) / words:.2f} per word"
+        f"After {label} (vocabulary of {base + k} tokens): {count} words are "
+        f"{len(tokens)} tokens, {len(tokens) / count:.2f} per word"
     ), status
-    if k and made in tokens:
+    if k and tokens != trained_to(base + k - 1):
         assert status.endswith(
-            f"; {tokens.count(made)} of them made by merge {k} (bold)."
+            f"; merge {k} changed the sentence: {tokens.count(made)} of its tokens made "
+            "by it (bold)."
         ), status
     elif k:
-        assert status.endswith(f"; merge {k} makes none of them."), status
+        left, right = learned[k - 1]
+        assert status.endswith(
+            f"; merge {k} leaves it unchanged: {left} and {right} never stand side by side "
+            "in it."
+        ), status
     else:
         assert status.endswith(" per word."), status
 
@@ -654,6 +711,26 @@ def test_merge_stepper_follows_the_keyboard(chapter_5):
     check_merge_state(page, 0)
     page.keyboard.press("End")
     check_merge_state(page, last)
+    # the slider's ticks are the steps that change the sentence, and so are the buttons' stops
+    changes = changing_steps(last)
+    ticks = page.evaluate(
+        "() => Array.from(document.querySelectorAll('#tl-merges-ticks option'), o => +o.value)"
+    )
+    assert ticks == changes and 0 < len(changes) < last
+    prompt = page.locator("#tl-merges-prompt").inner_text()
+    assert f"between the {len(changes)} merges" in prompt, prompt
+    assert f"the other {last - len(changes)} of the {last} merges" in prompt, prompt
+    page.keyboard.press("Home")
+    next_change = page.locator("#tl-merges-next")
+    next_change.focus()
+    for k in changes:
+        page.keyboard.press("Enter")
+        check_merge_state(page, k)
+    assert next_change.get_attribute("aria-disabled") == "true"
+    page.keyboard.press("Enter")  # no later change: it stays
+    check_merge_state(page, changes[-1])
+    page.locator("#tl-merges-previous").click()
+    check_merge_state(page, changes[-2])
     assert not chapter_5.records().console_errors
 
 
@@ -714,3 +791,132 @@ def test_merge_stepper_works_from_disk_and_falls_back_without_javascript(
         assert page.get_by_text("my dog reads the whole sentence").first.is_visible()
     finally:
         context.close()
+
+
+# On a phone and in the dark: every explorer of the book, as a reader on a phone meets it.
+EXPLORER_PAGES = {
+    CHAPTER_1: ("temperature", "width", "mask"),
+    CHAPTER_3: ("heads",),
+    CHAPTER_5: ("merges",),
+}
+
+# Where a panel's controls and the end of its figure are, once the figure's end is scrolled to
+# the bottom of the window; and what the reader's eye finds at the centre of the first control.
+IN_VIEW = """(kind) => {
+    const panel = document.querySelector(`.tl-explorer[data-explorer="${kind}"]`);
+    const figure = panel.querySelector('.tl-figure');
+    figure.scrollIntoView({block: 'end'});
+    const controls = panel.querySelector('.tl-controls').getBoundingClientRect();
+    const control = panel.querySelector('.tl-controls input, .tl-controls select')
+        .getBoundingClientRect();
+    const seen = document.elementFromPoint(control.x + control.width / 2,
+                                           control.y + control.height / 2);
+    return {top: controls.top, bottom: controls.bottom, height: window.innerHeight,
+            figure_bottom: figure.getBoundingClientRect().bottom,
+            control_on_top: !!seen && !!seen.closest('.tl-controls'),
+            panel_right: panel.getBoundingClientRect().right,
+            page: document.documentElement.scrollWidth};
+}"""
+
+
+@pytest.mark.parametrize("relative", list(EXPLORER_PAGES), ids=list(EXPLORER_PAGES))
+def test_explorers_fit_a_phone_with_their_controls_in_view(open_page, relative):
+    """At 375 px no panel makes the page wider (its tables scroll in their own boxes), and the
+    controls stay in view, uncovered, while the reader looks at the end of what they change."""
+    opened = open_page(relative)
+    try:
+        page = opened.page
+        page.set_viewport_size(PHONE)
+        for kind in EXPLORER_PAGES[relative]:
+            found = page.evaluate(IN_VIEW, kind)
+            assert found["page"] <= PHONE["width"], (kind, found)
+            assert found["panel_right"] <= PHONE["width"], (kind, found)
+            assert found["figure_bottom"] <= found["height"] + 1, (kind, found)
+            assert 0 <= found["top"] and found["bottom"] <= found["height"], (kind, found)
+            assert found["control_on_top"], f"{kind}: its control is covered: {found}"
+        for box in page.locator(".tl-explorer .tl-scroll").all():
+            assert box.get_attribute("tabindex") == "0" and box.get_attribute("aria-label")
+    finally:
+        opened.close()
+
+
+def contrast(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+    """WCAG contrast ratio of two sRGB colours."""
+
+    def luminance(colour):
+        linear = [
+            c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+            for c in (v / 255 for v in colour[:3])
+        ]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def rendered_mark(page, selector: str) -> dict:
+    """How a native control is drawn: the panel's colour just outside it, and the strongest
+    contrast against that colour in the middle of the control (where a check or dot goes)."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    control = page.locator(selector)
+    control.scroll_into_view_if_needed()
+    box = control.bounding_box()
+    pad = 4
+    shot = page.screenshot(
+        clip={
+            "x": box["x"] - pad,
+            "y": box["y"] - pad,
+            "width": box["width"] + 2 * pad,
+            "height": box["height"] + 2 * pad,
+        }
+    )
+    image = Image.open(BytesIO(shot)).convert("RGB")
+    background = image.getpixel((1, 1))
+    width, height = image.size
+    middle = [
+        image.getpixel((x, y))
+        for x in range(int(width * 0.35), int(width * 0.65) + 1)
+        for y in range(int(height * 0.35), int(height * 0.65) + 1)
+    ]
+    return {
+        "background": background,
+        "mark": max(contrast(pixel, background) for pixel in middle),
+    }
+
+
+SCHEME_OF = """(selector) => {
+    const control = document.querySelector(selector);
+    const panel = control.closest('.tl-explorer');
+    return {control: getComputedStyle(control).colorScheme,
+            panel: getComputedStyle(panel).backgroundColor};
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_checked_controls_read_checked_in_both_schemes(chapter_1, scheme):
+    """The panel and its native radio buttons and checkboxes follow the same colour scheme: a
+    checked control shows a mark that stands out from the panel (3:1, WCAG's contrast for
+    graphics), an unchecked one shows none. Rendered pixels, which axe cannot see."""
+    page = chapter_1.page
+    page.emulate_media(color_scheme=scheme)
+    page.evaluate("(s) => document.documentElement.setAttribute('data-theme', s)", scheme)
+    page.locator("#tl-mask-right").check()
+    page.locator("#tl-mask-causal").set_checked(False)
+    page.locator("#tl-width-scaled").set_checked(True)
+    checked = {"radio": "#tl-mask-right", "checkbox": "#tl-width-scaled"}
+    unchecked = {"radio": "#tl-mask-left", "checkbox": "#tl-mask-causal"}
+    for kind in ("radio", "checkbox"):
+        on = rendered_mark(page, checked[kind])
+        off = rendered_mark(page, unchecked[kind])
+        styles = page.evaluate(SCHEME_OF, checked[kind])
+        assert styles["control"] == scheme, (kind, styles)
+        panel = tuple(int(v) for v in re.findall(r"\d+", styles["panel"])[:3])
+        # the panel is painted in the scheme: dark text would need a light panel, and back
+        light_panel = contrast(panel, (0, 0, 0)) > contrast(panel, (255, 255, 255))
+        assert light_panel == (scheme == "light"), (kind, styles)
+        assert contrast(on["background"], panel) < 1.1, (kind, on, styles)
+        assert on["mark"] >= 3, f"{scheme}: a checked {kind} shows no clear mark: {on}"
+        assert off["mark"] < 2, f"{scheme}: an unchecked {kind} looks marked: {off}"

@@ -1,6 +1,6 @@
 """What a reader sees on load: no book-keeping, nothing cut off, no homework answer in plain sight.
 
-Three checks on every page of the table of contents, in headless chromium at 1280 × 800, read
+Four checks on every page of the table of contents, in headless chromium at 1280 × 800, read
 from each page's one load (the ``visit`` fixture: the visible text is taken on load, the cut-off
 measurement after every dropdown has been clicked open):
 
@@ -11,6 +11,8 @@ measurement after every dropdown has been clicked open):
   readable size. The book draws figures at 100 dpi with no text smaller than 9 pt, i.e. 12.5 px
   at natural size; a figure shown at less than ``MIN_FIGURE_SCALE`` of its natural width would
   render that text below 8 px.
+- **Fits a phone.** At 375 px (everything opened) the page never scrolls sideways: a wide
+  table, code block or equation scrolls inside its own box.
 - **No homework answer in view** (chapters only). The reference implementations of the homework's
   functions live in the package; a chapter may show them only inside a closed dropdown ("open
   after homework Exercise N"). The test reads each function's source with ``inspect`` and fails
@@ -29,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from book_pages import toc_pages
-from book_site import MIN_FIGURE_SCALE, VIEWPORT, page_html, page_id
+from book_site import MIN_FIGURE_SCALE, PHONE, VIEWPORT, page_html, page_id
 
 pytestmark = pytest.mark.browser
 
@@ -134,6 +136,22 @@ def test_nothing_is_cut_off(visit, relative):
     assert not problems, (
         f"{relative} at {VIEWPORT['width']} × {VIEWPORT['height']}: wrap the code, print a narrower "
         f"table or draw a narrower figure:\n" + "\n".join(problems)
+    )
+
+
+@pytest.mark.parametrize("relative", PAGES, ids=IDS)
+def test_every_page_fits_a_phone(visit, relative):
+    """At 375 px nothing makes the page scroll sideways: wide tables, code and maths scroll
+    inside their own boxes, with every dropdown open."""
+    phone = visit(relative).phone
+    assert phone["viewport"] == PHONE["width"], phone
+    culprits = [
+        f"<{item['tag']} class={item['classes']!r}> reaches {item['right']} px: {item['text']!r}"
+        for item in phone["wide"]
+    ]
+    assert phone["page"] <= PHONE["width"] and not culprits, (
+        f"{relative} is {phone['page']} px wide on a {PHONE['width']} px phone; give these a "
+        "box of their own that scrolls (overflow-x: auto):\n" + "\n".join(culprits)
     )
 
 
