@@ -413,9 +413,9 @@ CUT_OFF = r"""(minScale) => {
 }"""
 
 
-# The page's width on a phone, and what makes it wider: every element that reaches past the
-# viewport's right edge with no ancestor that clips or scrolls it (the outermost of each such
-# chain, at most 10), so the message names the culprit rather than its contents.
+# The page's width on a phone, and what makes it wider: every element on the page (not hidden,
+# not fixed) that reaches past the viewport's right edge with no ancestor that clips or scrolls
+# it (the outermost of each such chain, at most 10), so the message names the culprit.
 PHONE_WIDTH = r"""() => {
     const width = document.documentElement.clientWidth;
     const clipped = el => {
@@ -425,8 +425,12 @@ PHONE_WIDTH = r"""() => {
         }
         return false;
     };
+    // Hidden or fixed (the theme's off-canvas drawers) takes no room on the page.
+    const placed = el => { for (let a = el; a; a = a.parentElement) {
+        const s = getComputedStyle(a);
+        if (s.position === 'fixed' || s.visibility === 'hidden') return false; } return true; };
     const past = el => { const r = el.getBoundingClientRect();
-                         return r.width > 0 && r.right > width + 1; };
+                         return r.width > 0 && r.right > width + 1 && placed(el); };
     const wide = [];
     for (const el of document.querySelectorAll('body *')) {
         if (!past(el) || clipped(el) || (el.parentElement && past(el.parentElement)

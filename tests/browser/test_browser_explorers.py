@@ -887,14 +887,6 @@ def rendered_mark(page, selector: str) -> dict:
     }
 
 
-SCHEME_OF = """(selector) => {
-    const control = document.querySelector(selector);
-    const panel = control.closest('.tl-explorer');
-    return {control: getComputedStyle(control).colorScheme,
-            panel: getComputedStyle(panel).backgroundColor};
-}"""
-
-
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_checked_controls_read_checked_in_both_schemes(chapter_1, scheme):
     """The panel and its native radio buttons and checkboxes follow the same colour scheme: a
@@ -911,12 +903,16 @@ def test_checked_controls_read_checked_in_both_schemes(chapter_1, scheme):
     for kind in ("radio", "checkbox"):
         on = rendered_mark(page, checked[kind])
         off = rendered_mark(page, unchecked[kind])
-        styles = page.evaluate(SCHEME_OF, checked[kind])
-        assert styles["control"] == scheme, (kind, styles)
-        panel = tuple(int(v) for v in re.findall(r"\d+", styles["panel"])[:3])
-        # the panel is painted in the scheme: dark text would need a light panel, and back
-        light_panel = contrast(panel, (0, 0, 0)) > contrast(panel, (255, 255, 255))
-        assert light_panel == (scheme == "light"), (kind, styles)
-        assert contrast(on["background"], panel) < 1.1, (kind, on, styles)
+        drawn_for = page.evaluate(
+            "(s) => getComputedStyle(document.querySelector(s)).colorScheme", checked[kind]
+        )
+        assert drawn_for == scheme, f"{scheme} scheme: the {kind} is drawn for {drawn_for}"
+        # what is painted behind the control is the scheme's: light in light, dark in dark
+        background = on["background"]
+        light = contrast(background, (0, 0, 0)) > contrast(background, (255, 255, 255))
+        assert light == (scheme == "light"), (
+            f"{scheme} scheme: the {kind} sits on {background}, a background of the other scheme"
+        )
+        assert contrast(off["background"], background) < 1.1, (on, off)
         assert on["mark"] >= 3, f"{scheme}: a checked {kind} shows no clear mark: {on}"
         assert off["mark"] < 2, f"{scheme}: an unchecked {kind} looks marked: {off}"
