@@ -493,7 +493,7 @@ def test_merge_explorer_offers_a_labelled_slider_and_compact_data(tiny_tokenizer
     assert f'max="{len(merges(tiny_tokenizer))}"' in html
     assert 'aria-live="polite"' in html
     changes = [state["merges"] for state in data["states"][1:] if state["changed"]]
-    ticks = "".join(f'<option value="{k}"></option>' for k in changes)
+    ticks = "".join(f'<option value="{k}"></option>' for k in [0, *changes])
     assert f'<datalist id="tl-merges-ticks">{ticks}</datalist>' in html
     last = len(data["states"]) - 1
     assert f"between the {len(changes)} merges" in explorer.prompt

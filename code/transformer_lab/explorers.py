@@ -731,17 +731,18 @@ def merge_states(tokenizer: Tokenizer, sentence: str) -> list[dict]:
 def merge_explorer(tokenizer: Tokenizer, sentence: str) -> Explorer:
     """A slider over ``merge_states``: step through the learned merges, re-tokenize ``sentence``.
 
-    The slider's tick marks (a ``<datalist>``) are the steps that change the sentence, and two
-    buttons jump from one of them to the next.
+    The slider's tick marks (a ``<datalist>``) are the start and the steps that change the
+    sentence, and two buttons jump from one of those steps to the next.
     """
     states = merge_states(tokenizer, sentence)
     data = {"sentence": sentence, "words": len(sentence.split()), "states": states}
     last = len(states) - 1
     changes = [state["merges"] for state in states[1:] if state["changed"]]
-    ticks = "".join(f'<option value="{k}"></option>' for k in changes)
+    # a tick at 0 too: the slider snaps to ticks, and the start must stay within reach
+    ticks = "".join(f'<option value="{k}"></option>' for k in [0, *changes])
     controls = (
         '<span class="tl-wide"><label for="tl-merges-step">Merges applied (in training '
-        "order; ticks: the merges that change the sentence)</label> "
+        "order; ticks: the start and the merges that change the sentence)</label> "
         f'<input type="range" id="tl-merges-step" min="0" max="{last}" step="1" value="0"'
         ' list="tl-merges-ticks">'
         f'<datalist id="tl-merges-ticks">{ticks}</datalist>'
