@@ -275,7 +275,7 @@ def test_mask_explorer_offers_labelled_controls_and_checks_its_input():
     for control in ("tl-mask-count", "tl-mask-left", "tl-mask-right", "tl-mask-causal"):
         assert f'<label for="{control}">' in html and f'id="{control}"' in html
     assert "<legend>Padding on the</legend>" in html
-    assert "in 13 of the 16 settings the two give the same weights" in explorer.prompt
+    assert "in the other 13 of the 16 settings the two agree" in explorer.prompt
     assert len(explorer.json()) < 6000
     with pytest.raises(ValueError, match="L = 3 tokens"):
         mask_explorer(CHAPTER_X, tokens=["a", "b", "c"], max_padding=1)

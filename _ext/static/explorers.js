@@ -41,6 +41,10 @@
     ".tl-explorer .tl-status { min-height: 1.5em; margin: 0.3em 0; }",
     /* A table wider than the panel scrolls inside its own box, never the page. */
     ".tl-explorer .tl-scroll { max-width: 100%; overflow-x: auto; }",
+    /* A caption stays readable while its wide table scrolls: it wraps at the box's width and
+     * stays at the box's left edge. */
+    ".tl-explorer .tl-scroll caption { position: sticky; left: 0;",
+    "  max-width: min(40em, calc(100vw - 3.5rem)); }",
     ".tl-explorer .tl-figure { display: flex; flex-wrap: wrap; gap: 0 1.5em;",
     "  align-items: flex-start; max-width: 100%; }",
     ".tl-explorer .tl-figure > * { max-width: 100%; }",

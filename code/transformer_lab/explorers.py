@@ -229,13 +229,13 @@ def temperature_explorer(
     warm, cold = states[0], states[-1]
     reached = next((state for state in states if state["equal"]), None)
     notice = (
-        f"until at {reached['label']} the blended price and SLA equal the merge's to the cent"
+        f"at {reached['label']} the blend equals the merge to the cent"
         if reached
-        else f"yet at {cold['label']} the blend is still off the merge's"
+        else f"at {cold['label']} the blend is still off the merge"
     )
     prompt = (
         f"Try: slide from {warm['label']} down to {cold['label']}. Notice: each ticket's "
-        f"weight gathers on one plan, {notice}; colder, nothing shown changes."
+        f"weight gathers on one plan; {notice}, and colder changes nothing."
     )
     controls = (
         '<label for="tl-temperature-step">Temperature τ (log scale, warm to cold)</label> '
@@ -414,10 +414,9 @@ def mask_explorer(x: torch.Tensor, tokens: list[str], max_padding: int) -> Explo
             "no setting leaves a row with no key: max_padding must be at least 1"
         )
     prompt = (
-        "Try: pad one or more positions on the left, then switch the causal mask on. "
-        "Notice: the padded queries at the start then have no key left, so PyTorch's row "
-        "turns to NaN and the book's attention stops with an error; in "
-        f"{agree} of the {len(states)} settings the two give the same weights."
+        "Try: pad on the left, then tick the causal mask. Notice: the padded queries at the "
+        "start lose every key, so PyTorch gives NaN and the book's attention an error; "
+        f"in the other {agree} of the {len(states)} settings the two agree."
     )
     return Explorer(
         "mask",
@@ -751,10 +750,9 @@ def merge_explorer(tokenizer: Tokenizer, sentence: str) -> Explorer:
         '<button type="button" id="tl-merges-next">next change</button></span>'
     )
     prompt = (
-        f"Try: press \u201cnext change\u201d to jump between the {len(changes)} merges that "
-        f"change the sentence. Notice: the other {last - len(changes)} of the {last} merges "
-        "join pairs that were frequent elsewhere in the corpus but do not stand side by side "
-        "in this sentence, so they leave it unchanged."
+        f"Try: \u201cnext change\u201d jumps between the {len(changes)} merges that change "
+        f"the sentence. Notice: the other {last - len(changes)} of the {last} merges join "
+        "pairs frequent elsewhere in the corpus that never stand side by side here."
     )
     return Explorer(
         "merges",
