@@ -265,8 +265,10 @@ def homework_answers() -> list[Answer]:
             HOMEWORK,
             "ex-homework-embedding-parameters",
             tuple(number(v * d) for v in (80, 50_000) for d in (128, 512, 768))
-            + (rf"(?<![\d.]){50_000 * 768 / encoder_layer_parameters(512, 8, 2048):.0f}"
-               r"\s*(times|×)",),
+            + (
+                rf"(?<![\d.]){50_000 * 768 / encoder_layer_parameters(512, 8, 2048):.0f}"
+                r"\s*(times|×)",
+            ),
         ),
         Answer(
             "homework-8-vocabulary",
@@ -304,6 +306,13 @@ def homework_answers() -> list[Answer]:
             ),
         ),
         Answer(
+            "homework-4-unmasked-padding",
+            "why all-zero padding still draws attention without the mask (the embedding's bias)",
+            HOMEWORK,
+            "ex-homework-mha",
+            (r"zero input[^.]{0,60}(becomes|comes out)[^.]{0,60}\bbias\b",),
+        ),
+        Answer(
             "homework-12-shapes",
             "the folded shapes of Exercise 12 (B = 8, L = 8, D = 16, H = 4)",
             HOMEWORK,
@@ -325,8 +334,10 @@ def by_hand_answers() -> list[Answer]:
     from transformer_lab.attention import causal_mask
 
     length = int(glued["bh_2_2_length"])
-    printed_mask = re.escape(str(causal_mask(length).int())).replace(r"\ ", r"\s*").replace(
-        "\\\n", r"\s*"
+    printed_mask = (
+        re.escape(str(causal_mask(length).int()))
+        .replace(r"\ ", r"\s*")
+        .replace("\\\n", r"\s*")
     )
     vectors = ["bh_2_1_weights", "bh_2_1_output", "bh_2_1_forgot_weights"]
     return [
@@ -335,7 +346,10 @@ def by_hand_answers() -> list[Answer]:
             "the embedding counts of exercise 1.1",
             BY_HAND,
             "by-hand-1-1",
-            tuple(number(int(glued[n].replace(",", ""))) for n in ("bh_1_1_emb_small", "bh_1_1_emb_large")),
+            tuple(
+                number(int(glued[n].replace(",", "")))
+                for n in ("bh_1_1_emb_small", "bh_1_1_emb_large")
+            ),
         ),
         Answer(
             "by-hand-2-1",
@@ -343,7 +357,9 @@ def by_hand_answers() -> list[Answer]:
             BY_HAND,
             "by-hand-2-1",
             tuple(
-                sequence([v.strip() for v in glued[n].strip("[]").split(",") if v.strip() != "0"])
+                sequence(
+                    [v.strip() for v in glued[n].strip("[]").split(",") if v.strip() != "0"]
+                )
                 for n in vectors
             ),
         ),
@@ -427,6 +443,7 @@ def test_the_patterns_find_planted_answers():
         "week-20-2-reading": f'Read the "{starter_setting("TOY_TOKENS")[1]}" row: it puts',
         "week-20-3-memo": "| Architecture | Assumes | Good at | CloudWave data that fits |",
         "homework-4-shapes": "per head (6, 2, 8, 8)",
+        "homework-4-unmasked-padding": "a zero input becomes the embedding's bias vector",
         "homework-11-mask": "pad an example on the *left* and its first query may read only itself",
         "by-hand-3-4": f"total parameters: {by_hand_glue()['bh_3_4_count'].replace(',', '')}",
     }
@@ -435,7 +452,9 @@ def test_the_patterns_find_planted_answers():
     # teaching text that gives no answer away
     calm = "A row of weights sums to 1. (B, H, L, L) per head. The causal mask hides the future."
     for answer in answers().values():
-        assert not any(re.search(p, calm, re.MULTILINE) for p in answer.patterns), answer.name
+        assert not any(re.search(p, calm, re.MULTILINE) for p in answer.patterns), (
+            answer.name
+        )
 
 
 # --- the book ----------------------------------------------------------------------------------------
@@ -446,7 +465,9 @@ def test_exercise_6_does_not_rerun_chapter_3():
     the same recipe on the same draw, would print the same lines."""
     from transformer_lab.homework_runs import DEFAULT_SPLIT
 
-    assert DEFAULT_SPLIT != 0, "Exercise 6's default run is chapter 3's (split 0): its answer is printed there"
+    assert DEFAULT_SPLIT != 0, (
+        "Exercise 6's default run is chapter 3's (split 0): its answer is printed there"
+    )
 
 
 def test_week_20_task_2_is_the_clients_toy():
