@@ -127,9 +127,9 @@ def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment
     )
     for check in WEEK20_CHECKS:
         assert f"[passed] {check.exercise}: {check.signature}" in out
-    # Task 2: the starter's own sentence and seed, not chapter 1's login/failed/again, seed 0
+    # Task 2: the course's toy, login / failed / again (chapter 1 teaches with another one)
     week20 = load_module(ROOT / WEEK20)
-    assert "login" not in week20.TOY_TOKENS and week20.TOY_SEED != 0
+    assert week20.TOY_TOKENS == ("login", "failed", "again")
     table = toy_self_attention(list(week20.TOY_TOKENS), d_model=4, seed=week20.TOY_SEED)[1]
     first_row = r"\s+".join(f"{v:.2f}" for v in table[0].tolist())
     assert re.search(rf"{week20.TOY_TOKENS[0]}\s+{first_row}", out)
@@ -303,7 +303,7 @@ def test_finished_homework_starter_runs_every_demo(homework_solved):
     assert "one encoder layer (d=512, 8 heads, d_ff=2048): 3,152,384" in found[EXAMPLES[5]]
     assert "vocabulary size: 80" in found[EXAMPLES[6]]
     assert re.search(
-        r"'self-attention': \d+ token\(s\); in the corpus \d+x as a word",
+        r"'token-pair': \d+ token\(s\); in the corpus \d+x as a word",
         found[EXAMPLES[6]],
     )
     assert (
@@ -345,7 +345,7 @@ def test_homework_training_runs_on_the_students_functions(homework_solved, tmp_p
     assert f"loss curves saved to {plot}" in out
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert (
-        f"patience={PATIENCE}, learning_rate=0.003, heads=4, split 0, seed 42, at most 1 epochs, "
+        f"patience={PATIENCE}, learning_rate=0.003, heads=4, split 1, seed 42, at most 1 epochs, "
         "your multi_head_attention" in out
     )
     for name in ("mean baseline", "transformer"):

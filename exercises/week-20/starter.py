@@ -39,7 +39,7 @@ BPE_VOCAB = (
 BPE_LENGTH = 8  # tokens the model reads
 
 # --- Task 2: the toy sentence ----------------------------------------------------------------------
-TOY_TOKENS = ("card", "declined", "twice")
+TOY_TOKENS = ("login", "failed", "again")  # the log line of the course's toy
 TOY_SEED = 5  # seed of the random embeddings and matrices (try others with --toy-seed)
 
 
