@@ -14,7 +14,9 @@ def test_the_sinusoid_table_follows_the_formula():
     table = sines_table(32, 24).float()
     assert table.shape == (32, 24)
     torch.testing.assert_close(table[0], torch.tensor([0.0, 1.0] * 12))  # every clock at 0
-    torch.testing.assert_close(table[:, 0], torch.sin(torch.arange(32.0)))  # one radian a step
+    torch.testing.assert_close(
+        table[:, 0], torch.sin(torch.arange(32.0))
+    )  # one radian a step
     torch.testing.assert_close(table[:, 1], torch.cos(torch.arange(32.0)))
     slowest = 10_000 ** (-22 / 24)
     torch.testing.assert_close(table[:, 22], torch.sin(torch.arange(32.0) * slowest))

@@ -16,6 +16,7 @@ from torch import nn
 from transformer_lab.char_transformer import PAD_ID, PraiseClassifier
 from transformer_lab.pooling import masked_mean
 
+
 class BrokenPraiseClassifier(PraiseClassifier):
     """``PraiseClassifier`` with a sequence-first encoder layer (``batch_first=False``: it reads
     (L, N, D)) and a forward with planted bugs. ids (N, L) long -> (N,)."""
@@ -43,4 +44,3 @@ class BrokenPraiseClassifier(PraiseClassifier):
         # The encoder complained that the mask must be (L, N), so the mask was transposed.
         x = self.encoder(x, src_key_padding_mask=padding.T)
         return torch.sigmoid(self.head(masked_mean(x, padding)).squeeze(-1))
-

@@ -557,4 +557,3 @@ def position_experiment(
         compare_positions(split_sample(sample, length, split_seed), seeds, probe, **options)
         for split_seed, seeds in by_split.items()
     ]
-

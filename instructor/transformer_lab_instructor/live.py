@@ -142,7 +142,9 @@ MULTIHEAD: dict[str, Callable[..., object]] = {
     "in_proj_bias_ignored": partial(computed, in_bias=False),
     "out_proj_bias_ignored": partial(computed, out_bias=False),
     "biases_ignored": partial(computed, in_bias=False, out_bias=False),
-    "residual_inside_attention": lambda x, padding, mha: computed(x, padding, mha) + x.double(),
+    "residual_inside_attention": lambda x, padding, mha: (
+        computed(x, padding, mha) + x.double()
+    ),
     "no_output_projection+in_proj_bias_ignored": partial(
         computed, out_proj=False, in_bias=False
     ),

@@ -14,7 +14,14 @@ from __future__ import annotations
 import json
 import sys
 
-from transformer_lab.selfcheck import answers, debugging, masks, multihead, positions, token_ids
+from transformer_lab.selfcheck import (
+    answers,
+    debugging,
+    masks,
+    multihead,
+    positions,
+    token_ids,
+)
 from transformer_lab.selfcheck.execution import execute_gradient
 
 # What first_match skips when a mistake cannot be computed on a probe: it is then not stored.

@@ -89,7 +89,9 @@ def sines_table(
         position = torch.zeros_like(position)
     even = torch.arange(0, d_model, 2, dtype=torch.float64)
     power = {"2i": even, "i": even / 2, "4i": 2 * even}[exponent]
-    angle = position * 10000.0 ** (sign * power / (d_model if over == "d_model" else length))
+    angle = position * 10000.0 ** (
+        sign * power / (d_model if over == "d_model" else length)
+    )
     if degrees:
         angle = torch.deg2rad(angle)
     first, second = (angle.cos(), angle.sin()) if swap else (angle.sin(), angle.cos())
@@ -163,9 +165,7 @@ def praise_forward(
     if batch_axis and first:
         x = model.encoder(x.transpose(0, 1), mask=None).transpose(0, 1)
     elif batch_axis:
-        x = model.encoder(
-            x, src_key_padding_mask=None if key_mask is None else key_mask.T
-        )
+        x = model.encoder(x, src_key_padding_mask=None if key_mask is None else key_mask.T)
     elif first:
         x = model.encoder(x, mask=future, src_key_padding_mask=key_mask)
     else:
@@ -266,7 +266,12 @@ REPAIRED: dict[str, Callable[..., object]] = {
         code: partial(variant, positions="learned")
         for code, variant in _forward_mistakes("learned").items()
         if code
-        not in ("inverted_mask", "batch_axis", "returns_probabilities", "padding_not_masked")
+        not in (
+            "inverted_mask",
+            "batch_axis",
+            "returns_probabilities",
+            "padding_not_masked",
+        )
     },
     "padding_not_masked": partial(praise_forward, positions="learned", mask="none"),
 }

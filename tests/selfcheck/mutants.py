@@ -1996,7 +1996,9 @@ def _encode_no_pos(model, ids, padding):
 def w20_no_positions_scaled_embedding(model, ids, padding):
     from transformer_lab.pooling import masked_mean
 
-    x = model.embed(ids) * math.sqrt(model.embed.embedding_dim)  # the original paper's habit
+    x = model.embed(ids) * math.sqrt(
+        model.embed.embedding_dim
+    )  # the original paper's habit
     x = model.encoder(x, src_key_padding_mask=padding)
     return model.head(masked_mean(x, padding)).squeeze(-1)
 
@@ -2058,16 +2060,22 @@ def w20_table_every_row_position_zero(length, d_model):
 
 @wrong("sinusoidal_positions", "frequency_in_degrees")
 def w20_table_degrees(length, d_model):
-    angle = torch.arange(length)[:, None] * 10000.0 ** (-torch.arange(0, d_model, 2) / d_model)
+    angle = torch.arange(length)[:, None] * 10000.0 ** (
+        -torch.arange(0, d_model, 2) / d_model
+    )
     angle = torch.deg2rad(angle)  # "sin takes degrees"
     return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(1)
 
 
 @right("sinusoidal_positions")
 def w20_table_complex(length, d_model):
-    speed = torch.exp(-math.log(1e4) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
-    turn = torch.polar(torch.ones(length, d_model // 2, dtype=torch.float64),
-                       torch.arange(length, dtype=torch.float64)[:, None] * speed)
+    speed = torch.exp(
+        -math.log(1e4) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model
+    )
+    turn = torch.polar(
+        torch.ones(length, d_model // 2, dtype=torch.float64),
+        torch.arange(length, dtype=torch.float64)[:, None] * speed,
+    )
     pairs = torch.view_as_real(turn).flip(-1)  # (cos, sin) -> (sin, cos)
     return pairs.reshape(length, d_model).float()
 
@@ -2076,7 +2084,9 @@ def w20_table_complex(length, d_model):
 def w20_sines_forward_row_zero(model, ids, padding):
     from transformer_lab.pooling import masked_mean
 
-    table = _book_sines(1, model.embed.embedding_dim)  # one row, broadcast to every position
+    table = _book_sines(
+        1, model.embed.embedding_dim
+    )  # one row, broadcast to every position
     x = model.encoder(model.embed(ids) + table, src_key_padding_mask=padding)
     return model.head(masked_mean(x, padding)).squeeze(-1)
 
@@ -2093,7 +2103,9 @@ def w20_sines_forward_fixed_length(model, ids, padding):
 @wrong("forward_with_sinusoids", "raised:no forward of its own")
 def w20_sines_forward_through_the_model(model, ids, padding):
     with torch.no_grad():
-        model.pos.weight[: ids.shape[1]] = _book_sines(ids.shape[1], model.pos.embedding_dim)
+        model.pos.weight[: ids.shape[1]] = _book_sines(
+            ids.shape[1], model.pos.embedding_dim
+        )
     model.use_positions = True
     return model(ids, padding)
 
@@ -2238,7 +2250,9 @@ def w20_mha_residual(x, padding, mha):
     scores = q @ k.transpose(-2, -1) / math.sqrt(d // h)
     scores = scores.masked_fill(padding[:, None, None, :], INF)
     out = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, length, d)
-    return out @ mha.out_proj.weight.T + mha.out_proj.bias + x  # the layer's residual, too early
+    return (
+        out @ mha.out_proj.weight.T + mha.out_proj.bias + x
+    )  # the layer's residual, too early
 
 
 @wrong("accuracy", "nothing_counted_right")
@@ -2357,7 +2371,8 @@ def summary(stats: dict) -> str:
 def week20_statistics() -> dict:
     """The same numbers for the third pass's Week-20 variants alone (issue 36's measurement)."""
     return statistics(
-        [m for m in WRONG if m.label in W20_LABELS], [m for m in RIGHT if m.label in W20_LABELS]
+        [m for m in WRONG if m.label in W20_LABELS],
+        [m for m in RIGHT if m.label in W20_LABELS],
     )
 
 

@@ -81,8 +81,7 @@ def mistakes() -> list[Mistake]:
         *(
             m
             for m in forward_mistakes(NAME, "learned")
-            if m.code
-            not in ("inverted_mask", "batch_axis", "returns_probabilities")
+            if m.code not in ("inverted_mask", "batch_axis", "returns_probabilities")
         ),
     ]
 

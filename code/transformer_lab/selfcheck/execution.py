@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import inspect
 import io
 import os
-import re
 import sys
 import tokenize
 import types

@@ -226,7 +226,9 @@ def _check_once(student: StudentFunction, logits, labels):
                     match.advice,
                 )
             if result == 0:
-                _explain_zero(student, expected, f" (and {article(kind)} came back, not a float)")
+                _explain_zero(
+                    student, expected, f" (and {article(kind)} came back, not a float)"
+                )
         fail(
             "not_a_float",
             f"{article(kind)} came back instead of a Python float",

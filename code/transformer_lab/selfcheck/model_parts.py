@@ -21,7 +21,9 @@ class ModelParts(nn.Module):
     """``embed`` (nn.Embedding), ``pos`` (nn.Embedding), ``encoder`` (nn.TransformerEncoder) and
     ``head`` (nn.Linear) of a chapter-4 model; ``model(...)`` raises."""
 
-    def __init__(self, embed: nn.Module, pos: nn.Module, encoder: nn.Module, head: nn.Module):
+    def __init__(
+        self, embed: nn.Module, pos: nn.Module, encoder: nn.Module, head: nn.Module
+    ):
         super().__init__()
         self.embed, self.pos, self.encoder, self.head = embed, pos, encoder, head
 

@@ -75,9 +75,7 @@ FORWARD_HINTS = [
 
 def _staged(stage: str, mistakes: list[Mistake]) -> list[Mistake]:
     """``mistakes`` with their stage named first in the message."""
-    return [
-        Mistake(m.code, f"{stage}: {m.message}", m.advice, m.variant) for m in mistakes
-    ]
+    return [Mistake(m.code, f"{stage}: {m.message}", m.advice, m.variant) for m in mistakes]
 
 
 # --- Task 2: the toy table -------------------------------------------------------------------
@@ -278,7 +276,10 @@ def check_toy_weights(function) -> CheckResult:
 def as_parts(model) -> ModelParts:
     """The parts of a chapter-4 model (copies), under their names, without its forward."""
     return ModelParts(
-        *(copy.deepcopy(getattr(model, name)) for name in ("embed", "pos", "encoder", "head"))
+        *(
+            copy.deepcopy(getattr(model, name))
+            for name in ("embed", "pos", "encoder", "head")
+        )
     ).eval()
 
 
@@ -573,12 +574,16 @@ def locate_stage(call, model, check: str, positions: str) -> None:
     got = call(flat, ids[:1], padding[:1])
     if _finite(got) and not close(got, torch.tensor([HEAD_BIAS]), atol=1e-5):
         value = float(got[0].detach())
-        code, cause = "wrong_stage_head", (
-            "something is done to the head's output after model.head: return it, squeezed"
+        code, cause = (
+            "wrong_stage_head",
+            (
+                "something is done to the head's output after model.head: return it, squeezed"
+            ),
         )
         if abs(value - 1 / (1 + math.exp(-HEAD_BIAS))) < 1e-4:
-            code, cause = "returns_probabilities", (
-                "a sigmoid at the end: BCEWithLogitsLoss wants the logits"
+            code, cause = (
+                "returns_probabilities",
+                ("a sigmoid at the end: BCEWithLogitsLoss wants the logits"),
             )
         elif abs(value) < 1e-6:
             code, cause = "head_bias_left_out", "the head's bias is left out"
@@ -871,4 +876,3 @@ def check_sinusoidal_positions(function) -> CheckResult:
         )
 
     return run_check(TABLE_NAME, TABLE_EXERCISE, body)
-

@@ -91,7 +91,7 @@ def _explain(tokenizer, texts, length, ids, expected) -> None:
     """Name what differs in the first comment whose ids differ: the ids themselves, or where
     and with what the row was padded."""
     pad = tokenizer.token_to_id("[PAD]")
-    for n, text in enumerate(texts):
+    for n in range(len(texts)):
         got, want = ids[n].tolist(), expected[n].tolist()
         if got == want:
             continue
