@@ -113,7 +113,7 @@ def check_repaired_forward(function) -> CheckResult:
             *shown,
             where,
         )
-        locate_stage(call, model, NAME, "learned")
+        locate_stage(call, model, NAME, "learned", sigmoid_code="double_sigmoid")
         fail(
             "logits_differ",
             "the logits differ from the repaired model's" + where + "; the stages that can "

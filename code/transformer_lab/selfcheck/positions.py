@@ -513,13 +513,13 @@ SINES_MISTAKES: list[Mistake] = [
 ]
 
 
-def forward_call(student, n_hints=FORWARD_HINTS):
+def forward_call(student, hints=FORWARD_HINTS):
     """``call(model, ids, padding) -> logits (N,)``: the student's forward on copies, with the
     shape checks every forward check shares."""
 
     def call(model, ids, padding):
         returned = student.call(
-            copy.deepcopy(model), ids.clone(), padding.clone(), hints=n_hints
+            copy.deepcopy(model), ids.clone(), padding.clone(), hints=hints
         )
         n = ids.shape[0]
         logits = require_tensor(returned.result, "the result", (n,), "result")
@@ -554,7 +554,9 @@ def _finite(tensor: torch.Tensor) -> bool:
     return bool(torch.isfinite(tensor).all())
 
 
-def locate_stage(call, model, check: str, positions: str) -> None:
+def locate_stage(
+    call, model, check: str, positions: str, sigmoid_code: str = "returns_probabilities"
+) -> None:
     """Fail naming the first stage whose own small probe goes wrong; return if none does.
 
     Each probe makes the other stages trivial or irrelevant: a head with zero weights (every
