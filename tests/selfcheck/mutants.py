@@ -2294,6 +2294,30 @@ def w20_repaired_temperature(model, ids, padding):
     return model.head(masked_mean(x, padding)).squeeze(-1) / 2  # "calibrated"
 
 
+@wrong("toy_weights", "scores_scaled_wrong")
+def w20_toy_fourth_root(embeddings, w_q, w_k):
+    q, k = embeddings @ w_q, embeddings @ w_k
+    return torch.softmax(q @ k.T / q.shape[-1] ** 0.25, dim=-1)  # "the square root, again"
+
+
+@wrong("encode_with_bpe", "not_the_tokenizers_ids")
+def w20_bpe_upper_cased(tokenizer, texts, length):
+    pad = tokenizer.token_to_id("[PAD]")
+    rows = [tokenizer.encode(text.upper()).ids[:length] for text in texts]
+    return torch.tensor([r + [pad] * (length - len(r)) for r in rows])
+
+
+@wrong("encode_with_bpe", "padding_misplaced")
+def w20_bpe_centred(tokenizer, texts, length):
+    pad = tokenizer.token_to_id("[PAD]")
+    rows = []
+    for text in texts:
+        ids = tokenizer.encode(text).ids[:length]
+        left = (length - len(ids)) // 2
+        rows.append([pad] * left + ids + [pad] * (length - len(ids) - left))
+    return torch.tensor(rows)
+
+
 W20_LABELS = {m.label for m in WRONG + RIGHT if m.function.__name__.startswith("w20_")}
 
 
