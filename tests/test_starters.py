@@ -28,7 +28,7 @@ WEEK20 = Path("exercises") / "week-20" / "starter.py"
 HOMEWORK = Path("exercises") / "homework" / "starter.py"
 
 
-def run(script, *args):
+def run(script, *args, status=0):
     completed = subprocess.run(
         [sys.executable, str(script), *map(str, args)],
         cwd=ROOT,
@@ -36,7 +36,7 @@ def run(script, *args):
         text=True,
         timeout=300,
     )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert completed.returncode == status, completed.stdout + completed.stderr
     assert "Traceback" not in completed.stdout + completed.stderr
     return completed.stdout
 
@@ -99,13 +99,24 @@ def week20_solved(tmp_path_factory):
     return solve(WEEK20, WEEK20_SOLUTIONS, tmp_path_factory.mktemp("week20"), WEEK20_STUB)
 
 
-def test_untouched_week20_starter_says_not_done():
-    out = run(WEEK20)
+def test_untouched_week20_starter_says_not_done_and_exits_1():
+    out = run(WEEK20, status=1)  # as python -m transformer_lab.selfcheck does
     for check in WEEK20_CHECKS:
         status = "not attempted" if check.optional else "not done yet"
         assert f"[{status}] {check.exercise}: {check.signature}" in out
     assert "Task 2: the attention map" not in out
     assert not re.search(r"\b(yes|True|passed|equal)\b", out)
+
+
+def test_a_failing_week20_check_makes_the_starter_exit_1(week20_solved, tmp_path):
+    wrong = tmp_path / "starter.py"
+    text = week20_solved.read_text(encoding="utf-8")
+    assert "q.shape[-1] ** 0.5, dim=-1)" in text
+    wrong.write_text(
+        text.replace("q.shape[-1] ** 0.5, dim=-1)", "q.shape[-1] ** 0.5, dim=0)")
+    )
+    out = run(wrong, status=1)
+    assert "[FAILED] Task 2" in out
 
 
 def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from transformer_lab.selfcheck.execution import silenced_terminal, uses_dot_t
+from transformer_lab.selfcheck.execution import dot_t_spy, silenced_terminal, uses_dot_t
 from transformer_lab.set_classifier import LEARNING_RATE, MAX_EPOCHS, NHEAD, PATIENCE, SEED
 from transformer_lab.week20_runs import as_namespace
 
@@ -72,13 +72,14 @@ def attention_example():
     """Exercise 3: all-zero queries and keys, values 2, 4 and 100, the third key masked."""
     q, k = torch.zeros(1, 2, 3), torch.zeros(1, 3, 3)
     v = torch.tensor([[[2.0], [4.0], [100.0]]])
-    with warnings.catch_warnings(record=True) as caught:
+    with warnings.catch_warnings(record=True) as caught, dot_t_spy() as seen:
         warnings.simplefilter("always")
         output, weights = S.attention(q, k, v, torch.tensor([[False, False, True]]))
+        dot_t = uses_dot_t(S.attention, caught) or bool(seen)
     shapes = (tuple(output.shape), tuple(weights.shape))
     if shapes != ((1, 2, 1), (1, 2, 3)):
-        # PyTorch warns once per process: a second run in one kernel reads the source instead
-        if uses_dot_t(S.attention, caught):
+        # PyTorch warns once per process: the spy notes every .T of a tensor that is not 2-D
+        if dot_t:
             print(
                 "warning: your attention used .T on a 3-D tensor, which reverses all three "
                 "axes (and is deprecated); use k.transpose(-2, -1)"
