@@ -622,8 +622,8 @@ def test_in_print_chapter_3_shows_its_static_heads_figure(chapter_3):
 # Chapter 5's merge stepper: the tiny corpus's tokenizer and the unseen sentence of
 # chapters/05-tokenizers.md ("Encoding a sentence it never saw").
 CHAPTER_5 = "chapters/05-tokenizers.html"
-TINY_VOCAB = 80
-SENTENCE = "my dog reads the whole sentence"
+TINY_VOCAB = 72
+SENTENCE = "my dog reads the whole input"
 
 
 @functools.cache
