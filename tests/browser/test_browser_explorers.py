@@ -406,6 +406,10 @@ def test_without_javascript_the_static_figure_stands_alone(browser, server):
         for figure in ("fig-soft-join-weights", "fig-sqrt-d", "fig-masks"):
             image = page.locator(f"#{figure} img")
             assert image.is_visible() and image.get_attribute("alt"), figure
+        # and each missing panel says so, and where its lesson is instead
+        notes = page.locator(".tl-noscript")
+        assert notes.count() == 3 and all(n.is_visible() for n in notes.all())
+        assert "needs JavaScript" in notes.first.inner_text()
     finally:
         context.close()
 
@@ -601,6 +605,7 @@ def test_without_javascript_chapter_3_keeps_its_static_heads_figure(browser, ser
         page.goto(server.url(CHAPTER_3), wait_until="load")
         panel = page.locator('.tl-explorer[data-explorer="heads"]')
         assert panel.count() == 1 and not panel.is_visible()
+        assert page.locator(".tl-noscript").is_visible()
         image = page.locator("#fig-ch3-trained-heads img")
         assert image.is_visible() and image.get_attribute("alt")
     finally:
@@ -787,6 +792,7 @@ def test_merge_stepper_works_from_disk_and_falls_back_without_javascript(
         page.goto(server.url(CHAPTER_5), wait_until="load")
         panel = page.locator('.tl-explorer[data-explorer="merges"]')
         assert panel.count() == 1 and not panel.is_visible()
+        assert page.locator(".tl-noscript").is_visible()
         # the static tables stay: the first merges and the sentence's pieces
         assert page.get_by_text("my dog reads the whole sentence").first.is_visible()
     finally:
