@@ -2,6 +2,11 @@
 controlled experiment and Task 4's broken model against the repair, all on the student's own
 functions.
 
+Task 1 scores each model on a split of the natural comments and on chapter 4's mirrored pairs
+(``mirrored_pairs``), where order alone decides the label, and prints what a run of its size
+can detect (``power``): the natural split's comments that need order are too few to show any
+but a huge gain.
+
 The starter holds only the student's functions and the settings they change (CAPITALS); its
 ``main`` calls :func:`main` here with its own module. Task 1 follows the book's protocol: choices
 are made on a validation split carved from the training comments; the test split is scored only
