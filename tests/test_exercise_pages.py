@@ -209,9 +209,21 @@ def test_week20_tasks_ask_for_the_students_own_code():
     ):
         assert name in text and f"def {name}(" in starter, name
     assert starter.count("# TODO Task") == 6
-    # Task 1 is the experiment: one change per run, validation first, the test split once
+    # Task 1 is the experiment: one change per run, validation first, the test split once;
+    # beside the natural split, mirrored pairs, and what a run of this size can detect (glued)
     task1 = " ".join(tasks("exercises/week-20/index.md")["ex-week-20-positions"].split())
-    for extra in ("--window", "--split-seed", "--patience", "--test", "validation", "once"):
+    for extra in (
+        "--seeds",
+        "--comments",
+        "--split-seed",
+        "--patience",
+        "--test",
+        "validation",
+        "once",
+        "mirrored pairs",
+        "{glue:text}`w20_t1_detect_pairs`",
+        "{glue:text}`w20_t1_detect_slice`",
+    ):
         assert extra in task1, extra
 
 

@@ -144,14 +144,17 @@ def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment
     table = toy_self_attention(list(week20.TOY_TOKENS), d_model=4, seed=week20.TOY_SEED)[1]
     first_row = r"\s+".join(f"{v:.2f}" for v in table[0].tolist())
     assert re.search(rf"{week20.TOY_TOKENS[0]}\s+{first_row}", out)
-    # Task 1: validation by default, the three models, two seeds, gaps with intervals
-    assert "scored on the validation split" in out
+    # Task 1: validation split and pairs by default, the three models, two seeds, the gaps
+    # with their intervals per seed and over the seeds, and what the run can detect
+    assert "scored on the validation split" in out and "the validation pairs" in out
     for seed in (0, 1):
         for model in ("with", "yours", "sines"):
-            assert re.search(rf"^\s+{seed}\s+{model}\s+1\s+0\.\d{{3}}", out, re.MULTILINE)
-    assert re.search(
-        r"gap with − without positions, needs order: [+-]0\.\d{3} \(95 % CI", out
-    )
+            assert re.search(rf"^\s+{seed}\s+{model}\s+1\s+0\.\d+\s", out, re.MULTILINE)
+        for part in ("all", "needs order", "pairs net"):
+            assert re.search(rf"seed {seed}, {part}: [+-]\d\.\d{{3}} \(95 % CI", out)
+    assert re.search(r"^  pairs net: [+-]0\.\d{3} \(95 % CI", out, re.MULTILINE)
+    assert re.search(r"what one seed can detect .* 0\.140 in net share on 400 pairs", out)
+    assert re.search(r"over 2 seeds, at the spread of their gaps: all \d", out)
     # Task 4: the broken model stops with its error, the repair trains
     assert re.search(r"broken: raised ValueError .*all padding", out)
     assert re.search(
@@ -161,7 +164,8 @@ def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment
 
 def test_week20_test_split_only_on_request(week20_solved):
     out = run(week20_solved, "--train", "--test", "--max-epochs", 1, "--seeds", 0)
-    assert "scored on the test split" in out and "validation split:" not in out
+    assert "scored on the test split" in out and "the test pairs" in out
+    assert "validation split" not in out and "validation pairs" not in out
 
 
 def test_week20_starter_is_short_and_its_settings_are_chapter_4s_recipe():
@@ -177,12 +181,26 @@ def test_week20_starter_is_short_and_its_settings_are_chapter_4s_recipe():
     assert week20.SEEDS == tuple(seed for _, seed in char_transformer.RUNS)
     from transformer_lab import week20_runs
 
+    # Task 1's own settings: chapter 4's recipe on a larger sample, with the package's pairs
+    assert (
+        week20.TASK1_COMMENTS,
+        week20.TASK1_SEEDS,
+        week20.N_PAIRS,
+        week20.SPLIT_SEED,
+    ) == (
+        week20_runs.TASK1_COMMENTS,
+        week20_runs.TASK1_SEEDS,
+        week20_runs.TASK1_PAIRS,
+        week20_runs.TASK1_SPLIT_SEED,
+    )
+    assert week20.TASK1_COMMENTS != char_transformer.SAMPLE_SIZE
+
     assert (week20.BPE_VOCAB, week20.BPE_LENGTH) == (
         week20_runs.TASK6_BPE_VOCAB,
         week20_runs.TASK6_BPE_LENGTH,
     )
     # the CAPITALS come first, then the functions, then a short main
-    assert source.index("WINDOW =") < source.index("def forward_without_positions")
+    assert source.index("TASK1_COMMENTS =") < source.index("def forward_without_positions")
     main = source[source.index("def main(") :]
     assert len(main.splitlines()) <= 10
 
