@@ -140,7 +140,17 @@ def test_every_link_resolves(page, links, notebooks, book):
                 (here / path).resolve().relative_to(ROOT / "notebooks").with_suffix(".md")
             )
             assert other.as_posix() in these, f"{target}: no such reader notebook"
-            ids = anchors(these[other.as_posix()])
+            if fragment:
+                # JupyterLab opens (or shows) the notebook and scrolls to the cell of that id.
+                assert fragment.startswith("cell-id="), f"{target}: not a cell id"
+                label = fragment.removeprefix("cell-id=")
+                cells = [c for c in these[other.as_posix()].cells if c.id == label]
+                assert cells, f"{target}: no cell {label!r} there"
+                assert label in anchors(nbformat.v4.new_notebook(cells=cells)), (
+                    f"{target}: the cell {label!r} does not hold that target"
+                )
+                continue
+            ids = set()
         assert not fragment or fragment in ids, f"{target}: no anchor {fragment!r} there"
 
 
@@ -261,7 +271,7 @@ def test_dropdowns_admonitions_and_listings(tmp_path, book):
     binder = convert(tmp_path, book, markdown).cells[1].source
     assert ":::{dropdown} Hint 1\nTwo `{x}`." in binder and binder.count("\n:::\n") == 1
     assert re.search(
-        r"\[the masks\]\((\.\./)+chapters/01-soft-join\.ipynb#fig-masks\)", binder
+        r"\[the masks\]\((\.\./)+chapters/01-soft-join\.ipynb#cell-id=fig-masks\)", binder
     )
 
 

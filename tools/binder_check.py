@@ -686,6 +686,16 @@ def link_problem(link: dict, notebook_path: Path, ids: set[str], html_root: Path
     there = (notebook_path.parent / target).resolve()
     if not there.is_file():
         return f"{target} does not exist in the Binder home"
+    if fragment.startswith("cell-id="):
+        # JupyterLab opens (or shows) the notebook and scrolls to the cell with that id, which
+        # must hold the target (reader_notebooks.link_to).
+        import nbformat
+
+        label = fragment.removeprefix("cell-id=")
+        cells = [c for c in nbformat.read(there, as_version=4).cells if c.id == label]
+        if not cells or f"({label})=" not in cells[0].source:
+            return f"{target} has no cell {label!r} holding that target"
+        return ""
     content = there.read_text(encoding="utf-8")
     if (
         fragment

@@ -318,14 +318,19 @@ def anchor_markup(label: str, context: Context) -> str:
 
 def link_to(target: Target, context: Context) -> str:
     """A link to ``target`` from ``context.page`` that resolves for this kind of notebook:
-    Binder's go to the same notebook or a sibling, a download's to the published HTML page."""
+    Binder's go to the same notebook or a sibling, a download's to the published HTML page.
+
+    A Binder link names the notebook file, even on the same page, and the target's cell
+    (``#cell-id=label``; the cell's id is its label): JupyterLab opens or shows the notebook and
+    scrolls to that cell. A bare ``#label`` is left to the browser, which finds nothing while
+    JupyterLab has not drawn the cell yet, nor when jupyterlab-myst gives the label no id.
+    """
     anchor = f"#{target.anchor}" if target.anchor else ""
-    if context.links == "notebook" and target.page.resolve() == context.page.resolve():
-        return anchor or "#"
     if context.links == "notebook" and page_id(target.page) in context.book.with_code:
         here = (NOTEBOOKS / context.page.resolve().relative_to(ROOT)).parent
         there = NOTEBOOKS / target.page.resolve().relative_to(ROOT).with_suffix(".ipynb")
-        return os.path.relpath(there, here).replace(os.sep, "/") + anchor
+        cell = f"#cell-id={target.anchor}" if target.anchor else ""
+        return os.path.relpath(there, here).replace(os.sep, "/") + cell
     html = target.page.resolve().relative_to(ROOT).with_suffix(".html").as_posix()
     return f"{context.settings['html']}/{html}{anchor}"
 
@@ -565,13 +570,23 @@ def definition_lists(text: str) -> str:
 
 def convert_markdown(source: str, context: Context) -> str:
     """A MyST markdown cell's source as plain Markdown (see the module docstring)."""
+    return "\n\n".join(text for _, text in markdown_parts(source, context) if text)
+
+
+def markdown_parts(source: str, context: Context) -> list[tuple[str, str]]:
+    """``convert_markdown``'s text cut before each label of the top level: (label or "", text).
+
+    The reader notebook gives each labelled part a cell of its own whose id is the label, so a
+    link can name the cell (``#cell-id=label``), which JupyterLab scrolls to whether or not the
+    cell has been drawn yet.
+    """
     lines = source.splitlines()
-    out: list[str] = []
+    parts: list[tuple[str, list[str]]] = [("", [])]
     prose: list[str] = []
 
     def flush() -> None:
         if prose:
-            out.append(convert_inline(definition_lists("\n".join(prose)), context))
+            parts[-1][1].append(convert_inline(definition_lists("\n".join(prose)), context))
             prose.clear()
 
     index = 0
@@ -579,7 +594,10 @@ def convert_markdown(source: str, context: Context) -> str:
         line = lines[index]
         label = LABEL.match(line)
         fence = FENCE.match(line)
+        out = parts[-1][1]
         if label:
+            flush()
+            parts.append((label.group("label"), []))
             prose.append(anchor_markup(label.group("label"), context) + "\n")
         elif line.lstrip().startswith("%"):
             pass  # a MyST comment
@@ -601,8 +619,11 @@ def convert_markdown(source: str, context: Context) -> str:
             prose.append(line)
         index += 1
     flush()
-    text = "\n\n".join(part.strip("\n") for part in out if part.strip())
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+    converted = []
+    for label, out in parts:
+        text = "\n\n".join(part.strip("\n") for part in out if part.strip())
+        converted.append((label, re.sub(r"\n{3,}", "\n\n", text).strip("\n")))
+    return converted
 
 
 # --------------------------------------------------------------------------- code
@@ -827,12 +848,15 @@ def make_reader_notebook(
         reads = (reads - binds) | free
 
     cells = [nbformat.v4.new_markdown_cell(preamble(page, context, page_text(page)))]
+    cell_ids: dict[int, str] = {}  # a labelled cell's id is its label (link_to)
     cells[0].metadata["reader"] = PREAMBLE
     for index, cell in enumerate(source.cells):
         if cell.cell_type == "markdown":
-            text = convert_markdown(cell.source, context)
-            if text:
-                cells.append(nbformat.v4.new_markdown_cell(text))
+            for label, text in markdown_parts(cell.source, context):
+                if text:
+                    cells.append(nbformat.v4.new_markdown_cell(text))
+                    if label:
+                        cell_ids[id(cells[-1])] = label
             continue
         if cell.cell_type != "code":
             continue
@@ -873,6 +897,8 @@ def make_reader_notebook(
             text = f"{anchor}**Fig. {number}** {convert_inline(caption[0], context)}"
             cells.append(nbformat.v4.new_markdown_cell(text))
             cells[-1].metadata["reader"] = CAPTION
+            if caption[1]:
+                cell_ids[id(cells[-1])] = caption[1]
     unused = sorted(set(context.glue) - context.used_glue)
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata = {
@@ -881,7 +907,7 @@ def make_reader_notebook(
         "reader": {"page": page_id(page), "links": links, "glue_not_in_prose": unused},
     }
     for number, cell in enumerate(notebook.cells):
-        cell.id = f"cell-{number}"
+        cell.id = cell_ids.get(id(cell), f"cell-{number}")
     return notebook
 
 
