@@ -1593,12 +1593,12 @@ LIMITS = [
         "caption is a Markdown cell right under it instead.",
     ),
     (
-        "Links to a section of the same page",
-        "jupyterlab-myst renders each Markdown cell on its own, so for a link to a label in "
-        "another cell it logs 'No target for internal reference' in the browser console. The "
-        "link still works: the label becomes its heading's id and JupyterLab scrolls to it; the "
-        "rehearsal checks every drawn link against the ids drawn on the page and leaves those "
-        "console messages out of the notes below.",
+        "Links to a section",
+        "jupyterlab-myst renders each Markdown cell on its own, so for a label in another cell "
+        "it logs 'No target for internal reference' in the browser console. The links do not "
+        "rely on it: each names the notebook file and the cell whose id is the label "
+        "(#cell-id=label), which JupyterLab scrolls to, drawn or not; the rehearsal checks that "
+        "cell holds the label and leaves those console messages out of the notes below.",
     ),
     (
         "Book-keeping cells a later cell needs",
