@@ -87,6 +87,25 @@ def drop_duplicate_scripts(
     scripts[:] = unique
 
 
+# What the kernel's widgets sent while a page executed, which MyST-NB embeds in the page. The
+# explorers' widgets (code/transformer_lab/explorers.py) are for notebooks: the page draws each
+# explorer from its HTML with static/explorers.js, so their state would only weigh the page down.
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def drop_widget_state(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
+    """Leave out the widget state script MyST-NB adds to a page whose cells made widgets."""
+    scripts = context.get("script_files")
+    if scripts:
+        scripts[:] = [
+            script
+            for script in scripts
+            if (getattr(script, "attributes", {}) or {}).get("type") != WIDGET_STATE
+        ]
+
+
 STATIC = Path(__file__).resolve().parent / "static"
 
 
@@ -206,4 +225,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_js_file("explorers.js", defer="defer")
     # Late (priority 900): after myst-nb and the theme have added their per-page scripts.
     app.connect("html-page-context", drop_duplicate_scripts, priority=900)
+    app.connect("html-page-context", drop_widget_state, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "1.0"}

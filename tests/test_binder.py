@@ -152,3 +152,22 @@ def test_postbuild_writes_the_reader_notebooks_the_launch_links_open():
     assert commands.index(writes[0]) > next(
         i for i, line in enumerate(commands) if "pip install" in line
     ), "the reader notebooks are written after the package is installed"
+
+
+def test_start_writes_the_notebooks_for_the_repository_binder_launched():
+    """postBuild cannot know the repository; the launched session can (BinderHub's variables)."""
+    start = BINDER / "start"
+    assert os.access(start, os.X_OK), "binder/start must be executable (chmod +x)"
+    text = start.read_text(encoding="utf-8")
+    assert text.startswith("#!/usr/bin/env bash\n")
+    commands = [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert commands[-1] == 'exec "$@"', "binder/start must end by starting the server"
+    assert any("BINDER_REPO_URL" in line for line in commands)
+    assert any(
+        line.startswith("python tools/reader_notebooks.py write --links notebook")
+        for line in commands
+    )

@@ -48,8 +48,27 @@ def as_lab_cells(notebook) -> list[dict]:
 
 @pytest.fixture()
 def reference_cells() -> list[dict]:
-    """The reader notebook's code cells holding the reference's outputs, as JupyterLab gives them."""
-    return as_lab_cells(rn.make_reader_notebook(PAGE))
+    """The reader notebook's code cells holding the reference's outputs, as JupyterLab gives them
+    after Run All (the notebook keeps an explorer's output as its text line until then)."""
+    notebook = rn.make_reader_notebook(PAGE)
+    reference = nbformat.read(reference_path(PAGE), as_version=4)
+    visible = [
+        cell
+        for cell in reference.cells
+        if cell.cell_type == "code" and "remove-cell" not in cell.metadata.get("tags", [])
+    ]
+    shown = [
+        cell
+        for cell in notebook.cells
+        if cell.cell_type == "code" and cell.metadata.get("reader") != rn.BOOKKEEPING
+    ]
+    for cell, ran in zip(shown, visible, strict=True):
+        cell.outputs = [
+            output
+            for output in ran.outputs
+            if "scrapbook" not in output.get("metadata", {})
+        ]
+    return as_lab_cells(notebook)
 
 
 def first_stdout(cells: list[dict]) -> tuple[int, dict]:

@@ -11,9 +11,11 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
+from transformer_lab import explorers
 from transformer_lab.attention import attention, max_weight_by_width, soft_join
 from transformer_lab.explorers import (
     Explorer,
+    ExplorerWidget,
     head_explorer,
     head_sets,
     head_states,
@@ -144,7 +146,41 @@ def test_temperature_explorer_exports_every_state_compactly():
     assert prompt in explorer.prompt and html_module.escape(explorer.prompt) in html
     assert "<noscript>" in html
     assert 'aria-live="polite"' in html
-    assert "interactive in the HTML book" in repr(explorer)
+    assert repr(explorer).startswith("Explorer: cool the soft join down to the hard join (")
+    assert "once this cell has run in Jupyter" in repr(explorer)
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def test_an_explorer_shows_as_a_widget_its_html_and_a_line_of_text():
+    explorer = width_explorer([4, 16], n_keys=4, seed=0)
+    bundle = explorer._repr_mimebundle_()
+    assert set(bundle) == {WIDGET_VIEW, "text/html", "text/plain"}
+    assert bundle["text/html"] == explorer._repr_html_()
+    assert bundle["text/plain"] == repr(explorer)
+    widget = explorer.widget()
+    assert isinstance(widget, ExplorerWidget)
+    assert bundle[WIDGET_VIEW]["model_id"] == widget.model_id
+    # Displayed again, the same widget: one model in the kernel per explorer.
+    assert explorer._repr_mimebundle_()[WIDGET_VIEW] == bundle[WIDGET_VIEW]
+    # The widget draws the very panel the HTML book draws.
+    assert widget.panel == explorer._repr_html_()
+
+
+def test_the_widget_runs_the_html_books_own_script():
+    script = explorers.CHECKOUT_SCRIPT.read_text(encoding="utf-8")
+    module = explorers.widget_module()
+    assert script in module  # the whole script, unchanged
+    assert "// EXPLORERS_JS" not in module
+    assert module.rstrip().endswith("export default { render };")
+    assert ExplorerWidget("<p>x</p>")._esm == module
+
+
+def test_a_missing_script_is_named(monkeypatch, tmp_path):
+    monkeypatch.setattr(explorers, "CHECKOUT_SCRIPT", tmp_path / "explorers.js")
+    with pytest.raises(FileNotFoundError, match="explorers.js is neither in the package"):
+        explorers.explorers_script()
 
 
 def test_visible_states_drop_a_state_that_shows_what_the_one_before_did():
@@ -391,7 +427,8 @@ def test_head_explorer_offers_labelled_controls_and_compact_data():
     assert f"on set {least['set']} only" in explorer.prompt
     assert 'aria-live="polite"' in html
     assert len(explorer.json()) < 8000  # a few kB: 8 sets, 2 heads, at most 8 × 8 weights
-    assert "interactive in the HTML book" in repr(explorer)
+    assert repr(explorer).startswith("Explorer: pick a validation set and a head: ")
+    assert "once this cell has run in Jupyter" in repr(explorer)
 
 
 @pytest.mark.parametrize(

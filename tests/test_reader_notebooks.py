@@ -10,7 +10,9 @@ half (no kernel).
 from __future__ import annotations
 
 import re
+import shlex
 import sys
+import tomllib
 from pathlib import Path
 
 import nbformat
@@ -138,7 +140,17 @@ def test_every_link_resolves(page, links, notebooks, book):
                 (here / path).resolve().relative_to(ROOT / "notebooks").with_suffix(".md")
             )
             assert other.as_posix() in these, f"{target}: no such reader notebook"
-            ids = anchors(these[other.as_posix()])
+            if fragment:
+                # JupyterLab opens (or shows) the notebook and scrolls to the cell of that id.
+                assert fragment.startswith("cell-id="), f"{target}: not a cell id"
+                label = fragment.removeprefix("cell-id=")
+                cells = [c for c in these[other.as_posix()].cells if c.id == label]
+                assert cells, f"{target}: no cell {label!r} there"
+                assert label in anchors(nbformat.v4.new_notebook(cells=cells)), (
+                    f"{target}: the cell {label!r} does not hold that target"
+                )
+                continue
+            ids = set()
         assert not fragment or fragment in ids, f"{target}: no anchor {fragment!r} there"
 
 
@@ -259,7 +271,7 @@ def test_dropdowns_admonitions_and_listings(tmp_path, book):
     binder = convert(tmp_path, book, markdown).cells[1].source
     assert ":::{dropdown} Hint 1\nTwo `{x}`." in binder and binder.count("\n:::\n") == 1
     assert re.search(
-        r"\[the masks\]\((\.\./)+chapters/01-soft-join\.ipynb#fig-masks\)", binder
+        r"\[the masks\]\((\.\./)+chapters/01-soft-join\.ipynb#cell-id=fig-masks\)", binder
     )
 
 
@@ -291,6 +303,93 @@ def test_the_repository_follows_the_github_run_and_else_the_config():
     )
     # Not in a GitHub run: a stray variable changes nothing.
     assert rn.repository_settings({"GITHUB_REPOSITORY": "x/y"}) == local
+
+
+def test_a_pull_request_names_a_branch_of_the_base_repository():
+    """In a pull request's run GITHUB_REPOSITORY is the base; a fork's branch is not there."""
+    pull = rn.repository_settings(
+        {
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_REPOSITORY": "cloudwave-academy/week20-transformers",
+            "GITHUB_HEAD_REF": "patch-1",  # the fork's branch
+            "GITHUB_BASE_REF": "main",
+            "GITHUB_REF_NAME": "17/merge",
+        }
+    )
+    assert (pull["url"], pull["branch"], pull["launch_branch"]) == (
+        "https://github.com/cloudwave-academy/week20-transformers",
+        "main",
+        "student",
+    )
+
+
+def test_a_binder_session_links_to_the_repository_it_was_launched_from():
+    """BinderHub's variables in a launched session (binder/start rewrites the notebooks)."""
+    fork = rn.repository_settings(
+        {
+            "BINDER_REPO_URL": "https://github.com/Student/w20",
+            "BINDER_REF_URL": "https://github.com/Student/w20/tree/0123abc",
+        }
+    )
+    assert (fork["url"], fork["branch"], fork["launch_branch"], fork["html"]) == (
+        "https://github.com/Student/w20",
+        "0123abc",
+        "0123abc",
+        "https://student.github.io/w20",
+    )
+    assert "Student/w20/0123abc/requirements.txt" in rn.install_command(fork)
+    # A ref URL of another repository is not trusted for the ref.
+    odd = rn.repository_settings(
+        {
+            "BINDER_REPO_URL": "https://github.com/Student/w20.git",
+            "BINDER_REF_URL": "https://github.com/x/y/tree/main",
+        }
+    )
+    assert (odd["url"], odd["launch_branch"]) == (
+        "https://github.com/Student/w20",
+        "student",
+    )
+
+
+def test_the_install_command_is_one_pip_install_with_cpu_torch_and_jupyterlab():
+    settings = rn.repository_settings({})
+    words = shlex.split(rn.install_command(settings))
+    assert words[:4] == ["python", "-m", "pip", "install"]
+    assert words[words.index("--extra-index-url") + 1] == rn.TORCH_CPU_INDEX
+    lock = words[words.index("-c") + 1]
+    assert lock == (
+        "https://raw.githubusercontent.com/cloudwave-academy/week20-transformers/"
+        "student/requirements.txt"
+    )
+    assert words[-1] == (
+        "transformer-lab[notebook] @ "
+        "https://github.com/cloudwave-academy/week20-transformers/archive/student.zip"
+    )
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert pyproject["project"]["name"] == "transformer-lab"
+    assert "jupyterlab" in pyproject["project"]["optional-dependencies"]["notebook"]
+    assert "anywidget" in pyproject["project"]["dependencies"]
+
+
+@pytest.mark.parametrize("links", ["notebook", "html"])
+def test_every_notebook_gives_the_install_command(links, notebooks):
+    command = rn.install_command(rn.repository_settings({}))
+    for notebook in notebooks[links].values():
+        assert f"```\n{command}\n```" in notebook.cells[0].source
+
+
+def test_an_explorer_is_kept_as_its_text_line_until_the_notebook_runs(notebooks):
+    """Its widget's model lived in the reference's kernel; its HTML alone is dead controls."""
+    seen = 0
+    for notebook in notebooks["notebook"].values():
+        for cell in notebook.cells:
+            for output in cell.get("outputs", []):
+                text = "".join(output.get("data", {}).get("text/plain", ""))
+                if text.startswith("Explorer: "):
+                    seen += 1
+                    assert set(output["data"]) == {"text/plain"}
+                    assert "once this cell has run in Jupyter" in text
+    assert seen == 5  # chapters 1 (3), 3 and 5
 
 
 def test_text_bounds_cut_a_listing_as_sphinx_does():

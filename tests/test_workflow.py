@@ -306,3 +306,14 @@ def test_the_weekly_workflow_tests_the_newest_releases_and_checks_links():
     assert runs["links"][-1] == "make linkcheck"
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "\nlinkcheck: setup\n\t$(JUPYTER_BOOK) build . --builder linkcheck\n" in makefile
+
+
+def test_a_page_leaves_out_the_widget_state_of_its_explorers(book_html_extension):
+    """The page draws its explorers from their HTML; the widgets' state would be dead weight."""
+    from sphinx.builders.html._assets import _JavaScript
+
+    kept = [_JavaScript("explorers.js", defer="defer"), _JavaScript(None, body="1")]
+    state = _JavaScript(None, type=book_html_extension.WIDGET_STATE, body="{}")
+    context = {"script_files": [kept[0], state, kept[1]]}
+    book_html_extension.drop_widget_state(None, "page", "page.html", context, None)
+    assert context["script_files"] == kept

@@ -38,6 +38,7 @@ import json
 import os
 import re
 import secrets
+import shlex
 import shutil
 import socket
 import subprocess
@@ -685,6 +686,16 @@ def link_problem(link: dict, notebook_path: Path, ids: set[str], html_root: Path
     there = (notebook_path.parent / target).resolve()
     if not there.is_file():
         return f"{target} does not exist in the Binder home"
+    if fragment.startswith("cell-id="):
+        # JupyterLab opens (or shows) the notebook and scrolls to the cell with that id, which
+        # must hold the target (reader_notebooks.link_to).
+        import nbformat
+
+        label = fragment.removeprefix("cell-id=")
+        cells = [c for c in nbformat.read(there, as_version=4).cells if c.id == label]
+        if not cells or f"({label})=" not in cells[0].source:
+            return f"{target} has no cell {label!r} holding that target"
+        return ""
     content = there.read_text(encoding="utf-8")
     if (
         fragment
@@ -815,6 +826,7 @@ class PageRun:
     console_errors: list[str] = field(default_factory=list)
     comparison: Comparison | None = None
     screenshots: list[str] = field(default_factory=list)
+    explorers: list[str] = field(default_factory=list)  # "kind: control -> status shown"
 
     @property
     def ok(self) -> bool:
@@ -919,6 +931,82 @@ def model_errors(cells: list[dict]) -> list[str]:
     return found
 
 
+# The code cells whose outputs hold a widget (the explorers, transformer_lab.explorers), each
+# marked with data-tl-cell so that a locator finds it once it is drawn.
+EXPLORER_CELLS = """() => {
+    const notebook = window.jupyterapp.shell.currentWidget.content;
+    const found = [];
+    notebook.widgets.forEach((cell, i) => {
+        if (cell.model.type !== 'code') return;
+        const outputs = cell.model.toJSON().outputs || [];
+        if (!outputs.some(o => o.data && o.data['application/vnd.jupyter.widget-view+json'])) return;
+        cell.node.dataset.tlCell = String(i);
+        found.push(i);
+    });
+    return found;
+}"""
+SCROLL_TO_CELL = (
+    "(i) => window.jupyterapp.shell.currentWidget.content.scrollToItem(i, 'center')"
+)
+
+
+def operate(panel, kind: str, data: dict, keyboard) -> tuple[str, str]:
+    """Move one control of an explorer as a reader would; (what was done, text the status must hold).
+
+    The expected text comes from the explorer's own data (the state the control selects).
+    """
+    if kind in {"temperature", "merges"}:
+        slider = panel.locator("input[type=range]").first
+        slider.focus()
+        keyboard.press("End")  # the slider's last state, from the keyboard
+        last = data["states"][-1]
+        expected = last["label"] if kind == "temperature" else f"{last['merges']} of"
+        return "End on the slider", expected
+    if kind == "width":
+        select = panel.locator("select").first
+        select.select_option(index=len(data["states"]) - 1)
+        return "the last width chosen", f"d = {data['states'][-1]['width']}"
+    if kind == "mask":
+        panel.locator("input[type=checkbox]").first.check()
+        return "the causal mask ticked", "causal on"
+    if kind == "heads":
+        panel.locator("input[type=radio]").nth(1).check()
+        return "head 1 chosen", "head 1"
+    raise RehearsalError(
+        f"an explorer of an unknown kind {kind!r}: teach operate() its control"
+    )
+
+
+def operate_explorers(tab, result: PageRun, stem: str) -> None:
+    """Each explorer drawn after Run All: move one control, and read the status it then shows.
+
+    A problem when the explorer is not drawn (a dead widget), its status does not change, or it
+    does not show the state the control selected.
+    """
+    for index in tab.evaluate(EXPLORER_CELLS):
+        tab.evaluate(SCROLL_TO_CELL, index)
+        panel = tab.locator(f'[data-tl-cell="{index}"] .tl-explorer')
+        try:
+            panel.first.wait_for(state="visible", timeout=30_000)
+        except Exception:  # Playwright's TimeoutError
+            result.problems.append(f"the explorer of cell {index + 1} was not drawn")
+            continue
+        panel = panel.first
+        kind = panel.get_attribute("data-explorer") or "?"
+        data = json.loads(panel.locator("script.tl-explorer-data").text_content())
+        status = panel.locator(".tl-status")
+        before = status.inner_text()
+        action, expected = operate(panel, kind, data, tab.keyboard)
+        after = status.inner_text()
+        result.explorers.append(f"{kind}: {action} → “{after}”")
+        if after == before or expected not in after:
+            result.problems.append(
+                f"the {kind} explorer (cell {index + 1}) did not follow its control ({action}): "
+                f"its status read “{after}”, expected it to name “{expected}”"
+            )
+        screenshot(tab, f"{stem}-explorer-{kind}.png", result)
+
+
 def dismiss_news_prompt(tab) -> None:
     """Answer JupyterLab's "get notified about official Jupyter news?" toast (No), if it is there."""
     button = tab.locator(".jp-toast-button", has_text=re.compile(r"^No$"))
@@ -1018,6 +1106,7 @@ def check_page(browser, lab: JupyterLab, page: Path) -> PageRun:
         result.problems.extend(
             f"error output on screen, {text}" for text in tab.evaluate(SURVEY)["errors"]
         )
+        operate_explorers(tab, result, stem)
         tab.evaluate(SHOW_LAST_OUTPUT)
         screenshot(tab, f"{stem}-ran.png", result)
         result.comparison = compare_with_reference(page, cells)
@@ -1190,26 +1279,44 @@ STANDALONE_KERNEL = "reader-standalone"
 
 
 def standalone_environment() -> tuple[float, str]:
-    """A fresh venv with only the package and its runtime dependencies (at the lock's versions)
-    and ipykernel: what a reader who downloads a notebook installs. Seconds, and its packages."""
+    """A fresh venv made by the install command a downloaded notebook gives (its first cell,
+    ``reader_notebooks.install_command``), with the repository's archive and lock replaced by
+    local copies: the package, its runtime dependencies at the lock's versions, JupyterLab and
+    torch's CPU build. Seconds, and its packages. Fails on a CUDA package or a missing JupyterLab."""
     start = time.perf_counter()
     shutil.rmtree(STANDALONE, ignore_errors=True)
     python = runtime_python()
     run([python, "-m", "venv", str(STANDALONE)], what="creating the standalone venv")
     py = STANDALONE / "bin" / "python"
-    constraints = WORK / "standalone-constraints.txt"
-    # The lock's pins as constraints (pip installs only what the package and ipykernel need).
-    pins = [
-        line
-        for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines()
-        if re.match(r"^[A-Za-z0-9]", line)
-    ]
-    constraints.write_text("\n".join(pins) + "\n", encoding="utf-8")
-    run(
-        [str(py), *PIP, "--quiet", "-c", str(constraints), "-e", str(ROOT), "ipykernel"],
-        env=pip_env(),
-        what="installing the package into the standalone venv",
+    # The repository's archive, as GitHub serves it: one folder holding the tracked files.
+    archive = shutil.make_archive(
+        str(WORK / "repository"), "zip", root_dir=HOME.parent, base_dir=HOME.name
     )
+    command = rn.install_command(
+        rn.repository_settings(),
+        lock=str(ROOT / "requirements.txt"),
+        archive=Path(archive).as_uri(),
+    )
+    words = shlex.split(command)
+    if words[:4] != ["python", "-m", "pip", "install"]:
+        raise RehearsalError(
+            f"the notebooks' install command is not a pip install: {command}"
+        )
+    # PyTorch's index cannot be reached here (torch's CPU wheel comes from the local cache):
+    # no retries, so pip moves on at once.
+    run(
+        [str(py), *words[1:]],
+        env={**pip_env(), "PIP_RETRIES": "0", "PIP_PROGRESS_BAR": "off"},
+        what=f"the notebooks' install command ({command})",
+    )
+    packages = installed(py)
+    cuda = sorted(name for name in packages if name.startswith("nvidia"))
+    if cuda or "+cpu" not in packages.get("torch", "") and sys.platform == "linux":
+        raise RehearsalError(
+            f"the install command brought torch {packages.get('torch')} and CUDA packages {cuda}"
+        )
+    if not (STANDALONE / "bin" / "jupyter-lab").exists():
+        raise RehearsalError("the install command left out JupyterLab (jupyter-lab)")
     leaked = run(
         [
             str(py),
@@ -1236,8 +1343,11 @@ def standalone_environment() -> tuple[float, str]:
         ],
         what="registering the standalone kernel",
     )
-    packages = len(installed(py))
-    return time.perf_counter() - start, f"{packages} packages"
+    return (
+        time.perf_counter() - start,
+        f"{len(packages)} packages, torch {packages['torch']}, no nvidia-*, JupyterLab "
+        f"{packages.get('jupyterlab')}",
+    )
 
 
 def run_standalone(pages: list[Path]) -> list[tuple[str, float, str]]:
@@ -1398,12 +1508,23 @@ def report_markdown(
             f"{slowest} | {same} | {'ok' if run_.ok else '**FAIL**'} |"
         )
     lines += [""]
+    operated = [(run_.page, line) for run_ in runs for line in run_.explorers]
+    if operated:
+        lines += [
+            "## Explorers, operated in JupyterLab after Run All",
+            "",
+            "One control of each explorer moved as a reader would, and the status it then showed:",
+            "",
+        ]
+        lines += [f"- `{page}`, {line}" for page, line in operated]
+        lines.append("")
     if standalone:
         lines += [
             "## Standalone run (a downloaded notebook)",
             "",
-            f"A fresh venv with only the package, its runtime dependencies at the lock's versions "
-            f"and ipykernel (no myst_nb, no Jupyter Book, no Sphinx: checked), made in "
+            "A fresh venv made by the install command a downloaded notebook gives (the package "
+            "from the repository's archive with JupyterLab, the lock's versions, torch's CPU "
+            "build; no myst_nb, no Jupyter Book, no Sphinx: checked), made in "
             f"{standalone[0]:.0f} s ({standalone[1]}). Each page's downloadable reader notebook "
             "(links to the published HTML) run from a folder outside the repository:",
             "",
@@ -1472,12 +1593,12 @@ LIMITS = [
         "caption is a Markdown cell right under it instead.",
     ),
     (
-        "Links to a section of the same page",
-        "jupyterlab-myst renders each Markdown cell on its own, so for a link to a label in "
-        "another cell it logs 'No target for internal reference' in the browser console. The "
-        "link still works: the label becomes its heading's id and JupyterLab scrolls to it; the "
-        "rehearsal checks every drawn link against the ids drawn on the page and leaves those "
-        "console messages out of the notes below.",
+        "Links to a section",
+        "jupyterlab-myst renders each Markdown cell on its own, so for a label in another cell "
+        "it logs 'No target for internal reference' in the browser console. The links do not "
+        "rely on it: each names the notebook file and the cell whose id is the label "
+        "(#cell-id=label), which JupyterLab scrolls to, drawn or not; the rehearsal checks that "
+        "cell holds the label and leaves those console messages out of the notes below.",
     ),
     (
         "Book-keeping cells a later cell needs",

@@ -167,6 +167,10 @@ def execute_page(
         **kernel_options(),
     )
     client.execute(**({} if environment is None else {"env": dict(environment)}))
+    # The explorers' widgets (transformer_lab.explorers): nbclient keeps what they sent, under
+    # model ids drawn at random on every run. Neither the build nor nbval reads it (nbval skips
+    # the outputs' widget views too), and the reader notebooks draw the widgets by running.
+    notebook.metadata.pop("widgets", None)
     for index, cell in enumerate(notebook.cells):
         cell.metadata.pop("execution", None)  # timestamps: they change on every run
         # jupytext draws fresh random ids on every read; numbered ones keep the diff of a

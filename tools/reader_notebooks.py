@@ -20,9 +20,10 @@ committed, executed reference (``tests/references/...ipynb``):
   and what is left (if anything) stays as a collapsed cell; ``remove-input`` / ``hide-input``
   cells show only their output; ``remove-output`` cells keep their code and no output.
 
-Visible cells keep the reference's outputs, so a downloaded notebook reads like the HTML before it
-runs; Run All recomputes them with only the package (no myst_nb, no Jupyter Book). A MyST construct
-this module does not know is an error naming the page and the construct, never a silent copy.
+Visible cells keep the reference's outputs (an explorer's as its text line: its widget comes with
+Run All), so a downloaded notebook reads like the HTML before it runs; Run All recomputes them
+with only the package (no myst_nb, no Jupyter Book). A MyST construct this module does not know
+is an error naming the page and the construct, never a silent copy.
 
     python tools/reader_notebooks.py write [--links notebook|html] [--out DIR] [PAGE.md ...]
     python tools/reader_notebooks.py check     # every page converts; prints what each holds
@@ -55,6 +56,7 @@ from book_pages import ROOT, has_code, read_page, reference_path, toc_pages  # n
 NOTEBOOKS = ROOT / "notebooks"
 # What the generated cells are, in ``cell.metadata["reader"]`` (the rehearsal reads it).
 PREAMBLE, CAPTION, BOOKKEEPING = "preamble", "caption", "bookkeeping"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 HIDE_INPUT_TAGS = {"remove-input", "hide-input"}
 HIDE_OUTPUT_TAGS = {"remove-output", "hide-output"}
 ADMONITIONS = {
@@ -93,21 +95,38 @@ class StaleReference(ReaderError):
 
 
 def repository_settings(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The repository the links and launch buttons name: ``url``, ``branch``, ``html`` (Pages).
+    """The repository the links and launch buttons name: ``url``, ``branch``, ``html`` (Pages),
+    and ``launch_branch``, the ref that launches and downloads install from.
 
     In a GitHub Actions run (``GITHUB_ACTIONS=true``) the run decides: ``GITHUB_SERVER_URL`` /
-    ``GITHUB_REPOSITORY``, the branch ``GITHUB_HEAD_REF`` (a pull request's source) or
-    ``GITHUB_REF_NAME``; so a fork's book launches the fork. Elsewhere ``_config.yml``'s
-    ``repository`` (url, branch). The published HTML is GitHub Pages' address of that repository.
+    ``GITHUB_REPOSITORY`` and ``GITHUB_REF_NAME``, so a fork's book launches the fork. A pull
+    request's run names its base branch (``GITHUB_BASE_REF``): ``GITHUB_REPOSITORY`` is the base
+    repository, where the branch of a fork's pull request does not exist. In a session launched on
+    Binder, BinderHub names the repository and the commit it built (``BINDER_REPO_URL``,
+    ``BINDER_REF_URL``; ``binder/start`` writes the notebooks then), so a fork's launch links to the
+    fork. Elsewhere ``_config.yml``'s ``repository`` (url, branch). The published HTML is GitHub
+    Pages' address of that repository.
     """
     environ = dict(os.environ if environ is None else environ)
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     url = config["repository"]["url"].rstrip("/")
     branch = str(config["repository"].get("branch", "main"))
+    # Launches and downloads open the student edition, which CI publishes to its own branch.
+    launch = str(config["repository"].get("student_branch", "student"))
     if environ.get("GITHUB_ACTIONS") == "true" and environ.get("GITHUB_REPOSITORY"):
         server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
         url = f"{server}/{environ['GITHUB_REPOSITORY']}"
-        branch = environ.get("GITHUB_HEAD_REF") or environ.get("GITHUB_REF_NAME") or branch
+        if environ.get("GITHUB_HEAD_REF"):  # a pull request
+            branch = environ.get("GITHUB_BASE_REF") or branch
+        else:
+            branch = environ.get("GITHUB_REF_NAME") or branch
+    elif environ.get("BINDER_REPO_URL"):
+        url = environ["BINDER_REPO_URL"].rstrip("/").removesuffix(".git")
+        built = re.fullmatch(
+            re.escape(url) + r"/tree/(?P<ref>[^?#]+)", environ.get("BINDER_REF_URL", "")
+        )
+        if built:
+            branch = launch = built["ref"]
     match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?", url)
     if not match:
         raise ReaderError(
@@ -115,8 +134,6 @@ def repository_settings(environ: dict[str, str] | None = None) -> dict[str, str]
         )
     owner, name = match.groups()
     html = f"https://{owner.lower()}.github.io/{name}"
-    # Launches and downloads open the student edition, which CI publishes to its own branch.
-    launch = str(config["repository"].get("student_branch", "student"))
     return {
         "url": url,
         "branch": branch,
@@ -125,6 +142,34 @@ def repository_settings(environ: dict[str, str] | None = None) -> dict[str, str]
         "name": name,
         "html": html,
     }
+
+
+# PyTorch's index of CPU-only wheels. On Linux x86-64 PyPI's torch is the CUDA build (about 15
+# nvidia-* packages); with this index as well, pip takes the CPU build, whose version (2.x+cpu)
+# sorts above PyPI's and matches the lock's pin. macOS and Windows get a CPU build either way.
+# The Makefile's TORCH_CPU_INDEX names the same index for `make setup`.
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+
+def install_command(
+    settings: dict[str, str], lock: str | None = None, archive: str | None = None
+) -> str:
+    """The one command a notebook gives to install what it needs, on Linux, macOS and Windows.
+
+    The package from the repository's archive of ``settings["launch_branch"]``, with JupyterLab
+    (its ``notebook`` extra), every version held to the lock of that branch (``-c``), and torch's
+    CPU build (``TORCH_CPU_INDEX``). ``lock`` and ``archive`` replace the two addresses (the
+    Binder rehearsal runs the command on local copies).
+    """
+    owner, name, ref = settings["owner"], settings["name"], settings["launch_branch"]
+    lock = (
+        lock or f"https://raw.githubusercontent.com/{owner}/{name}/{ref}/requirements.txt"
+    )
+    archive = archive or f"{settings['url']}/archive/{ref}.zip"
+    return (
+        f"python -m pip install --extra-index-url {TORCH_CPU_INDEX} -c {lock} "
+        f'"transformer-lab[notebook] @ {archive}"'
+    )
 
 
 def page_id(page: Path) -> str:
@@ -273,14 +318,19 @@ def anchor_markup(label: str, context: Context) -> str:
 
 def link_to(target: Target, context: Context) -> str:
     """A link to ``target`` from ``context.page`` that resolves for this kind of notebook:
-    Binder's go to the same notebook or a sibling, a download's to the published HTML page."""
+    Binder's go to the same notebook or a sibling, a download's to the published HTML page.
+
+    A Binder link names the notebook file, even on the same page, and the target's cell
+    (``#cell-id=label``; the cell's id is its label): JupyterLab opens or shows the notebook and
+    scrolls to that cell. A bare ``#label`` is left to the browser, which finds nothing while
+    JupyterLab has not drawn the cell yet, nor when jupyterlab-myst gives the label no id.
+    """
     anchor = f"#{target.anchor}" if target.anchor else ""
-    if context.links == "notebook" and target.page.resolve() == context.page.resolve():
-        return anchor or "#"
     if context.links == "notebook" and page_id(target.page) in context.book.with_code:
         here = (NOTEBOOKS / context.page.resolve().relative_to(ROOT)).parent
         there = NOTEBOOKS / target.page.resolve().relative_to(ROOT).with_suffix(".ipynb")
-        return os.path.relpath(there, here).replace(os.sep, "/") + anchor
+        cell = f"#cell-id={target.anchor}" if target.anchor else ""
+        return os.path.relpath(there, here).replace(os.sep, "/") + cell
     html = target.page.resolve().relative_to(ROOT).with_suffix(".html").as_posix()
     return f"{context.settings['html']}/{html}{anchor}"
 
@@ -520,13 +570,23 @@ def definition_lists(text: str) -> str:
 
 def convert_markdown(source: str, context: Context) -> str:
     """A MyST markdown cell's source as plain Markdown (see the module docstring)."""
+    return "\n\n".join(text for _, text in markdown_parts(source, context) if text)
+
+
+def markdown_parts(source: str, context: Context) -> list[tuple[str, str]]:
+    """``convert_markdown``'s text cut before each label of the top level: (label or "", text).
+
+    The reader notebook gives each labelled part a cell of its own whose id is the label, so a
+    link can name the cell (``#cell-id=label``), which JupyterLab scrolls to whether or not the
+    cell has been drawn yet.
+    """
     lines = source.splitlines()
-    out: list[str] = []
+    parts: list[tuple[str, list[str]]] = [("", [])]
     prose: list[str] = []
 
     def flush() -> None:
         if prose:
-            out.append(convert_inline(definition_lists("\n".join(prose)), context))
+            parts[-1][1].append(convert_inline(definition_lists("\n".join(prose)), context))
             prose.clear()
 
     index = 0
@@ -534,7 +594,10 @@ def convert_markdown(source: str, context: Context) -> str:
         line = lines[index]
         label = LABEL.match(line)
         fence = FENCE.match(line)
+        out = parts[-1][1]
         if label:
+            flush()
+            parts.append((label.group("label"), []))
             prose.append(anchor_markup(label.group("label"), context) + "\n")
         elif line.lstrip().startswith("%"):
             pass  # a MyST comment
@@ -556,8 +619,11 @@ def convert_markdown(source: str, context: Context) -> str:
             prose.append(line)
         index += 1
     flush()
-    text = "\n\n".join(part.strip("\n") for part in out if part.strip())
-    return re.sub(r"\n{3,}", "\n\n", text).strip("\n")
+    converted = []
+    for label, out in parts:
+        text = "\n\n".join(part.strip("\n") for part in out if part.strip())
+        converted.append((label, re.sub(r"\n{3,}", "\n\n", text).strip("\n")))
+    return converted
 
 
 # --------------------------------------------------------------------------- code
@@ -712,10 +778,13 @@ def preamble(page: Path, context: Context, page_source: str) -> str:
     html = f"{settings['html']}/{page.resolve().relative_to(ROOT).with_suffix('.html').as_posix()}"
     lines = [
         f"*This notebook is the page [{context.book.titles.get(page_id(page), page_id(page))}]({html}) "
-        "of the book, made to be run: Run All reproduces the page's outputs. It needs only the "
-        "book's package `transformer_lab` and its dependencies: on Binder they are installed; "
-        f"elsewhere clone [the repository]({settings['url']}), run `make book` (or "
-        "`pip install -e .`) and open this notebook from the clone.*",
+        "of the book, made to be run: Run All reproduces the page's outputs and starts its "
+        "explorers. It needs only the book's package `transformer_lab` and its dependencies: on "
+        "Binder they are installed. Elsewhere, with Python 3.11, this one command installs them "
+        "and JupyterLab (Linux, macOS or Windows; on Linux it takes PyTorch's CPU build), then "
+        f"`jupyter lab` opens this notebook (or clone [the repository]({settings['url']}) and "
+        "run `make book`):*",
+        f"```\n{install_command(settings)}\n```",
     ]
     starters = sorted(set(re.findall(r"exercises/[\w./-]+?\.py", page_source)))
     if starters:
@@ -779,12 +848,15 @@ def make_reader_notebook(
         reads = (reads - binds) | free
 
     cells = [nbformat.v4.new_markdown_cell(preamble(page, context, page_text(page)))]
+    cell_ids: dict[int, str] = {}  # a labelled cell's id is its label (link_to)
     cells[0].metadata["reader"] = PREAMBLE
     for index, cell in enumerate(source.cells):
         if cell.cell_type == "markdown":
-            text = convert_markdown(cell.source, context)
-            if text:
-                cells.append(nbformat.v4.new_markdown_cell(text))
+            for label, text in markdown_parts(cell.source, context):
+                if text:
+                    cells.append(nbformat.v4.new_markdown_cell(text))
+                    if label:
+                        cell_ids[id(cells[-1])] = label
             continue
         if cell.cell_type != "code":
             continue
@@ -813,7 +885,7 @@ def make_reader_notebook(
             new.metadata["jupyter"] = hidden
         if not tags & {"remove-output"}:
             new.outputs = [
-                output
+                stored_output(output)
                 for output in outputs[id(cell)]
                 if "scrapbook" not in output.get("metadata", {})
             ]
@@ -825,6 +897,8 @@ def make_reader_notebook(
             text = f"{anchor}**Fig. {number}** {convert_inline(caption[0], context)}"
             cells.append(nbformat.v4.new_markdown_cell(text))
             cells[-1].metadata["reader"] = CAPTION
+            if caption[1]:
+                cell_ids[id(cells[-1])] = caption[1]
     unused = sorted(set(context.glue) - context.used_glue)
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata = {
@@ -833,8 +907,24 @@ def make_reader_notebook(
         "reader": {"page": page_id(page), "links": links, "glue_not_in_prose": unused},
     }
     for number, cell in enumerate(notebook.cells):
-        cell.id = f"cell-{number}"
+        cell.id = cell_ids.get(id(cell), f"cell-{number}")
     return notebook
+
+
+def stored_output(output: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """A reference output as the reader notebook keeps it: an explorer's as its text line only.
+
+    An explorer's output is a widget (``transformer_lab.explorers``) whose model lived in the
+    kernel that wrote the reference, so JupyterLab could not draw it ("model not found"), and its
+    HTML needs the book's script, so on its own it would be a panel of dead controls. Its text
+    line says the explorer moves once the cell has run; Run All brings the live widget.
+    """
+    data = output.get("data", {})
+    if WIDGET_VIEW not in data:
+        return output
+    kept = nbformat.from_dict(dict(output))
+    kept.data = {"text/plain": data["text/plain"]}
+    return kept
 
 
 def page_text(page: Path) -> str:

@@ -12,6 +12,14 @@ Each explorer also says, in one line, what to try and what to notice; the number
 come from the same states. The panel starts ``hidden``: without JavaScript (and in print) the
 reader sees the chapter's static figure, which stays on the page, and a ``<noscript>`` note
 says where to look instead.
+
+One script for every way in. The HTML book runs ``explorers.js`` on the page's panels (the
+cell's ``text/html``). In a notebook (JupyterLab on Binder, a downloaded notebook) the same
+output is also an anywidget, ``ExplorerWidget``, whose ES module (``explorers_widget.js``) runs
+that same script on the same panel inside the widget; the build shows the ``text/html`` (the
+widget's view has the lowest priority there, ``_config.yml``), nbval compares ``text/html`` and
+``text/plain`` (it skips the widget's view, whose model id is random), and a front end without
+widgets shows the ``text/html`` or the ``text/plain`` line.
 """
 
 from __future__ import annotations
@@ -20,9 +28,14 @@ import html
 import json
 import math
 from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from pathlib import Path
 
+import anywidget
 import matplotlib
 import torch
+import traitlets
 
 from transformer_lab.attention import (
     attention,
@@ -44,6 +57,12 @@ from transformer_lab.validation import (
 WEIGHT_DECIMALS = 3
 VALUE_DECIMALS = 2
 COLOUR_STOPS = 11
+SCRIPT = "explorers.js"
+WIDGET_MODULE = "explorers_widget.js"
+# Where the script lives in a clone of the repository (the HTML build serves it from there); a
+# wheel built from the repository holds a copy beside this module (setup.py, build_py).
+CHECKOUT_SCRIPT = Path(__file__).resolve().parents[2] / "_ext" / "static" / SCRIPT
+SCRIPT_MARKER = "  // EXPLORERS_JS\n"
 
 
 def log_temperatures(
@@ -129,10 +148,45 @@ def visible_states(states: list[dict]) -> list[dict]:
     return kept
 
 
+def explorers_script() -> str:
+    """The text of ``explorers.js``, the explorers' one script: the clone's, else the wheel's copy."""
+    packaged = resources.files("transformer_lab").joinpath(SCRIPT)
+    if packaged.is_file():
+        return packaged.read_text(encoding="utf-8")
+    if CHECKOUT_SCRIPT.is_file():
+        return CHECKOUT_SCRIPT.read_text(encoding="utf-8")
+    raise FileNotFoundError(
+        f"{SCRIPT} is neither in the package nor at {CHECKOUT_SCRIPT}: install the package "
+        "from a clone of the book's repository (pip install -e .) or from its archive"
+    )
+
+
+@cache
+def widget_module() -> str:
+    """The anywidget's ES module: ``explorers_widget.js`` with ``explorers.js`` inside it."""
+    adapter = resources.files("transformer_lab").joinpath(WIDGET_MODULE).read_text("utf-8")
+    if adapter.count(SCRIPT_MARKER) != 1:
+        raise ValueError(
+            f"{WIDGET_MODULE} must hold the line {SCRIPT_MARKER!r} exactly once"
+        )
+    return adapter.replace(SCRIPT_MARKER, explorers_script() + "\n")
+
+
+class ExplorerWidget(anywidget.AnyWidget):
+    """An explorer as a Jupyter widget: ``panel`` is its HTML, drawn by the book's own script."""
+
+    _esm = traitlets.Unicode().tag(sync=True)
+    panel = traitlets.Unicode().tag(sync=True)
+
+    def __init__(self, panel: str) -> None:
+        super().__init__(_esm=widget_module(), panel=panel)
+
+
 class Explorer:
     """An explorer's HTML (controls, an empty figure the script fills, the data as JSON).
 
-    In the HTML book it is interactive; in a notebook or terminal its text is one line.
+    Displayed, it is the HTML (the book's page draws it) and a widget (a notebook draws it);
+    its text is one line.
     """
 
     def __init__(
@@ -144,6 +198,13 @@ class Explorer:
         self.data = data
         self.prompt = prompt  # one line: what to try, what to notice
         self.fallback = fallback  # where a reader without JavaScript finds the same lesson
+        self._widget: ExplorerWidget | None = None
+
+    def widget(self) -> ExplorerWidget:
+        """The explorer's widget, made once (every display of the explorer shows the same one)."""
+        if self._widget is None:
+            self._widget = ExplorerWidget(self._repr_html_())
+        return self._widget
 
     def json(self) -> str:
         """The data, compact, safe inside a ``<script>`` element."""
@@ -169,8 +230,16 @@ class Explorer:
             f"JavaScript, which is off: {html.escape(self.fallback)}</p></noscript>"
         )
 
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        """The widget's view, the HTML and the text line (each front end picks what it draws)."""
+        view, _ = self.widget()._repr_mimebundle_()
+        return {**view, "text/html": self._repr_html_(), "text/plain": repr(self)}
+
     def __repr__(self) -> str:
-        return f"{self.title} (interactive in the HTML book; {len(self.json())} characters of data)"
+        return (
+            f"Explorer: {self.title} ({len(self.json())} characters of data). It moves in the "
+            "HTML book, and here once this cell has run in Jupyter."
+        )
 
 
 def temperature_explorer(
