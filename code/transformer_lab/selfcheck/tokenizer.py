@@ -17,6 +17,7 @@ from transformer_lab.selfcheck.core import (
     run_check,
 )
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
+from transformer_lab.selfcheck.transport import bounded_repr
 
 TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 8"
 COUNT_NAME, COUNT_EXERCISE = "tokens_per_word", "Exercise 9"
@@ -174,7 +175,8 @@ def _check_structure(student, reference) -> None:
             "wrong_pre_tokenizer",
             f"the pre-tokenizer is {type(student.pre_tokenizer).__name__}, not Whitespace",
             f"Whitespace: {example!r} -> {expected_pieces}",
-            f"{type(student.pre_tokenizer).__name__}: {example!r} -> {received_pieces}",
+            f"{type(student.pre_tokenizer).__name__}: {example!r} -> "
+            + bounded_repr(received_pieces, 120),
             "tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()",
         )
     if student.post_processor is not None:
@@ -207,21 +209,25 @@ def _check_model_options(student) -> None:
         inside = sorted(t for t in student.get_vocab() if t.startswith(prefix))[:4]
         fail(
             "continuing_subword_prefix",
-            f"the tokens that continue a word are marked with {prefix!r} (continuing_subword_prefix, "
+            f"the tokens that continue a word are marked with {bounded_repr(prefix, 40)} "
+            "(continuing_subword_prefix, "
             "WordPiece's convention): each character then has two tokens, with and without "
             "the mark, and the vocabulary fills up with them",
             "no continuing_subword_prefix: 'attention' -> ['attention'], pieces unmarked",
-            f"continuing_subword_prefix={prefix!r}: tokens such as {inside}",
+            f"continuing_subword_prefix={bounded_repr(prefix, 40)}: tokens such as "
+            + bounded_repr(inside, 120),
             "remove continuing_subword_prefix from BPE(...) and BpeTrainer(...)",
         )
     if suffix:
         ends = sorted(t for t in student.get_vocab() if t.endswith(suffix))[:4]
         fail(
             "end_of_word_suffix",
-            f"the last piece of every word is marked with {suffix!r} (end_of_word_suffix, as in "
+            f"the last piece of every word is marked with {bounded_repr(suffix, 40)} "
+            "(end_of_word_suffix, as in "
             "the original BPE paper): a word's ending gets tokens of its own",
             "no end_of_word_suffix: pieces unmarked",
-            f"end_of_word_suffix={suffix!r}: tokens such as {ends}",
+            f"end_of_word_suffix={bounded_repr(suffix, 40)}: tokens such as "
+            + bounded_repr(ends, 120),
             "remove end_of_word_suffix from BPE(...) and BpeTrainer(...)",
         )
     dropout = getattr(model, "dropout", None)
@@ -599,7 +605,10 @@ def _check_values(result: dict, expected: dict, tokenizer) -> None:
     if not bad:
         return
     word, value = next(iter(bad.items()))
-    shown_expected, shown = f"{word!r}: {expected[word]}", f"{word!r}: {value!r}"[:120]
+    shown_expected, shown = (
+        f"{word!r}: {expected[word]}",
+        f"{word!r}: {bounded_repr(value, 100)}",
+    )
     if isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
         fail(
             "stored_tokens",
@@ -672,7 +681,7 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
             "not_a_dict",
             f"{article(kind)} came back instead of a dict",
             expected,
-            repr(result)[:120],
+            bounded_repr(result, 120),
             "return {word: count for ...}",
         )
     if set(result) != set(words):
