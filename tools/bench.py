@@ -58,9 +58,12 @@ class TreeMonitor:
     wall time it hardly grows when other jobs share the machine (torch runs on one thread).
     """
 
-    def __init__(self, pid: int, interval_s: float = 0.2) -> None:
+    def __init__(
+        self, pid: int, interval_s: float = 0.2, cpu_of: str = "ipykernel"
+    ) -> None:
         import psutil
 
+        self._cpu_of = cpu_of  # whose CPU time is kept: processes whose command has this
         self._psutil = psutil
         self._root = psutil.Process(pid)
         self._interval_s = interval_s
@@ -80,7 +83,7 @@ class TreeMonitor:
             for process in processes:
                 try:
                     total += process.memory_info().rss
-                    if process.pid != self._root.pid and "ipykernel" in " ".join(
+                    if process.pid != self._root.pid and self._cpu_of in " ".join(
                         process.cmdline()
                     ):
                         times = process.cpu_times()
@@ -253,6 +256,7 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
     import json
 
     from classroom import write_class
+    from transformer_lab.selfcheck.worker import WORKER_MARK
 
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         folder, reports = Path(scratch) / "class", Path(scratch) / "grades.json"
@@ -264,11 +268,18 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT
         )
-        with TreeMonitor(process.pid, interval_s=0.5) as monitor:
+        worker = WORKER_MARK.decode()
+        with TreeMonitor(process.pid, interval_s=0.5, cpu_of=worker) as monitor:
             output = process.communicate()[0]
         seconds, after = time.perf_counter() - start, os.getloadavg()
+        grader_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
         graded = json.loads(reports.read_text(encoding="utf-8")) if reports.exists() else []
     in_checks = sum(c["seconds"] for r in graded for c in r["checks"])
+    # The grader's own CPU (its children's, as far as they were waited for) and the workers'
+    # (sampled before each ended: a little under their true total). CPU time hardly grows with
+    # the load, so CPU / cores is what the run would take on a quiet machine, at best.
+    workers_cpu = sum(monitor.kernels_in_start_order())
+    grader_s = grader_cpu.ru_utime + grader_cpu.ru_stime
     per_file = sum(r["seconds"] for r in graded)
     first = (output.splitlines() or [""])[0]
     failures: list[str] = []
@@ -284,6 +295,9 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
         f"- time per submission: {per_file / max(1, len(graded)):.2f} s, of which "
         f"{in_checks / max(1, len(graded)):.2f} s inside its checks; the rest starts its "
         "worker(s) (a fresh interpreter importing torch, in a fresh sandbox)",
+        f"- CPU: workers {workers_cpu:.0f} s (sampled), the grader and what it waited for "
+        f"{grader_s:.0f} s; on {jobs} idle cores at best "
+        f"{(workers_cpu + grader_s) / jobs:.0f} s",
         f"- {first}",
     ]
     return "\n".join(lines) + "\n"
