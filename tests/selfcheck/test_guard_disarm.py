@@ -12,6 +12,7 @@ What holds where:
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -135,3 +136,21 @@ def test_the_process_level_is_open_so_grading_there_is_said_loudly(
     assert code == 0
     assert status["attacker.py"] == PASSED  # the hole the refusal guards against
     assert "WITHOUT the sandbox" in lines[0] and "WITHOUT the sandbox" in lines[-1]
+
+
+def test_the_autograder_passes_the_flag_only_when_asked(tmp_path, monkeypatch):
+    """run_autograder's AUTOGRADER_ALLOW_PROCESS_ISOLATION=1 becomes the autograder's flag,
+    which becomes the self-check's (the self-check is replaced here by a recorder)."""
+    from transformer_lab_instructor import autograder
+
+    from transformer_lab.selfcheck import cli
+
+    seen = []
+    monkeypatch.setattr(cli, "main", lambda argv: seen.append(argv) or 0)
+    for allowed in (False, True):
+        autograder.run(tmp_path, tmp_path / "results.json", "homework", 10.0, allowed)
+    assert [ALLOW_PROCESS in argv for argv in seen] == [False, True]
+    script = Path(autograder.__file__).parent / "autograder_files" / "run_autograder"
+    assert "${AUTOGRADER_ALLOW_PROCESS_ISOLATION:+--allow-process-isolation}" in (
+        script.read_text(encoding="utf-8")
+    )
