@@ -17,12 +17,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from transformer_lab_instructor.solutions import SOLUTION, STRETCH
+from transformer_lab_instructor.solutions import SOLUTION, STRETCH, WEEK20
+from transformer_lab_instructor.week20 import sines_table
 
 import editions
 from classroom import with_body
 from transformer_lab.selfcheck import PASSED, check_file, masks, tokenizer
 from transformer_lab.selfcheck.embedding import PROBES
+from transformer_lab.selfcheck.positions import TABLE_PROBES
 from transformer_lab.tokenizer import TINY_CORPUS, tokens_per_word, train_bpe_tokenizer
 
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
@@ -153,7 +155,9 @@ def source(tmp_path_factory) -> Path:
     return folder
 
 
-def run_autograder(source: Path, tmp_path: Path, name: str, text: str) -> dict:
+def run_autograder(
+    source: Path, tmp_path: Path, name: str, text: str, page: str = "homework"
+) -> dict:
     submission = tmp_path / name / "submission"
     submission.mkdir(parents=True)
     (submission / "starter.py").write_text(text, encoding="utf-8")
@@ -165,6 +169,7 @@ def run_autograder(source: Path, tmp_path: Path, name: str, text: str) -> dict:
         AUTOGRADER_RESULTS=str(results),
         AUTOGRADER_PYTHON=sys.executable,
         AUTOGRADER_TIME_LIMIT="5",
+        AUTOGRADER_PAGE=page,
     )
     completed = subprocess.run(
         [str(source / "run_autograder")],
@@ -253,3 +258,31 @@ def test_no_submission_at_all_still_writes_a_valid_results_file(source, tmp_path
     subprocess.run([str(source / "run_autograder")], env=env, check=True, timeout=300)
     data = json.loads(results.read_text(encoding="utf-8"))
     assert gradescope_problems(data) == [] and data["score"] == 0
+
+
+def week20_hard_coded() -> str:
+    """Week 20 with Task 5's table looked up for the public sizes instead of computed."""
+    tables = {size: sines_table(*size).float().tolist() for size in TABLE_PROBES}
+    head, _, rest = WEEK20.partition("def sinusoidal_positions(length, d_model):\n")
+    body_end = rest.index("\n\n\ndef ")
+    return (
+        head
+        + "def sinusoidal_positions(length, d_model):\n"
+        + f"    return torch.tensor({tables!r}[(length, d_model)])\n"
+        + rest[body_end:]
+    )
+
+
+def test_week20_hidden_checks_draw_fresh_inputs_and_grade_them(source, tmp_path):
+    """Week 20's hidden checks: new models, toy matrices, table sizes and comments per run. A
+    right file earns every point; a table hard-coded for the public sizes passes the public
+    check and fails the hidden one."""
+    data = run_autograder(source, tmp_path, "w20-right", WEEK20, page="week-20")
+    public, hidden = _by_kind(data)
+    assert len(public) == len(hidden) == 6
+    assert all(t["status"] == "passed" for t in [*public.values(), *hidden.values()])
+    text = week20_hard_coded()
+    public, hidden = _by_kind(run_autograder(source, tmp_path, "w20-hard", text, "week-20"))
+    name = "Task 5: sinusoidal_positions(length, d_model)"
+    assert public[name]["status"] == "passed", public[name]
+    assert hidden[name]["status"] == "failed" and hidden[name]["score"] == 0

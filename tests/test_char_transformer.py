@@ -326,27 +326,6 @@ def test_model_class_trains_a_subclass_from_the_same_initial_weights():
         train_praise_model(split, False, max_epochs=1, model_class=torch.nn.Linear)
 
 
-def test_sinusoidal_positions_follow_the_formula():
-    from transformer_lab.char_transformer import sinusoidal_positions
-
-    table = sinusoidal_positions(32, 24)
-    assert table.shape == (32, 24)
-    torch.testing.assert_close(
-        table[0], torch.tensor([0.0, 1.0] * 12)
-    )  # position 0: every clock at its start
-    torch.testing.assert_close(
-        table[:, 0], torch.sin(torch.arange(32.0))
-    )  # the fastest clock: one radian a step
-    torch.testing.assert_close(table[:, 1], torch.cos(torch.arange(32.0)))
-    slowest = 10_000 ** (-22 / 24)
-    torch.testing.assert_close(table[:, 22], torch.sin(torch.arange(32.0) * slowest))
-    assert (
-        len({tuple(row) for row in table.round(decimals=4).tolist()}) == 32
-    )  # every position distinct
-    with pytest.raises(ValueError, match="d_model must be even"):
-        sinusoidal_positions(4, 5)
-
-
 def test_the_window_is_the_candidate_with_most_comments_that_need_order_on_train_validation():
     sample = load_praise_sample()
     counts = window_collisions(sample)

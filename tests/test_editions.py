@@ -24,10 +24,10 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from transformer_lab_instructor import live, references, solutions
+from transformer_lab_instructor import live, references, solutions, week20
 
 import editions
-from transformer_lab.selfcheck import answers, embedding, masks, multihead
+from transformer_lab.selfcheck import answers, embedding, masks, multihead, positions
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD_TREE = "6d18159"  # the last commit whose package and tools held the answers
@@ -131,7 +131,7 @@ def _without_magics(code: str) -> str:
 def answer_fingerprints() -> dict[str, str]:
     """fingerprint -> the answer it belongs to: references, known mistakes, solutions."""
     prints: dict[str, str] = {}
-    for module in (references, live):
+    for module in (references, live, week20):
         source = Path(module.__file__).read_text(encoding="utf-8")
         for name, body in functions(source):
             prints.setdefault(body, f"{module.__name__}.{name}")
@@ -167,6 +167,10 @@ def test_the_fingerprints_cover_every_answer():
     for name in ("causal_padding_mask", "multi_head_attention"):
         assert f"transformer_lab_instructor.references.{name}" in prints
     assert "transformer_lab_instructor.live.computed" in prints
+    # Week 20's answers in other forms: the forwards with their switches (the repaired forward
+    # of Task 4 among them), the sinusoid table, the toy table, the cut-and-padded ids
+    for name in ("praise_forward", "sines_table", "toy_table", "encoded"):
+        assert f"transformer_lab_instructor.week20.{name}" in prints
     assert {p.split(":")[0] for p in prints} >= {
         "solutions.SOLUTION",
         "solutions.STRETCH",
@@ -220,6 +224,8 @@ def _hidden_inputs() -> list:
             *masks.probe_paddings(),
             *(t for probe in multihead.main_probes() for t in probe[:2]),
             multihead.gradient_probe()[0],
+            *(probe[0] for probe in positions.toy_probes()),
+            positions.model_probe(answers.fresh_seed(3)).embed.weight.detach(),
         ], embedding.probes()
 
 

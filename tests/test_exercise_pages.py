@@ -215,11 +215,15 @@ def test_week20_tasks_ask_for_the_students_own_code():
         assert extra in task1, extra
 
 
-def test_week20_toy_is_not_chapter_1s():
-    """Chapter 1 prints the seed-0 login/failed/again table and 'failed' rows for seeds 0-3."""
+def test_week20_toy_is_the_seeds_and_not_chapter_1s():
+    """Seed 000 asks for login / failed / again and "which token does 'failed' look at?";
+    chapter 1 teaches with another toy (tests/test_no_answers_before_tasks.py checks that
+    no 3-token table is printed anywhere)."""
     task2 = tasks("exercises/week-20/index.md")["ex-week-20-attention-map"]
-    assert "login" not in task2 and "failed" not in task2
+    assert "*login failed again*" in task2 and 'Which token does "failed" look at?' in task2
     assert "TOY_SEED = 5" in task2
+    chapter = read("chapters/01-soft-join.md")
+    assert 'tokens = ["login", "failed", "again"]' not in chapter
 
 
 def test_homework_answers_what_a_classifier_may_see():

@@ -28,7 +28,7 @@ WEEK20 = Path("exercises") / "week-20" / "starter.py"
 HOMEWORK = Path("exercises") / "homework" / "starter.py"
 
 
-def run(script, *args):
+def run(script, *args, status=0):
     completed = subprocess.run(
         [sys.executable, str(script), *map(str, args)],
         cwd=ROOT,
@@ -36,7 +36,7 @@ def run(script, *args):
         text=True,
         timeout=300,
     )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert completed.returncode == status, completed.stdout + completed.stderr
     assert "Traceback" not in completed.stdout + completed.stderr
     return completed.stdout
 
@@ -99,13 +99,24 @@ def week20_solved(tmp_path_factory):
     return solve(WEEK20, WEEK20_SOLUTIONS, tmp_path_factory.mktemp("week20"), WEEK20_STUB)
 
 
-def test_untouched_week20_starter_says_not_done():
-    out = run(WEEK20)
+def test_untouched_week20_starter_says_not_done_and_exits_1():
+    out = run(WEEK20, status=1)  # as python -m transformer_lab.selfcheck does
     for check in WEEK20_CHECKS:
         status = "not attempted" if check.optional else "not done yet"
         assert f"[{status}] {check.exercise}: {check.signature}" in out
     assert "Task 2: the attention map" not in out
     assert not re.search(r"\b(yes|True|passed|equal)\b", out)
+
+
+def test_a_failing_week20_check_makes_the_starter_exit_1(week20_solved, tmp_path):
+    wrong = tmp_path / "starter.py"
+    text = week20_solved.read_text(encoding="utf-8")
+    assert "q.shape[-1] ** 0.5, dim=-1)" in text
+    wrong.write_text(
+        text.replace("q.shape[-1] ** 0.5, dim=-1)", "q.shape[-1] ** 0.5, dim=0)")
+    )
+    out = run(wrong, status=1)
+    assert "[FAILED] Task 2" in out
 
 
 def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment(
@@ -127,9 +138,9 @@ def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment
     )
     for check in WEEK20_CHECKS:
         assert f"[passed] {check.exercise}: {check.signature}" in out
-    # Task 2: the starter's own sentence and seed, not chapter 1's login/failed/again, seed 0
+    # Task 2: the course's toy, login / failed / again (chapter 1 teaches with another one)
     week20 = load_module(ROOT / WEEK20)
-    assert "login" not in week20.TOY_TOKENS and week20.TOY_SEED != 0
+    assert week20.TOY_TOKENS == ("login", "failed", "again")
     table = toy_self_attention(list(week20.TOY_TOKENS), d_model=4, seed=week20.TOY_SEED)[1]
     first_row = r"\s+".join(f"{v:.2f}" for v in table[0].tolist())
     assert re.search(rf"{week20.TOY_TOKENS[0]}\s+{first_row}", out)
@@ -303,7 +314,7 @@ def test_finished_homework_starter_runs_every_demo(homework_solved):
     assert "one encoder layer (d=512, 8 heads, d_ff=2048): 3,152,384" in found[EXAMPLES[5]]
     assert "vocabulary size: 80" in found[EXAMPLES[6]]
     assert re.search(
-        r"'self-attention': \d+ token\(s\); in the corpus \d+x as a word",
+        r"'token-pair': \d+ token\(s\); in the corpus \d+x as a word",
         found[EXAMPLES[6]],
     )
     assert (
@@ -345,7 +356,7 @@ def test_homework_training_runs_on_the_students_functions(homework_solved, tmp_p
     assert f"loss curves saved to {plot}" in out
     assert plot.read_bytes().startswith(b"\x89PNG")
     assert (
-        f"patience={PATIENCE}, learning_rate=0.003, heads=4, split 0, seed 42, at most 1 epochs, "
+        f"patience={PATIENCE}, learning_rate=0.003, heads=4, split 1, seed 42, at most 1 epochs, "
         "your multi_head_attention" in out
     )
     for name in ("mean baseline", "transformer"):

@@ -1,10 +1,11 @@
 """A character transformer with three planted bugs, for Week 20's debugging task.
 
-``BrokenPraiseClassifier`` is chapter 4's ``PraiseClassifier`` built the way a hurried colleague
-might: its encoder layer is not ``batch_first``, and its ``forward`` has three mistakes that the
-self-check sees in students' code every year. Not every one of them raises an error: a model
-can train, and learn less than it should. The task is to find each bug from the code and from what training
-shows, and to write the repaired forward (the self-check names any bug left in it).
+``BrokenPraiseClassifier`` is chapter 4's ``PraiseClassifier`` rebuilt by a hurried colleague:
+the same parts and weights, and a ``forward`` with three mistakes that the self-check sees in
+students' code every year. Not every one of them raises an error: a model can train, and learn
+less than it should. The task is to find each bug from the code and from what training shows,
+and to write the repaired forward; the self-check names any bug left in it (its answers are the
+instructor's, not in this package).
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from torch import nn
 
 from transformer_lab.char_transformer import PAD_ID, PraiseClassifier
 from transformer_lab.pooling import masked_mean
-
-BUGS = ("inverted_mask", "batch_axis", "double_sigmoid")
 
 
 class BrokenPraiseClassifier(PraiseClassifier):
@@ -45,27 +44,3 @@ class BrokenPraiseClassifier(PraiseClassifier):
         # The encoder complained that the mask must be (L, N), so the mask was transposed.
         x = self.encoder(x, src_key_padding_mask=padding.T)
         return torch.sigmoid(self.head(masked_mean(x, padding)).squeeze(-1))
-
-
-def broken_forward(
-    model: BrokenPraiseClassifier,
-    ids: torch.Tensor,
-    padding: torch.Tensor,
-    bugs: tuple[str, ...] = BUGS,
-) -> torch.Tensor:
-    """The model's forward with only ``bugs`` left in (a subset of ``BUGS``); with none it is the
-    repaired forward. ids, padding (N, L) -> (N,). Used by the self-check to name what is left;
-    ``"encoder_mask_inverted"`` (not one of ``BUGS``) is a half repair it also names: the
-    encoder's mask still inverted, the pooling's right."""
-    mask = ~padding if "inverted_mask" in bugs else padding
-    encoder_mask = ~padding if "encoder_mask_inverted" in bugs else mask
-    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
-    if "batch_axis" in bugs:
-        x = model.encoder(x, src_key_padding_mask=encoder_mask.T)
-    else:
-        x = model.encoder(x.transpose(0, 1), src_key_padding_mask=encoder_mask).transpose(
-            0, 1
-        )
-    logits = model.head(masked_mean(x, mask if "inverted_mask" in bugs else padding))
-    logits = logits.squeeze(-1)
-    return torch.sigmoid(logits) if "double_sigmoid" in bugs else logits

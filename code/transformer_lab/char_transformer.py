@@ -557,27 +557,3 @@ def position_experiment(
         compare_positions(split_sample(sample, length, split_seed), seeds, probe, **options)
         for split_seed, seeds in by_split.items()
     ]
-
-
-def sinusoidal_positions(length: int, d_model: int, base: float = 10_000.0) -> torch.Tensor:
-    """Fixed position vectors (length, d_model) of the original transformer, nothing learned.
-
-    Row p, columns 2i and 2i + 1: sin(p / base^(2i / d_model)) and cos(p / base^(2i / d_model)).
-    Each pair of columns is a clock at its own speed, from one turn per 2π positions (i = 0) to
-    almost standing still; ``d_model`` must be even so that every sine has its cosine.
-    """
-    for name, value in (("length", length), ("d_model", d_model)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    if d_model % 2:
-        raise ValueError(
-            f"d_model must be even (a sine and a cosine per frequency), got {d_model}"
-        )
-    position = torch.arange(length, dtype=torch.float32)[:, None]  # (L, 1)
-    frequency = base ** (
-        -torch.arange(0, d_model, 2, dtype=torch.float32) / d_model
-    )  # (D/2,)
-    table = torch.empty(length, d_model)
-    table[:, 0::2] = torch.sin(position * frequency)
-    table[:, 1::2] = torch.cos(position * frequency)
-    return table

@@ -90,8 +90,9 @@ class EarlyStopping:
     history: one ``(train_loss, validation_loss)`` pair per epoch run; ``best_epoch`` (counted
     from 1) is the epoch with the lowest validation loss, whose weights the model now holds;
     ``stopped_early`` is True when ``patience`` epochs passed without improvement before
-    ``max_epochs`` — the validation loss had stopped falling, so training had converged in the
-    sense that matters for the choice of epoch.
+    ``max_epochs``. That is the patience rule firing, not proof of convergence: a longer
+    patience can find a better epoch later, so a page that calls a model converged re-runs it
+    at two to three times the patience.
     """
 
     history: list[tuple[float, float]]

@@ -346,7 +346,9 @@ def recipe(args: argparse.Namespace, starter: types.ModuleType) -> dict:
 
 
 def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) -> int:
-    """The starter's main: self-check the file, print Task 2's table, run Task 1 on request."""
+    """The starter's main: self-check the file, print Task 2's table, run Task 1 on request.
+    Returns the exit status: 0 when every check passed, 1 otherwise (the runs asked for still
+    run)."""
     from transformer_lab.selfcheck import PASSED, check_file, format_report
     from transformer_lab.selfcheck.registry import WEEK20
 
@@ -356,6 +358,8 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         starter.__file__, display="exercises/week-20/starter.py", page=WEEK20
     )
     print(format_report(report))
+    # as `python -m transformer_lab.selfcheck` does: 1 while a check has not passed
+    status = 0 if report.all_passed else 1
     passed = {result.name for result in report.results if result.status == PASSED}
     if "toy_weights" in passed:
         print("\n== Task 2: the attention map")
@@ -379,11 +383,11 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         else:
             print("finish encode_with_bpe first: its check above must pass")
     if not args.train:
-        return 0
+        return status
     print("\n== Task 1: with positions against yours without")
     if "forward_without_positions" not in passed:
         print("finish forward_without_positions first: its check above must pass")
-        return 0
+        return status
     sines = None
     if args.sinusoidal:
         if "forward_with_sinusoids" in passed:
@@ -397,4 +401,4 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         test=args.test,
         **recipe(args, starter),
     )
-    return 0
+    return status

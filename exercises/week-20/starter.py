@@ -39,7 +39,7 @@ BPE_VOCAB = (
 BPE_LENGTH = 8  # tokens the model reads
 
 # --- Task 2: the toy sentence ----------------------------------------------------------------------
-TOY_TOKENS = ("card", "declined", "twice")
+TOY_TOKENS = ("login", "failed", "again")  # the log line of the course's toy
 TOY_SEED = 5  # seed of the random embeddings and matrices (try others with --toy-seed)
 
 
@@ -47,7 +47,8 @@ TOY_SEED = 5  # seed of the random embeddings and matrices (try others with --to
 
 
 def forward_without_positions(model, ids, padding):
-    """The forward pass of chapter 4's PraiseClassifier ``model`` WITHOUT its position embedding.
+    """The forward pass of chapter 4's PraiseClassifier ``model`` WITHOUT its position embedding
+    (the self-check hands over the model's parts only: no forward, no switch to flip).
 
     ids (N, L) long character ids, padding (N, L) bool (True = padding) -> logits (N,).
     Use model.embed, model.encoder, model.head and transformer_lab.pooling.masked_mean.
@@ -77,8 +78,9 @@ def toy_weights(embeddings, w_q, w_k):
 def repaired_forward(model, ids, padding):
     """The forward of transformer_lab.broken_transformer.BrokenPraiseClassifier, repaired.
 
-    model is a BrokenPraiseClassifier (its encoder layer is batch_first=False); ids (N, L) long,
-    padding (N, L) bool (True = padding) -> logits (N,). Keep its steps; fix only what is wrong.
+    model holds that model's parts (model.embed, model.pos, model.encoder, model.head; the
+    self-check hands over no forward of their own); ids (N, L) long, padding (N, L) bool
+    (True = padding) -> logits (N,). Keep its steps; fix only what is wrong.
     """
     # TODO Task 4: read the broken forward, find its three bugs, write the repaired one here.
     raise NotImplementedError(

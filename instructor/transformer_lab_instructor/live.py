@@ -13,7 +13,7 @@ from functools import partial
 
 import torch
 
-from transformer_lab_instructor import references
+from transformer_lab_instructor import references, week20
 
 # --------------------------------------------------------------------------- causal_padding_mask
 
@@ -142,6 +142,9 @@ MULTIHEAD: dict[str, Callable[..., object]] = {
     "in_proj_bias_ignored": partial(computed, in_bias=False),
     "out_proj_bias_ignored": partial(computed, out_bias=False),
     "biases_ignored": partial(computed, in_bias=False, out_bias=False),
+    "residual_inside_attention": lambda x, padding, mha: (
+        computed(x, padding, mha) + x.double()
+    ),
     "no_output_projection+in_proj_bias_ignored": partial(
         computed, out_proj=False, in_bias=False
     ),
@@ -150,4 +153,5 @@ MULTIHEAD: dict[str, Callable[..., object]] = {
 ANSWERS: dict[str, dict[str, Callable[..., object]]] = {
     "causal_padding_mask": MASKS,
     "multi_head_attention": MULTIHEAD,
+    **week20.ANSWERS,
 }

@@ -3,8 +3,8 @@
     python -m transformer_lab_instructor.stored          # rewrite the file
     python -m transformer_lab_instructor.stored --check  # exit 1 if the file is stale
 
-It runs, in ``record`` mode, every computation the public checks of ``causal_padding_mask`` and
-``multi_head_attention`` ask :mod:`transformer_lab.selfcheck.answers` for, on their public inputs:
+It runs, in ``record`` mode, every computation the public checks of ``causal_padding_mask``,
+``multi_head_attention`` and Week 20's tasks ask :mod:`transformer_lab.selfcheck.answers` for, on their public inputs:
 the reference on every probe (the main ones, the smallest-input ladder, the step probes), every
 known mistake on the main probes, and the reference's Jacobian on the gradient probe.
 ``tests/test_editions.py`` checks that the committed file is what this writes."""
@@ -14,7 +14,14 @@ from __future__ import annotations
 import json
 import sys
 
-from transformer_lab.selfcheck import answers, masks, multihead
+from transformer_lab.selfcheck import (
+    answers,
+    debugging,
+    masks,
+    multihead,
+    positions,
+    token_ids,
+)
 from transformer_lab.selfcheck.execution import execute_gradient
 
 # What first_match skips when a mistake cannot be computed on a probe: it is then not stored.
@@ -50,11 +57,36 @@ def record_multihead() -> None:
     )
 
 
+def record_week20() -> None:
+    """Every Week-20 answer the public checks can ask for: each reference and each mistake on
+    every probe, and the reference on the stage probes of the forwards."""
+    for probe in positions.toy_probes():
+        answers.reference(positions.TOY_NAME)(*probe)
+        _variants(positions.TOY_MISTAKES, probe)
+    for probe in positions.table_probes():
+        answers.reference(positions.TABLE_NAME)(*probe)
+        _variants(positions.TABLE_MISTAKES, probe)
+    forwards = [
+        (positions.NO_POS_NAME, positions.model_probe(3), positions.FORWARD_MISTAKES),
+        (positions.SINES_NAME, positions.model_probe(4), positions.SINES_MISTAKES),
+        (debugging.NAME, positions.model_probe(6, broken=True), debugging.mistakes()),
+    ]
+    stage_one = positions.stage_inputs()["one"]
+    for check, model, mistakes in forwards:
+        for ids, padding in [*positions.ids_probes(), stage_one]:
+            answers.reference(check)(model, ids, padding)
+            _variants(mistakes, (model, ids, padding))
+    for texts, length in token_ids.probes():
+        answers.reference(token_ids.NAME)(texts, length)
+        _variants(token_ids.MISTAKES, (texts, length))
+
+
 def stored_outputs() -> dict:
     """The file's content: every answer the public checks need, by check and input digest."""
     with answers.using(answers.RECORD) as recorded:
         record_masks()
         record_multihead()
+        record_week20()
     return {
         "about": "written by python -m transformer_lab_instructor.stored; do not edit",
         "format": 1,

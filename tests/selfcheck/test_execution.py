@@ -107,3 +107,24 @@ def test_type_names_are_short_and_opaque_values_keep_their_type():
 
 def test_a_local_function_knows_its_library_use():
     assert LocalFunction(uses_the_alias).library_names == ["F.scaled_dot_product_attention"]
+
+
+def _raised(function, args, hints=()):
+    with pytest.raises(StudentRaised) as caught:
+        execute(function, args, hints=hints)
+    return caught.value.line
+
+
+def test_the_dot_t_hint_fires_only_on_a_tensor_that_is_not_2d_and_after_the_tasks_hints():
+    def batched(x):
+        return x.T @ x  # (2, 3, 4).T is (4, 3, 2)
+
+    def matrix(x):
+        return x.T @ torch.zeros(4, 5)  # a 2-D .T: an ordinary transpose, wrong sizes
+
+    for _ in range(2):  # PyTorch warns once per process; the spy sees every call
+        assert ".T on a 3-D tensor" in _raised(batched, [torch.zeros(2, 3, 4)])
+    assert ".T on a 3-D tensor" not in _raised(matrix, [torch.zeros(2, 3)])
+    task = [(r"size of tensor", "the task's own cause")]
+    assert "hint: the task's own cause" in _raised(batched, [torch.zeros(2, 3, 4)], task)
+    assert not hasattr(torch.Tensor.__dict__.get("T"), "fget"), "the spy is removed after"

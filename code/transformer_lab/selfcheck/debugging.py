@@ -1,126 +1,110 @@
 """Week 20, Task 4: ``repaired_forward(model, ids, padding) -> (N,)`` for the broken transformer
-(``transformer_lab.broken_transformer``); a bug left in is named, alone or with the others."""
+(``transformer_lab.broken_transformer``); a bug left in is named, alone or with the others.
+
+The check hands the student the parts of a ``BrokenPraiseClassifier`` (its sequence-first
+encoder included) and no forward: the repair must be written, not called. The repaired outputs
+and each bug's outputs come from :mod:`transformer_lab.selfcheck.answers`; when no known bug
+explains a wrong forward, the stage-by-stage probes of Tasks 1 and 5 name where it goes wrong.
+"""
 
 from __future__ import annotations
 
-import copy
 from itertools import combinations
 
+from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import as_student
-from transformer_lab.selfcheck.tensors import (
-    close,
-    require_tensor,
-    row_text,
-    shape_text,
-    smallest_failure,
+from transformer_lab.selfcheck.positions import (
+    EMBEDDING,
+    FORWARD_HINTS,
+    HEAD,
+    LAYOUT,
+    POOLING,
+    forward_call,
+    forward_mistakes,
+    ids_probes,
+    locate_stage,
+    logit_text,
+    model_probe,
 )
+from transformer_lab.selfcheck.tensors import close, shape_text, smallest_failure
 
 NAME, EXERCISE = "repaired_forward", "Task 4"
 TOLERANCE = 1e-5
+BUGS = ("inverted_mask", "batch_axis", "double_sigmoid")
 
 BUG_TEXT = {
     "inverted_mask": (
-        "the padding mask is still inverted (True must mean padding: ids == PAD_ID)",
+        f"{LAYOUT}: the padding mask is still inverted (True must mean padding: ids == PAD_ID)",
         "use the padding you are given, or ids == PAD_ID",
     ),
     "batch_axis": (
-        "the encoder still attends across the batch: this layer is batch_first=False and reads "
-        "(L, N, D), so (N, L, D) makes the comments attend to each other",
+        f"{LAYOUT}: the encoder still attends across the batch: this layer is sequence-first "
+        "and reads (L, N, D), so (N, L, D) makes the comments attend to each other",
         "x.transpose(0, 1) before the encoder and back after it; the mask stays (N, L)",
     ),
     "encoder_mask_inverted": (
-        "the encoder's padding mask is still inverted (~padding), while the pooling uses the "
-        "right one: the encoder reads the padding and hides the characters",
+        f"{LAYOUT}: the encoder's padding mask is still inverted (~padding), while the "
+        "pooling uses the right one: the encoder reads the padding and hides the characters",
         "src_key_padding_mask=padding: True must mean padding there too",
     ),
     "double_sigmoid": (
-        "the forward still returns probabilities: the training loss (BCEWithLogitsLoss) "
-        "applies a sigmoid itself, so the model is squashed twice",
+        f"{HEAD}: the forward still returns probabilities: the training loss "
+        "(BCEWithLogitsLoss) applies a sigmoid itself, so the model is squashed twice",
         "return the head's output without torch.sigmoid",
     ),
 }
 
 
-# A bug that raises: the inverted mask makes every full comment "all padding" for masked_mean.
-HINTS = [
-    (
-        "is all padding",
-        "your mask calls every character of a full comment padding: is it inverted? "
-        "True must mean padding (ids == PAD_ID)",
-    )
-]
-
-
-def _mistake(bugs: tuple[str, ...]) -> Mistake:
-    from transformer_lab.broken_transformer import broken_forward
-
+def _bugs(bugs: tuple[str, ...]) -> Mistake:
     return Mistake(
         "+".join(bugs),
         "; and ".join(BUG_TEXT[bug][0] for bug in bugs),
         "; ".join(BUG_TEXT[bug][1] for bug in bugs),
-        lambda model, ids, padding: broken_forward(model, ids, padding, bugs).detach(),
+        answers.answer(NAME, "+".join(bugs)),
     )
 
 
 def mistakes() -> list[Mistake]:
-    """Every non-empty set of bugs left in, the single bugs first."""
-    from transformer_lab.broken_transformer import BUGS
-
+    """Every non-empty set of the planted bugs left in (the single bugs first), the half repair
+    of the mask, then the slips of a forward written afresh (Task 1's, and positions left out)."""
     return [
-        *(_mistake(bugs) for size in (1, 2, 3) for bugs in combinations(BUGS, size)),
-        _mistake(("encoder_mask_inverted",)),
+        *(_bugs(bugs) for size in (1, 2, 3) for bugs in combinations(BUGS, size)),
+        _bugs(("encoder_mask_inverted",)),
+        Mistake(
+            "positions_left_out",
+            f"{EMBEDDING}: the learned positions (model.pos) are missing: the broken forward "
+            "adds them, and the repair keeps every step that was right",
+            "x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]",
+            answers.answer(NAME, "positions_left_out"),
+        ),
+        *(
+            m
+            for m in forward_mistakes(NAME, "learned")
+            if m.code not in ("inverted_mask", "batch_axis", "returns_probabilities")
+        ),
     ]
-
-
-def broken_probe(seed: int = 6):
-    """A seeded ``BrokenPraiseClassifier`` in eval mode."""
-    import torch
-
-    from transformer_lab.broken_transformer import BrokenPraiseClassifier
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return BrokenPraiseClassifier().eval()
 
 
 def check_repaired_forward(function) -> CheckResult:
     """Task 4: the repaired forward against the broken one with every bug taken out."""
-    from transformer_lab.broken_transformer import broken_forward
-    from transformer_lab.selfcheck.positions import ids_probes
-
     student = as_student(function)
-    model = broken_probe()
-
-    def call(probe):
-        ids, padding = probe
-        returned = student.call(
-            copy.deepcopy(model), ids.clone(), padding.clone(), hints=HINTS
-        )
-        n = ids.shape[0]
-        logits = require_tensor(returned.result, "the result", (n,), "result")
-        if tuple(logits.shape) != (n,):
-            fail(
-                "result_shape",
-                "the output is not one logit per comment",
-                f"shape ({n},)",
-                f"shape {shape_text(logits)}",
-                "ids (N, L) -> logits (N,): squeeze the head's last axis",
-            )
-        return logits
+    model = model_probe(answers.fresh_seed(6), broken=True)
+    reference = answers.reference(NAME)
+    call = forward_call(student, FORWARD_HINTS)
 
     def body():
         failure = smallest_failure(
             ids_probes(),
-            call,
-            lambda ids, padding: broken_forward(model, ids, padding, ()).detach(),
+            lambda probe: call(model, *probe),
+            lambda ids, padding: reference(model, ids, padding),
             lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
         )
         if failure is None:
             return
         (ids, padding), logits, expected = failure
         where = f" (on the smallest input that fails: ids of shape {shape_text(ids)})"
-        shown = f"logits {row_text(expected)}", f"logits {row_text(logits)}"
+        shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
         diagnose(
             logits,
             mistakes(),
@@ -129,9 +113,13 @@ def check_repaired_forward(function) -> CheckResult:
             *shown,
             where,
         )
+        locate_stage(call, model, NAME, "learned", sigmoid_code="double_sigmoid")
         fail(
             "logits_differ",
-            "the logits differ from the repaired model's" + where,
+            "the logits differ from the repaired model's" + where + "; the stages that can "
+            f"be checked alone pass ({HEAD.lower()}, the batch axis, one character, padding), "
+            f"so look at what acts on several real characters: the positions, the encoder "
+            f"call, {POOLING.lower()}",
             *shown,
             "keep the broken forward's steps (embed, add positions, encode, pool, head) and fix "
             "only what is wrong",

@@ -27,8 +27,9 @@ COMMON_ERROR_HINTS: list[tuple[str, str]] = [
     ),
     (
         r"size of tensor a .* must match the size of tensor b|The size of tensor a",
-        "two tensors do not broadcast: print their shapes; add the missing axis with [:, None, :] or "
-        "unsqueeze",
+        "two tensors do not broadcast: print both shapes and line them up from the right; "
+        "either an axis is missing (add it with [:, None] or unsqueeze) or one of them was "
+        "made for another size",
     ),
     (
         r"masked_fill.* expected .*bool|expected BoolTensor|mask.*must be.*bool",

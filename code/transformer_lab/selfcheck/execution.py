@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import inspect
 import io
 import os
-import re
 import sys
 import tokenize
 import types
@@ -165,16 +163,33 @@ def static_library_use(function: Callable) -> list[str]:
     return sorted(set(found))
 
 
+_DOT_T_SEEN: list[int] = []  # the dimensions of the tensors .T met during the current call
+
+
+def _recording_dot_t(self):
+    if self.dim() != 2:
+        _DOT_T_SEEN.append(self.dim())
+    return torch._C.TensorBase.T.__get__(self)
+
+
+@contextlib.contextmanager
+def dot_t_spy() -> Iterator[list[int]]:
+    """While the block runs, note the dimension of every tensor that is not 2-D and meets
+    ``.T`` (PyTorch warns only once per process, so the warning alone would miss the second)."""
+    _DOT_T_SEEN.clear()
+    torch.Tensor.T = property(_recording_dot_t)
+    try:
+        yield _DOT_T_SEEN
+    finally:
+        del torch.Tensor.T
+
+
 def uses_dot_t(function: Callable, caught: Sequence[warnings.WarningMessage]) -> bool:
-    """Did the function use ``.T`` on a batched tensor? PyTorch warns only once per process, so
-    the source is read too."""
+    """Did the function use ``.T`` on a tensor that is not 2-D (a batched one)? Only such a
+    ``.T`` counts: a ``.T`` of a 2-D tensor (a padding mask, a matrix) is an ordinary transpose."""
     if any("on tensors of dimension other than 2" in str(w.message) for w in caught):
         return True
-    try:
-        source = inspect.getsource(function)
-    except (OSError, TypeError):
-        return False
-    return re.search(r"\.T\b", source) is not None
+    return bool(_DOT_T_SEEN)
 
 
 def _filename(function: Callable) -> str | None:
@@ -184,8 +199,9 @@ def _filename(function: Callable) -> str | None:
 def _summarise(function: Callable, error: BaseException, hints, caught) -> str:
     extra = list(hints)
     if isinstance(error, Exception) and uses_dot_t(function, caught):
-        extra.insert(
-            0, (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)")
+        # after the task's own hints: a cause the task knows comes first
+        extra.append(
+            (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)")
         )
     return summarise_exception(error, _filename(function), extra)
 
@@ -230,7 +246,7 @@ def execute(
         else (Exception, SystemExit)
     )
     silence = silenced_terminal() if quiet else contextlib.nullcontext()
-    with warnings.catch_warnings(record=True) as caught, spy as used, silence:
+    with warnings.catch_warnings(record=True) as caught, spy as used, silence, dot_t_spy():
         warnings.simplefilter("always")
         try:
             result = function(*args)

@@ -74,6 +74,7 @@ WORKER_MODULES = (
     "selfcheck/execution.py",
     "selfcheck/transport.py",
     "selfcheck/sandbox.py",
+    "selfcheck/model_parts.py",
 )
 SKELETON_INIT = '"""The worker\'s part of the self-check (see isolation.py)."""\n'
 # Inside a bubblewrap sandbox: where the skeleton and the working folder appear.

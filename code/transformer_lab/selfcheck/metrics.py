@@ -43,6 +43,15 @@ def _correct(logits, labels) -> torch.Tensor:
     return ((logits > 0).double() == labels.double()).double()
 
 
+def _floored(logits, labels) -> float:
+    """The accuracy rounded down; a 0.0 is not taken for it (any count of nothing gives 0.0:
+    the check tells the two apart on an input whose accuracy is 1)."""
+    value = float(math.floor(_correct(logits, labels).mean().item()))
+    if value == 0.0:
+        raise LookupError("a 0.0 alone does not show a rounding")
+    return value
+
+
 MISTAKES: list[Mistake] = [
     Mistake(
         "threshold_logits_at_half",
@@ -87,7 +96,7 @@ MISTAKES: list[Mistake] = [
         "integer_division",
         "the accuracy was rounded down to a whole number: // (or int()) instead of /",
         "divide with /, e.g. correct / len(labels)",
-        lambda logits, labels: float(math.floor(_correct(logits, labels).mean().item())),
+        lambda logits, labels: _floored(logits, labels),
     ),
     Mistake(
         "compared_logits_with_labels",
@@ -131,6 +140,34 @@ SMALL_PROBES = [
     (torch.tensor([1.0, -1.0]), torch.tensor([1.0, 1.0])),
     (torch.tensor([2.0, 0.3, -0.2]), torch.tensor([1.0, 0.0, 0.0])),
 ]
+
+
+def _explain_zero(student: StudentFunction, expected: float, note: str = "") -> None:
+    """A 0.0 where some predictions are right: rounded down (then an all-right input gives
+    1.0), or nothing was ever counted as right."""
+    perfect = student.call(torch.tensor([2.0, -2.0]), torch.tensor([1.0, 0.0])).result
+    try:
+        whole = abs(float(perfect) - 1.0) < 1e-6
+    except (TypeError, ValueError, RuntimeError):
+        whole = False
+    if whole:
+        fail(
+            "integer_division",
+            "the accuracy was rounded down to a whole number: // (or int()) instead of / "
+            "(0.0 here, and 1.0 where every prediction is right)" + note,
+            f"{expected:.4f}",
+            "0.0000",
+            "divide with /, e.g. correct / len(labels)",
+        )
+    fail(
+        "nothing_counted_right",
+        "the accuracy is 0.0 although some predictions are right, and it stays below 1 where "
+        "all are: no prediction is ever counted as right (a probability or a raw logit "
+        "compared with a 0/1 label is never equal to it)" + note,
+        f"{expected:.4f}",
+        "0.0000",
+        "predictions = logits > 0, then (predictions.float() == labels.float()).float().mean()",
+    )
 
 
 def _check_once(student: StudentFunction, logits, labels):
@@ -189,6 +226,10 @@ def _check_once(student: StudentFunction, logits, labels):
                     f"{result} (type {kind})",
                     match.advice,
                 )
+            if result == 0:
+                _explain_zero(
+                    student, expected, f" (and {article(kind)} came back, not a float)"
+                )
         fail(
             "not_a_float",
             f"{article(kind)} came back instead of a Python float",
@@ -201,6 +242,8 @@ def _check_once(student: StudentFunction, logits, labels):
     match = first_match(result, MISTAKES, (logits, labels), _same_number)
     if match is not None:
         fail(match.code, match.message, f"{expected:.4f}", f"{result:.4f}", match.advice)
+    if result == 0.0:
+        _explain_zero(student, expected)
     fail(
         "accuracy_differs",
         "the accuracy differs from the share of (logit > 0) == label"
@@ -243,5 +286,9 @@ def check_accuracy(function) -> CheckResult:
 def accuracy_variants(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
     """What each typical mistake returns on ``logits``/``labels``, and the correct value ('correct')."""
     values = {"correct": _correct(logits, labels).mean().item()}
-    values.update({m.code: float(m.variant(logits, labels)) for m in MISTAKES})
+    for mistake in MISTAKES:
+        try:
+            values[mistake.code] = float(mistake.variant(logits, labels))
+        except LookupError:  # integer division's 0.0 is told apart by _explain_zero
+            continue
     return values

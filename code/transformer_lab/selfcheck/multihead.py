@@ -209,6 +209,14 @@ MISTAKES: list[Mistake] = [
         "add mha.in_proj_bias after the input projection and mha.out_proj.bias after the output projection",
         answers.answer(NAME, "biases_ignored"),
     ),
+    Mistake(
+        "residual_inside_attention",
+        "the input x was added to the attention's output (a residual connection): the "
+        "encoder layer adds that residual itself, after the attention; multi-head attention "
+        "alone returns the output projection",
+        "return merged @ mha.out_proj.weight.T + mha.out_proj.bias, without + x",
+        answers.answer(NAME, "residual_inside_attention"),
+    ),
 ]
 # Two slips at once that go together: a model-width scale when the heads were never split is
 # already named by single_head; a forgotten bias with a forgotten projection is worth naming.

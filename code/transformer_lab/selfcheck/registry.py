@@ -95,12 +95,9 @@ STRETCH_CHECKS: list[Check] = [
 
 ALL_CHECKS: list[Check] = CHECKS + STRETCH_CHECKS  # the homework's
 
-# The chapter-4 model a Week-20 function is handed, and what a right answer imports.
-MODEL_MODULES = (
-    "transformer_lab.char_transformer",
-    "transformer_lab.broken_transformer",
-    "transformer_lab.pooling",
-)
+# What a right Week-20 forward imports: the pooling. The model it is handed is a ModelParts (a
+# worker module), so the book's models and their forwards stay tripwires in the worker.
+MODEL_MODULES = ("transformer_lab.pooling",)
 
 # Week 20, in the page's order (Task 3 is prose); Tasks 5 and 6 are stretch tasks.
 WEEK20_CHECKS: list[Check] = [

@@ -57,6 +57,7 @@ SKELETON_MODULES = {
     "transformer_lab.selfcheck.execution",
     "transformer_lab.selfcheck.transport",
     "transformer_lab.selfcheck.sandbox",
+    "transformer_lab.selfcheck.model_parts",
 }
 BOOK_PREFIX = "book:"
 # aten operators that compute attention, and the name a report gives them.

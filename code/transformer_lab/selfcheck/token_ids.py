@@ -1,12 +1,17 @@
 """Week 20, Task 6 (stretch): ``encode_with_bpe(tokenizer, texts, length) -> (N, length)``, the
-ids a byte-level BPE tokenizer gives each comment, cut and padded for chapter 4's model."""
+ids a byte-level BPE tokenizer gives each comment, cut and padded for chapter 4's model.
+
+The right ids and each known mistake's ids come from :mod:`transformer_lab.selfcheck.answers`
+(keyed by the comments and the length: the tokenizer is always :func:`probe_tokenizer`)."""
 
 from __future__ import annotations
 
 import functools
+import random
 
 import torch
 
+from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import as_student, type_name
 from transformer_lab.selfcheck.tensors import shape_text, smallest_failure
@@ -28,49 +33,101 @@ def probe_tokenizer():
     return train_byte_level_bpe_tokenizer(TEXTS * 3, vocab_size=300)
 
 
-def encoded(
-    tokenizer, texts, length, *, side="right", keep="start", pad=None
-) -> torch.Tensor:
-    """The ids of each text cut to ``length`` and padded, each step switchable to a mistake."""
-    pad = tokenizer.token_to_id("[PAD]") if pad is None else pad
-    rows = []
-    for text in texts:
-        ids = tokenizer.encode(text).ids
-        ids = ids[:length] if keep == "start" else ids[-length:]
-        filler = [pad] * (length - len(ids))
-        rows.append(ids + filler if side == "right" else filler + ids)
-    return torch.tensor(rows, dtype=torch.long).reshape(len(texts), length)
+def _bpe(code: str, message: str, advice: str) -> Mistake:
+    return Mistake(code, message, advice, answers.answer(NAME, code))
 
 
 MISTAKES: list[Mistake] = [
-    Mistake(
+    _bpe(
         "left_padding",
         "the padding was put in front of the ids (left padding); chapter 4's model and its "
         "position table expect the ids first, then the padding",
         "ids + [pad] * (length - len(ids))",
-        functools.partial(encoded, side="left"),
     ),
-    Mistake(
+    _bpe(
         "kept_the_end",
         "a long comment kept its last ids instead of its first",
         "cut with ids[:length]: the model reads the beginning of each comment",
-        functools.partial(encoded, keep="end"),
     ),
-    Mistake(
+    _bpe(
         "padded_with_another_id",
         "the padding is not the tokenizer's [PAD] id, so the model reads it as text",
         'pad with tokenizer.token_to_id("[PAD]")',
-        functools.partial(encoded, pad=1),
+    ),
+    _bpe(
+        "cut_characters_not_ids",
+        "the text was cut to `length` characters before it was encoded: `length` counts "
+        "tokens, and a token holds several characters, so the comments lose words they have "
+        "room for",
+        "encode the whole comment, then cut its ids: tokenizer.encode(text).ids[:length]",
+    ),
+    _bpe(
+        "cut_one_short",
+        "each comment keeps one id fewer than `length` (an off-by-one in the cut): the last "
+        "place is always padding",
+        "ids[:length] keeps exactly `length` ids",
     ),
 ]
 
 PROBES = [(TEXTS[:1], 3), (TEXTS[:1], 6), (TEXTS[:2], 6), (TEXTS, 10)]
 
 
+def probes() -> list[tuple[list[str], int]]:
+    """The public probes, or, in the hidden checks, the same sizes with the comments drawn in
+    another order and other lengths."""
+    if answers.mode() != answers.HIDDEN:
+        return [(list(texts), length) for texts, length in PROBES]
+    draw = random.Random(answers.fresh_seed(0))
+    shuffled = draw.sample(TEXTS, len(TEXTS))
+    return [
+        (shuffled[:1], draw.randint(2, 4)),
+        (shuffled[:1], draw.randint(5, 8)),
+        (shuffled[:2], draw.randint(5, 8)),
+        (shuffled, draw.randint(9, 14)),
+    ]
+
+
+def _explain(tokenizer, texts, length, ids, expected) -> None:
+    """Name what differs in the first comment whose ids differ: the ids themselves, or where
+    and with what the row was padded."""
+    pad = tokenizer.token_to_id("[PAD]")
+    for n in range(len(texts)):
+        got, want = ids[n].tolist(), expected[n].tolist()
+        if got == want:
+            continue
+        real_got = [i for i in got if i != pad]
+        real_want = [i for i in want if i != pad]
+        shown = f"comment {n}: ids {want}", f"comment {n}: ids {got}"
+        if real_got == real_want:
+            fail(
+                "padding_misplaced",
+                f"comment {n} has the right ids but its padding sits elsewhere: the ids come "
+                "first, then [PAD] up to `length`",
+                *shown,
+                "row = ids[:length] + [pad] * (length - len(ids[:length]))",
+            )
+        if real_got and real_got == real_want[: len(real_got)]:
+            fail(
+                "cut_too_short",
+                f"comment {n} keeps {len(real_got)} ids where it has room for "
+                f"{len(real_want)}: cut at `length` ids, no earlier",
+                *shown,
+                "ids[:length]",
+            )
+        fail(
+            "not_the_tokenizers_ids",
+            f"comment {n}'s ids are not the tokenizer's: tokenizer.encode(text).ids of the "
+            "comment as it is (no lower-casing, no extra tokens, no other tokenizer)",
+            *shown,
+            "tokenizer.encode(text).ids, then cut and pad",
+        )
+
+
 def check_encode_with_bpe(function) -> CheckResult:
     """Task 6: the student's ids against the tokenizer's, cut and right-padded with [PAD]."""
     student = as_student(function)
     tokenizer = probe_tokenizer()
+    reference = answers.reference(NAME)
 
     def call(probe):
         texts, length = probe
@@ -104,9 +161,9 @@ def check_encode_with_bpe(function) -> CheckResult:
 
     def body():
         failure = smallest_failure(
-            PROBES,
+            probes(),
             call,
-            lambda texts, length: encoded(tokenizer, texts, length),
+            reference,
             lambda a, b: torch.equal(a, b),
         )
         if failure is None:
@@ -116,7 +173,8 @@ def check_encode_with_bpe(function) -> CheckResult:
             f" (on the smallest input that fails: {len(texts)} comment(s), length {length})"
         )
         shown = f"ids {expected.tolist()}", f"ids {ids.tolist()}"
-        diagnose(ids, MISTAKES, (tokenizer, texts, length), torch.equal, *shown, where)
+        diagnose(ids, MISTAKES, (texts, length), torch.equal, *shown, where)
+        _explain(tokenizer, texts, length, ids, expected)
         fail(
             "ids_differ",
             "the ids differ from the tokenizer's, cut to `length` and padded with [PAD]"
