@@ -1,6 +1,8 @@
 """Session-wide hooks: which numeric mode ran (header, failing page cells), and what to do where
 the references cannot be reproduced; nbval's cell time limit; the work units of -n."""
 
+import os
+
 import pytest
 
 import transformer_lab  # noqa: F401  (pins the canonical numeric mode before any test runs)
@@ -17,6 +19,7 @@ def pytest_configure(config):
     """nbval's per-cell limit is the book's (``execute.timeout`` in _config.yml), not its 2000 s;
     where the numeric mode is not canonical (no AVX2, ARM, opted out) the pages still run and are
     compared, without the warning that says why their numbers may differ."""
+    grade_at_the_process_level_where_it_is_all_there_is()
     if hasattr(config.option, "nbval_cell_timeout"):
         from book_pages import CELL_TIMEOUT_SECONDS
 
@@ -29,8 +32,21 @@ def pytest_configure(config):
         )
 
 
+def grade_at_the_process_level_where_it_is_all_there_is() -> None:
+    """Where bubblewrap does not work, ``grade`` and ``--hidden`` refuse to grade unless the
+    process level is chosen explicitly: the tests choose it (``SELFCHECK_ISOLATION=process``,
+    inherited by the commands they start), so that they test this machine's grader; the refusal
+    itself is tested with the variable removed (tests/selfcheck/test_guard_disarm.py)."""
+    from transformer_lab.selfcheck.isolation import PROCESS, isolation
+
+    if isolation().level == PROCESS:
+        os.environ["SELFCHECK_ISOLATION"] = PROCESS
+
+
 def pytest_report_header(config):
-    return numeric_mode_summary()
+    from transformer_lab.selfcheck.isolation import isolation
+
+    return [numeric_mode_summary(), isolation().line]
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

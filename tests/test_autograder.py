@@ -22,9 +22,10 @@ from transformer_lab_instructor.week20 import sines_table
 
 import editions
 from classroom import with_body
-from transformer_lab.selfcheck import PASSED, check_file, masks
+from transformer_lab.selfcheck import PASSED, check_file, masks, tokenizer
 from transformer_lab.selfcheck.embedding import PROBES
 from transformer_lab.selfcheck.positions import TABLE_PROBES
+from transformer_lab.tokenizer import TINY_CORPUS, tokens_per_word, train_bpe_tokenizer
 
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}
 TOP_FIELDS = {
@@ -93,8 +94,9 @@ def test_the_validator_rejects_what_gradescope_rejects():
 
 
 def hard_coded() -> str:
-    """The homework with two functions that look their public answers up instead of computing
-    them: the embedding sizes, and the causal mask on every public padding."""
+    """The homework with three functions that look their public answers up instead of
+    computing them: the embedding sizes, the causal mask on every public padding, and the
+    token counts of the public words (by the tokenizer's vocabulary size)."""
     table = {probe: probe[0] * probe[1] for probe in PROBES}
     masks_table = {
         tuple(map(tuple, p.tolist())): masks.reference(p).tolist()
@@ -105,11 +107,19 @@ def hard_coded() -> str:
         f"def embedding_parameters(vocab_size, d):\n    return {table!r}[(vocab_size, d)]",
     )
     assert source != SOLUTION
+    counts = {}
+    for size in tokenizer.PUBLIC_INPUTS.count_sizes:
+        trained = train_bpe_tokenizer(list(TINY_CORPUS), size)
+        for word, count in tokens_per_word(trained, list(tokenizer.WORDS)).items():
+            counts[(trained.get_vocab_size(), word)] = count
     return source + (
         "\n\ndef causal_padding_mask(padding):\n"
         f"    table = {masks_table!r}\n"
         "    key = tuple(map(tuple, padding.tolist()))\n"
         "    return torch.tensor(table[key], dtype=torch.bool)\n"
+        "\n\ndef tokens_per_word(tokenizer, words):\n"
+        f"    table = {counts!r}\n"
+        "    return {w: table.get((tokenizer.get_vocab_size(), w), 1) for w in words}\n"
     )
 
 
@@ -208,10 +218,12 @@ def test_hard_coding_the_public_results_passes_the_self_check_and_fails_the_auto
     path.write_text(text, encoding="utf-8")
     own = {r.name: r.status for r in check_file(path).results}
     assert own["embedding_parameters"] == own["causal_padding_mask"] == PASSED
+    assert own["tokens_per_word"] == PASSED
     public, hidden = _by_kind(run_autograder(source, tmp_path, "hard", text))
     for name in (
         "Exercise 7: embedding_parameters(vocab_size, d)",
         "Exercise 11: causal_padding_mask(padding)",
+        "Exercise 9: tokens_per_word(tokenizer, words)",
     ):
         assert public[name]["status"] == "passed", public[name]
         assert hidden[name]["status"] == "failed", hidden[name]

@@ -282,3 +282,45 @@ def test_the_autograder_zip_has_gradescopes_layout(tmp_path):
     assert "instructor/transformer_lab_instructor/live.py" in listed
     assert "code/transformer_lab/selfcheck/data/stored_outputs.json" in listed
     assert not any(name.startswith(("tests/", "chapters/")) for name in listed)
+
+
+def makefile_targets(makefile: Path) -> list[str]:
+    """The targets a Makefile's ``.PHONY`` line names."""
+    for line in makefile.read_text(encoding="utf-8").splitlines():
+        if line.startswith(".PHONY:"):
+            return line.split()[1:]
+    return []
+
+
+def test_every_target_of_the_student_makefile_works_there(edition):
+    """Before: the edition kept the main Makefile, whose ``test`` (no tests/), ``bench`` (no
+    tools/bench.py), ``student`` and ``autograder`` (no instructor/) cannot work there. Each
+    target left is dry-run in the edition (``make -n``: every prerequisite resolves) and each
+    tool its recipes run is in the edition; ``help`` and ``clean`` run for real."""
+    makefile = edition / "Makefile"
+    targets = makefile_targets(makefile)
+    assert set(editions.MAIN_ONLY_TARGETS) & set(targets) == set()
+    assert set(targets) == set(makefile_targets(ROOT / "Makefile")) - set(
+        editions.MAIN_ONLY_TARGETS
+    )
+    for target in targets:
+        dry = subprocess.run(
+            ["make", "-n", "-C", str(edition), target], capture_output=True, text=True
+        )
+        assert dry.returncode == 0, (target, dry.stderr)
+        for tool in re.findall(r"tools/[\w/]+\.py", dry.stdout):
+            assert (edition / tool).is_file(), (target, tool)
+    shown = subprocess.run(
+        ["make", "-s", "-C", str(edition), "help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert {
+        line.split()[1] for line in shown.splitlines() if line.startswith("make ")
+    } == set(targets) - {"help", "browser", "sandbox"}
+    (edition / "_build").mkdir(exist_ok=True)
+    subprocess.run(["make", "-s", "-C", str(edition), "clean"], check=True)
+    assert not (edition / "_build").exists()
+    # What the tools those targets run read from tests/ is in the edition too.
+    assert (edition / "tests" / "nbval_sanitize.cfg").is_file()

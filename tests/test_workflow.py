@@ -317,3 +317,50 @@ def test_a_page_leaves_out_the_widget_state_of_its_explorers(book_html_extension
     context = {"script_files": [kept[0], state, kept[1]]}
     book_html_extension.drop_widget_state(None, "page", "page.html", context, None)
     assert context["script_files"] == kept
+
+
+def test_the_student_job_pushes_the_edition_to_a_student_branch(workflow, tmp_path):
+    """A local rehearsal of the student job's push step, its script run as GitHub runs it
+    (bash -e), with GitHub replaced by a bare repository (git's ``insteadOf``, so the script
+    itself is not edited): the student branch then holds the edition, and a second run
+    replaces it (a force push of a fresh history)."""
+    import editions
+
+    steps = workflow["jobs"]["student"]["steps"]
+    (push,) = [step for step in steps if step.get("name", "").startswith("Push")]
+    main = tmp_path / "main"
+    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    github = tmp_path / "github"
+    bare = github / "owner" / "course.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    config = tmp_path / "gitconfig"
+    config.write_text(f'[url "{github}/"]\n\tinsteadOf = https://github.com/\n')
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "GIT_CONFIG_GLOBAL": str(config),
+        "REPOSITORY": "owner/course",
+        "SHA": "0123abc",
+    }
+    for _ in range(2):
+        editions.assemble_student(main / "_build" / "student")
+        subprocess.run(["bash", "-e", "-c", push["run"]], cwd=main, env=env, check=True)
+
+    def on_branch(*command: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(bare), *command, "student"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+
+    files = on_branch("ls-tree", "-r", "--name-only").split()
+    assert (
+        "Makefile" in files
+        and "_toc.yml" in files
+        and "code/transformer_lab/__init__.py" in files
+    )
+    assert not [name for name in files if name.startswith(("instructor/", ".github/"))]
+    assert on_branch("log", "--format=%s").splitlines() == [
+        "Student edition of owner/course@0123abc"
+    ]

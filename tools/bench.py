@@ -1,6 +1,7 @@
 """`make bench`: time a clean, forced-execution build page by page, and each starter's default run.
 
     python tools/bench.py [--output _build/bench.md]
+    python tools/bench.py --grading 300 [--jobs 2] [--time-limit 2]   # the grader alone
 
 Builds the book exactly as `make book` does (``build_book.BOOK_FLAGS``, every page executed)
 into a fresh temporary folder, so nothing cached is reused and ``_build/html`` is left alone. It
@@ -57,9 +58,12 @@ class TreeMonitor:
     wall time it hardly grows when other jobs share the machine (torch runs on one thread).
     """
 
-    def __init__(self, pid: int, interval_s: float = 0.2) -> None:
+    def __init__(
+        self, pid: int, interval_s: float = 0.2, cpu_of: str = "ipykernel"
+    ) -> None:
         import psutil
 
+        self._cpu_of = cpu_of  # whose CPU time is kept: processes whose command has this
         self._psutil = psutil
         self._root = psutil.Process(pid)
         self._interval_s = interval_s
@@ -79,7 +83,7 @@ class TreeMonitor:
             for process in processes:
                 try:
                     total += process.memory_info().rss
-                    if process.pid != self._root.pid and "ipykernel" in " ".join(
+                    if process.pid != self._root.pid and self._cpu_of in " ".join(
                         process.cmdline()
                     ):
                         times = process.cpu_times()
@@ -237,6 +241,68 @@ def time_grading(total: int = GRADING_CLASS) -> tuple[int, float, int, str]:
     return done.returncode, seconds, default_jobs(), first
 
 
+# 300 mixed submissions with --jobs 2 on a quiet 2-vCPU machine (a smaller class: its share).
+GRADING_BUDGET_S = 300.0
+
+
+def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
+    """Grade a class of ``total`` submissions (classroom.py: right, wrong, stubs, hostile ones
+    that loop, exit, flood and fork) with ``jobs`` and ``time_limit``, as ``grade`` runs; a
+    Markdown report of the wall time against :data:`GRADING_BUDGET_S`, the load average before
+    and after, the peak memory of the whole process tree (grader, supervisors, sandboxes,
+    workers: the sum of their resident sizes, sampled) and where a submission's time goes
+    (inside its checks, or outside them: starting the worker, which imports torch, and the
+    sandbox)."""
+    import json
+
+    from classroom import write_class
+    from transformer_lab.selfcheck.worker import WORKER_MARK
+
+    with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
+        folder, reports = Path(scratch) / "class", Path(scratch) / "grades.json"
+        write_class(folder, total)
+        command = [sys.executable, "-m", "transformer_lab.selfcheck", "grade", str(folder)]
+        command += ["--csv", str(Path(scratch) / "grades.csv"), "--json", str(reports)]
+        command += ["--jobs", str(jobs), "--time-limit", str(time_limit)]
+        before, start = os.getloadavg(), time.perf_counter()
+        process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT
+        )
+        worker = WORKER_MARK.decode()
+        with TreeMonitor(process.pid, interval_s=0.5, cpu_of=worker) as monitor:
+            output = process.communicate()[0]
+        seconds, after = time.perf_counter() - start, os.getloadavg()
+        grader_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+        graded = json.loads(reports.read_text(encoding="utf-8")) if reports.exists() else []
+    in_checks = sum(c["seconds"] for r in graded for c in r["checks"])
+    # The grader's own CPU (its children's, as far as they were waited for) and the workers'
+    # (sampled before each ended: a little under their true total). CPU time hardly grows with
+    # the load, so CPU / cores is what the run would take on a quiet machine, at best.
+    workers_cpu = sum(monitor.kernels_in_start_order())
+    grader_s = grader_cpu.ru_utime + grader_cpu.ru_stime
+    per_file = sum(r["seconds"] for r in graded)
+    first = (output.splitlines() or [""])[0]
+    failures: list[str] = []
+    lines = [
+        f"`grade`, {total} submissions (classroom.py), --jobs {jobs}, --time-limit "
+        f"{time_limit:g}: exit {process.returncode}, {len(graded)} graded",
+        f"- wall: {seconds:.1f} s, "
+        f"{verdict(seconds, GRADING_BUDGET_S * total / 300, 'grading', failures)}; "
+        f"{total / seconds * 60:.0f} submissions per minute",
+        f"- load average before {before[0]:.2f}, after {after[0]:.2f} (1 min)",
+        f"- peak memory of the process tree: {mebibytes(monitor.peak_bytes)} "
+        "(resident sizes summed, sampled every 0.5 s)",
+        f"- time per submission: {per_file / max(1, len(graded)):.2f} s, of which "
+        f"{in_checks / max(1, len(graded)):.2f} s inside its checks; the rest starts its "
+        "worker(s) (a fresh interpreter importing torch, in a fresh sandbox)",
+        f"- CPU: workers {workers_cpu:.0f} s (sampled), the grader and what it waited for "
+        f"{grader_s:.0f} s; on {jobs} idle cores at best "
+        f"{(workers_cpu + grader_s) / jobs:.0f} s",
+        f"- {first}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
 def verdict(seconds: float, budget: float, what: str, failures: list[str]) -> str:
     """``ok`` or a bold overrun; an overrun is also added to ``failures``."""
     if seconds <= budget:
@@ -364,7 +430,23 @@ def main(argv: list[str]) -> int:
         action="store_false",
         help="skip timing the test suite (the rest of `make test`) against the build",
     )
+    parser.add_argument(
+        "--grading",
+        type=int,
+        metavar="N",
+        help="only grade a class of N submissions and report its throughput",
+    )
+    parser.add_argument("--jobs", type=int, default=2, help="with --grading (default 2)")
+    parser.add_argument(
+        "--time-limit",
+        type=float,
+        default=GRADING_TIME_LIMIT_S,
+        help=f"with --grading (default {GRADING_TIME_LIMIT_S:g})",
+    )
     args = parser.parse_args(argv)
+    if args.grading:
+        print(grading_throughput(args.grading, args.jobs, args.time_limit))
+        return 0
     args.output.parent.mkdir(parents=True, exist_ok=True)
     log_path = args.output.with_suffix(".log")
     started, load = datetime.now(UTC), os.getloadavg()

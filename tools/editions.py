@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -39,9 +40,16 @@ EXCLUDED = (
     "tools/classroom.py",
     "tools/bench.py",
 )
-KEPT_UNDER_EXCLUDED = (
-    "tests/references/",
-)  # the pages' executed outputs (reader notebooks)
+# The pages' executed outputs (reader notebooks), and the output sanitizer the Binder rehearsal
+# (make binder-check) reads.
+KEPT_UNDER_EXCLUDED = ("tests/references/", "tests/nbval_sanitize.cfg")
+# Makefile targets that need what the edition leaves out (the tests, the bench's tool, the
+# instructor's package): the edition's Makefile has the others (student_makefile).
+MAIN_ONLY_TARGETS = ("test", "bench", "student", "autograder")
+STUDENT_MAKEFILE_HEADER = (
+    "# The student edition's Makefile (written by tools/editions.py from the main Makefile):\n"
+    f"# the same targets but {', '.join(MAIN_ONLY_TARGETS)}, which need the instructor's files.\n"
+)
 AUTOGRADER_FILES = ROOT / "instructor" / "transformer_lab_instructor" / "autograder_files"
 AUTOGRADER_TREES = ("code/", "instructor/")
 AUTOGRADER_TOP = ("pyproject.toml", "requirements.txt")
@@ -87,6 +95,38 @@ def _copy(names: Iterable[str], source: Path, dest: Path) -> None:
         shutil.copy2(source / name, target)
 
 
+def student_makefile(text: str) -> str:
+    """The main Makefile without :data:`MAIN_ONLY_TARGETS`: their rules (with the comment
+    right above each), their lines in ``make help`` and their ``.PHONY`` names."""
+    lines, kept = text.splitlines(keepends=True), []
+    in_dropped_help = False
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        help_line = re.match(r'\t@echo "make (\S+)', line)
+        if help_line:
+            in_dropped_help = help_line.group(1) in MAIN_ONLY_TARGETS
+        elif not line.startswith('\t@echo "   '):
+            in_dropped_help = False
+        rule = re.match(r"^([\w-]+):", line)
+        if in_dropped_help:
+            index += 1
+            continue
+        if rule and rule.group(1) in MAIN_ONLY_TARGETS:
+            while kept and kept[-1].startswith("#"):
+                kept.pop()
+            index += 1
+            while index < len(lines) and lines[index].startswith("\t"):
+                index += 1
+            continue
+        if line.startswith(".PHONY:"):
+            names = [n for n in line.split()[1:] if n not in MAIN_ONLY_TARGETS]
+            line = ".PHONY: " + " ".join(names) + "\n"
+        kept.append(line)
+        index += 1
+    return STUDENT_MAKEFILE_HEADER + re.sub(r"\n{3,}", "\n\n", "".join(kept))
+
+
 def assemble_student(dest: Path, source: Path = ROOT) -> list[str]:
     """Write the student edition's sources to ``dest`` (emptied first); return its files."""
     if dest.exists():
@@ -95,6 +135,8 @@ def assemble_student(dest: Path, source: Path = ROOT) -> list[str]:
     _copy(names, source, dest)
     toc = (source / "_toc.yml").read_text(encoding="utf-8")
     (dest / "_toc.yml").write_text(STUDENT_TOC_HEADER + toc, encoding="utf-8")
+    makefile = (source / "Makefile").read_text(encoding="utf-8")
+    (dest / "Makefile").write_text(student_makefile(makefile), encoding="utf-8")
     config = dest / "_config.yml"
     text = config.read_text(encoding="utf-8")
     config.write_text(

@@ -4,7 +4,8 @@ a probe word that repeats a token."""
 import pytest
 
 from selfcheck.mutants import bpe
-from transformer_lab.selfcheck import check_train_bpe_tokenizer
+from selfcheck.solutions import SOLUTION
+from transformer_lab.selfcheck import PASSED, answers, check_train_bpe_tokenizer
 from transformer_lab.selfcheck.tokenizer import (
     COUNT_MISTAKES,
     OTHER_CORPUS,
@@ -12,8 +13,13 @@ from transformer_lab.selfcheck.tokenizer import (
     SMALL_TRAININGS,
     TOKENIZER_SIZES,
     TRAINING_MISTAKES,
+    UNSEEN_POOL,
+    UNSEEN_SENTENCE,
     WORDS,
+    _reachable,
     _smallest_encoding_note,
+    check_tokens_per_word,
+    tokenizer_inputs,
 )
 from transformer_lab.tokenizer import TINY_CORPUS, tokens_per_word, train_bpe_tokenizer
 
@@ -98,7 +104,65 @@ def test_an_unforeseen_encoding_shows_the_shortest_word_that_goes_wrong():
             return type("Encoding", (), {"tokens": encoding.tokens[::-1]})()
 
     # 'the' is one token, so the shortest word that goes wrong is 'text'
-    assert _smallest_encoding_note(Reversed(), reference) == (
+    assert _smallest_encoding_note(Reversed(), reference, UNSEEN_SENTENCE) == (
         " (smallest input where it goes wrong: 'text': expected ['te', 'x', 't'], "
         "received ['t', 'x', 'te'])"
     )
+
+
+# -- hidden checks: inputs drawn afresh ------------------------------------------------------
+
+
+def hidden_inputs():
+    with answers.using(answers.HIDDEN):
+        return tokenizer_inputs()
+
+
+def test_hidden_inputs_keep_what_the_checks_rely_on():
+    most = _reachable(TINY_CORPUS)
+    for _ in range(3):
+        drawn = hidden_inputs()
+        first, second = drawn.sizes
+        assert second < first <= most and first == drawn.other_size
+        assert _reachable(drawn.other_corpus) < first  # runs out of pairs before it
+        assert any(c.isupper() for c in "".join(drawn.other_corpus))
+        assert any(c in UNSEEN_POOL for c in drawn.unseen_characters)
+        assert not set(UNSEEN_POOL) & set("".join(TINY_CORPUS))
+        small, large = drawn.count_sizes
+        assert small < large <= most and len(drawn.words) >= 5
+
+
+def test_two_hidden_draws_differ_from_each_other_and_from_the_public_inputs():
+    first, second = hidden_inputs(), hidden_inputs()
+    assert first != second and tokenizer_inputs() not in (first, second)
+
+
+def solution(name: str):
+    namespace: dict = {}
+    exec(compile(SOLUTION, "solution.py", "exec"), namespace)
+    return namespace[name]
+
+
+def test_the_solution_passes_the_hidden_tokenizer_checks():
+    with answers.using(answers.HIDDEN):
+        assert check_train_bpe_tokenizer(solution("train_bpe_tokenizer")).status == PASSED
+        assert check_tokens_per_word(solution("tokens_per_word")).status == PASSED
+
+
+def test_hard_coded_public_counts_pass_only_the_public_check():
+    """Counts looked up from the public inputs (by vocabulary size and word) pass the public
+    check and fail the hidden one, whose words and sizes are new."""
+    table = {
+        (train_bpe_tokenizer(list(TINY_CORPUS), size).get_vocab_size(), word): count
+        for size in (40, 80)
+        for word, count in tokens_per_word(
+            train_bpe_tokenizer(list(TINY_CORPUS), size), list(WORDS)
+        ).items()
+    }
+
+    def looked_up(tokenizer, words):
+        return {w: table.get((tokenizer.get_vocab_size(), w), 1) for w in words}
+
+    assert check_tokens_per_word(looked_up).status == PASSED
+    with answers.using(answers.HIDDEN):
+        assert check_tokens_per_word(looked_up).status != PASSED

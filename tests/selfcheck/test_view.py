@@ -47,7 +47,17 @@ def look():
                 readable.append(path)
             except OSError:
                 pass
-    return {"uid": os.getuid(), "folders": folders, "readable": readable}
+    told, tables = [], []  # what else names paths: mount tables, arguments, environment
+    for name in ("/proc/self/mountinfo", "/proc/self/mounts", "/proc/1/mountinfo"):
+        try:
+            with open(name) as handle:
+                told.append(handle.read())
+            tables.append(name)
+        except OSError:
+            pass
+    told += sys.argv + [f"{k}={v}" for k, v in os.environ.items()] + sys.path
+    return {"uid": os.getuid(), "folders": folders, "readable": readable, "told": told,
+            "tables": tables}
 """
 
 
@@ -95,3 +105,29 @@ def test_a_worker_sees_only_the_interpreter_and_its_submission(tmp_path, second_
         venv = os.path.realpath(os.sys.prefix)
         assert all(p.startswith(venv + "/") for p in inside), inside[:5]
     assert any(p.endswith("/student.py") for p in readable)
+
+
+def test_a_worker_is_told_no_host_path(tmp_path):
+    """No mount table (its sources are host paths), and arguments, environment and import path
+    that name no folder of the host's but the interpreter's own. Before: /proc/self/mountinfo
+    named the skeleton's, the submission's and the data's host folders, and the arguments the
+    hidden folders."""
+    from transformer_lab.datasets import find_data_dir
+    from transformer_lab.selfcheck.isolation import runs_folder, skeleton
+
+    path = write(tmp_path, "student.py", LIST_EVERYTHING)
+    book = ("transformer_lab.datasets",)  # a check that reads the book's data
+    with Worker(path, ["look"], Limits(seconds=120), book_modules=book) as worker:
+        worker.start()
+        worker.begin_check(120)
+        seen = RemoteFunction(worker, "look").call().result
+    assert isinstance(seen, dict), seen
+    assert seen["tables"] == []
+    interpreter = {os.path.realpath(p) for p in (os.sys.prefix, os.sys.base_prefix)}
+    host = [str(tmp_path), runs_folder(), skeleton(book), str(find_data_dir())]
+    host += [str(project_root())] if project_root() else []
+    for text in seen["told"]:
+        for folder in interpreter:  # the interpreter's own path is the one it runs from
+            text = text.replace(folder, "<interpreter>")
+        for path in host:
+            assert os.path.realpath(path) not in text, (path, text[:300])

@@ -38,6 +38,7 @@ from transformer_lab.selfcheck.tensors import (
     shape_text,
     smallest_input_note,
 )
+from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "attention", "Exercise 3"
 
@@ -604,7 +605,7 @@ def _smallest_attention_note(student: StudentFunction, probes: list[tuple]) -> s
         lambda pair: (
             f"(output {row_text(pair[0])}, weights {row_text(pair[1])})"
             if isinstance(pair, (tuple, list)) and len(pair) == 2
-            else repr(pair)[:60]
+            else bounded_repr(pair, 60)
         ),
     )
 

@@ -80,6 +80,45 @@ def _check_outputs(parser: argparse.ArgumentParser, **paths: str | None) -> None
                 parser.error(f"--{option}: {problem}")
 
 
+ALLOW_PROCESS = "--allow-process-isolation"
+WEAK_GRADING = (
+    "WARNING: graded WITHOUT the sandbox ({why}): a determined submission can get round the "
+    "process level's guard (e.g. read a classmate's file and pass with it), so these results "
+    "are not safe to give marks from"
+)
+
+
+def weak_grading(allowed: bool) -> tuple[str | None, str | None]:
+    """Grading (``grade``, ``--hidden``) needs bubblewrap: (refusal, warning). ``refusal`` when
+    it does not work here and the grader did not choose the process level explicitly (the
+    ``--allow-process-isolation`` flag, or ``SELFCHECK_ISOLATION=process``); ``warning`` when it
+    grades at the process level all the same. A student's own check needs neither: nothing is at
+    stake there, and a Mac has no bubblewrap."""
+    if isolation().level != PROCESS:
+        return None, None
+    if os.environ.get("SELFCHECK_ISOLATION", "") == PROCESS:
+        return None, WEAK_GRADING.format(why="SELFCHECK_ISOLATION=process")
+    if allowed:
+        return None, WEAK_GRADING.format(why=ALLOW_PROCESS)
+    return (
+        "refusing to grade without the sandbox: bubblewrap does not work on this machine, and "
+        "at the process level a determined submission can disarm the self-check's guard and "
+        "read other files (a classmate's submission, an answer key). Install bubblewrap "
+        "(apt-get install bubblewrap) with unprivileged user namespaces allowed, or pass "
+        f"{ALLOW_PROCESS} to grade anyway (every output then says so)",
+        None,
+    )
+
+
+def _allow_process(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        ALLOW_PROCESS,
+        action="store_true",
+        help="grade even where bubblewrap does not work (the process level, which a determined "
+        "submission can get round; every output says so)",
+    )
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--page",
@@ -155,12 +194,14 @@ def check_command(argv: Sequence[str]) -> int:
         help="instructor's autograder: also run the hidden checks (fresh inputs, the "
         "instructor's package); with --gradescope they carry the points",
     )
+    _allow_process(parser)
     parser.add_argument(
         "--display", help=argparse.SUPPRESS
     )  # the file name the report shows
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
     _check_outputs(parser, gradescope=args.gradescope)
+    warning = None
     if args.hidden:
         try:
             with answers.using(answers.HIDDEN):
@@ -168,6 +209,14 @@ def check_command(argv: Sequence[str]) -> int:
         except RuntimeError as error:
             print(f"--hidden: {error}.")
             return EXIT_UNUSABLE
+        refusal, warning = weak_grading(args.allow_process_isolation)
+        if refusal is not None:
+            print(f"--hidden: {refusal}.", flush=True)
+            unusable = _unusable(path or "(no file)", only, refusal, args.page)
+            _write_gradescope(args.gradescope, unusable, unusable)
+            return EXIT_UNUSABLE
+        if warning:
+            print(warning, file=sys.stderr if args.json else sys.stdout, flush=True)
     if path is None:
         default = starter_path(args.page)
         try:
@@ -218,6 +267,8 @@ def check_command(argv: Sequence[str]) -> int:
             )
         print("Hidden checks (fresh inputs):", flush=True)
         print(report_to_json(graded) if args.json else format_report(graded), flush=True)
+        if warning:
+            print(warning, file=sys.stderr if args.json else sys.stdout, flush=True)
     _write_gradescope(args.gradescope, report, graded)
     if report.interrupted:
         return EXIT_INTERRUPTED
@@ -291,6 +342,7 @@ def grade_command(argv: Sequence[str]) -> int:
         f"machine's cores, {default_jobs()} here)",
     )
     _common(parser)
+    _allow_process(parser)
     args = parser.parse_args(argv)
     only, _ = _split_only(parser, args.only, "")
     _check_outputs(parser, csv=args.csv, json=args.json)
@@ -302,7 +354,11 @@ def grade_command(argv: Sequence[str]) -> int:
     if not files:
         print(f"No *.py files in {folder}")
         return EXIT_UNUSABLE
-    print(isolation().line, flush=True)
+    refusal, warning = weak_grading(args.allow_process_isolation)
+    if refusal is not None:
+        print(f"grade: {refusal}.")
+        return EXIT_UNUSABLE
+    print(isolation().line + (f" -- {warning}" if warning else ""), flush=True)
 
     def progress(report):
         last = (
@@ -325,7 +381,10 @@ def grade_command(argv: Sequence[str]) -> int:
     rows = write_csv(reports, args.csv)
     if args.json:
         write_json(reports, args.json)
-    print(f"{len(reports)} submissions, {rows} rows written to {args.csv}")
+    print(
+        f"{len(reports)} submissions, {rows} rows written to {args.csv}"
+        + (f" -- {warning}" if warning else "")
+    )
     return status
 
 

@@ -138,11 +138,22 @@ def capitalise(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+RECEIVED_CHARACTERS = 2000  # of a finding's received value: no reply costs more
+
+
 def fail(
     code: str, mistake: str, expected: object, received: object, advice: str = ""
 ) -> None:
-    """Stop the current check with a diagnosed mistake."""
-    raise Failed(Finding(code, capitalise(mistake), str(expected), str(received), advice))
+    """Stop the current check with a diagnosed mistake. ``received`` (the student's value, of
+    any size) is shown from bounded pieces (:data:`RECEIVED_CHARACTERS`)."""
+    from transformer_lab.selfcheck.transport import bounded_repr
+
+    shown = (
+        received[:RECEIVED_CHARACTERS]
+        if isinstance(received, str)
+        else bounded_repr(received, RECEIVED_CHARACTERS)
+    )
+    raise Failed(Finding(code, capitalise(mistake), str(expected), shown, advice))
 
 
 def fail_with(mistake: Mistake, expected: object, received: object, note: str = "") -> None:

@@ -16,6 +16,7 @@ from transformer_lab.selfcheck.core import (
     run_check,
 )
 from transformer_lab.selfcheck.execution import as_student, type_name
+from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "embedding_parameters", "Exercise 7"
 TABLE = "an embedding is a table of shape (vocab_size, d), and nothing else"
@@ -101,7 +102,7 @@ def smallest_wrong(student, reference) -> tuple[int, int, int, str] | None:
             or not isinstance(result, numbers.Real)
             or result != expected
         ):
-            return vocab_size, d, expected, repr(result)[:40]
+            return vocab_size, d, expected, bounded_repr(result, 40)
     return None
 
 
@@ -129,7 +130,7 @@ def check_embedding_parameters(function) -> CheckResult:
                     "not_a_number",
                     f"{article(kind)} came back instead of a number",
                     f"{expected:,} (an int)",
-                    repr(result)[:80],
+                    bounded_repr(result, 80),
                     "return vocab_size * d"
                     + (" as a Python int: .item()" if kind == "torch.Tensor" else ""),
                 )

@@ -433,7 +433,18 @@ def _bwrap_base() -> list[str]:
 # The system folders a Python interpreter needs (merged-/usr links are made as links), and
 # single files of /etc the dynamic loader reads; /sys only for the CPU layout torch reads.
 SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/ld.so.conf", "/sys/devices/system/cpu")
+# /proc/cpuinfo alone, not a /proc: the package reads it to pick ATen's kernels, and a whole
+# /proc would show the host's paths (every bind mount's source, in /proc/self/mountinfo).
+SYSTEM_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/sys/devices/system/cpu",
+    "/proc/cpuinfo",
+)
+# Inside a bubblewrap sandbox: where the book's data appears (its host path stays unnamed), and
+# the programs' search path (the grader's PATH would name the host's folders).
+SANDBOX_DATA = "/book-data"
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
 SANDBOX_UID = 65534  # the worker's uid and gid in its user namespace ("nobody")
 
 
@@ -447,9 +458,10 @@ def _interpreter_folders() -> list[str]:
 
 def system_view(hidden: list[str] = ()) -> list[str]:
     """bwrap arguments that build the worker's whole file system, deny by default: the system
-    folders and the interpreter's (read-only), an empty ``/dev`` with the usual devices, its own
-    ``/proc``, and nothing else of the machine (no ``/etc`` beyond the loader's cache, no home,
-    no ``/root``, no other clone). A ``hidden`` path inside one of those folders (the book's
+    folders and the interpreter's (read-only), an empty ``/dev`` with the usual devices, the
+    CPU's description, and nothing else of the machine (no ``/etc`` beyond the loader's cache,
+    no home, no ``/root``, no other clone, and no ``/proc``: its ``mountinfo`` names the host
+    path of every folder bound in). A ``hidden`` path inside one of those folders (the book's
     package installed beside the interpreter's packages) is covered by an empty folder."""
     view: list[str] = []
     for path in SYSTEM_FOLDERS:
@@ -475,7 +487,7 @@ def system_view(hidden: list[str] = ()) -> list[str]:
                 if os.path.isdir(path)
                 else ["--ro-bind", "/dev/null", path]
             )
-    return [*view, "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    return [*view, "--dev", "/dev", "--remount-ro", "/dev"]
 
 
 @functools.cache
@@ -493,6 +505,14 @@ def _bwrap_works() -> bool:
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0
+
+
+def seen_paths(level: str, visible: list[str]) -> list[str]:
+    """Where a worker at ``level`` finds the ``visible`` folders (the book's data): in
+    bubblewrap at :data:`SANDBOX_DATA` (and numbered after it), not at their host paths."""
+    if level != BUBBLEWRAP:
+        return list(visible)
+    return [SANDBOX_DATA + (f"-{i}" if i else "") for i in range(len(visible))]
 
 
 def isolation() -> Isolation:
@@ -533,13 +553,15 @@ def worker_command(
     size = str(TMPFS_MB * 2**20)
     command = [*prefix, *_bwrap_base(), *system_view(hidden)]
     command += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
-    command += [arg for path in visible for arg in ("--ro-bind", path, path)]
+    for path, seen in zip(visible, seen_paths(level, list(visible))):
+        command += ["--ro-bind", path, seen]
     command += ["--ro-bind", root, SANDBOX_SKELETON, "--dir", SANDBOX_WORKDIR]
     if file_name:
         inside = f"{SANDBOX_WORKDIR}/{file_name}"
         command += ["--ro-bind", os.path.join(workdir, file_name), inside]
     command += ["--remount-ro", "/", "--chdir", SANDBOX_WORKDIR]
     command += ["--setenv", "TMPDIR", SANDBOX_WORKDIR, "--setenv", "HOME", SANDBOX_WORKDIR]
+    command += ["--setenv", "PATH", SANDBOX_PATH]
     return [*command, *python, SANDBOX_SKELETON, *arguments], SANDBOX_WORKDIR
 
 

@@ -20,6 +20,7 @@ from transformer_lab.selfcheck.tensors import (
     shape_text,
     smallest_input_note,
 )
+from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "causal_padding_mask", "Exercise 11"
 
@@ -214,7 +215,7 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
             lambda mask: (
                 _rows(mask[0])
                 if isinstance(mask, torch.Tensor) and mask.dim() == 3
-                else repr(mask)[:60]
+                else bounded_repr(mask, 60)
             ),
         ),
         shown_expected,

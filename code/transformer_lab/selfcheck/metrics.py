@@ -23,6 +23,7 @@ from transformer_lab.selfcheck.tensors import (
     shape_text,
     smallest_input_note,
 )
+from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "accuracy", "Exercise 1"
 
@@ -233,7 +234,7 @@ def _check_once(student: StudentFunction, logits, labels):
             "not_a_float",
             f"{article(kind)} came back instead of a Python float",
             want,
-            repr(result)[:80],
+            bounded_repr(result, 80),
             "return a float between 0 and 1, e.g. with .item()",
         )
     if abs(result - expected) < 1e-6:
@@ -257,7 +258,7 @@ def _check_once(student: StudentFunction, logits, labels):
             lambda value: (
                 f"{float(value):.4f}"
                 if isinstance(value, numbers.Real)
-                else repr(value)[:40]
+                else bounded_repr(value, 40)
             ),
         ),
         f"{expected:.4f}",

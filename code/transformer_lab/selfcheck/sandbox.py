@@ -509,8 +509,9 @@ def _streams() -> None:
 
 def _caps(limits: dict) -> None:
     """Per-process caps the kernel enforces (``setrlimit``, inherited by every child): file
-    size, CPU time and (Linux) address space, which counts from the worker's size once torch is
-    in. The cgroup of ``isolation.worker_cgroup``, where there is one, caps the whole sandbox."""
+    size and CPU time; the address space follows (:func:`cap_address_space`) once the parent
+    has measured the worker. The cgroup of ``isolation.worker_cgroup``, where there is one,
+    caps the whole sandbox."""
     try:
         import resource
     except ImportError:  # Windows
@@ -527,13 +528,19 @@ def _caps(limits: dict) -> None:
         resource.setrlimit(resource.RLIMIT_CPU, (cap, cap + 5))
     except (KeyError, ValueError, OSError):
         pass
-    if limits.get("memory_mb") is not None and sys.platform.startswith("linux"):
-        try:
-            pages = int(Path("/proc/self/statm").read_text().split()[0])
-            cap = pages * resource.getpagesize() + limits["memory_mb"] * 2**20
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        except (ValueError, OSError):
-            pass
+
+
+def cap_address_space(cap: object) -> None:
+    """``RLIMIT_AS`` of ``cap`` bytes (Linux): the worker's size once torch is in, which the
+    parent read from outside (the sandbox has no ``/proc``), plus the student's memory."""
+    if not isinstance(cap, int) or isinstance(cap, bool) or cap <= 0:
+        return
+    try:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    except (ImportError, ValueError, OSError):
+        pass
 
 
 def _die_with_parent() -> None:
@@ -716,10 +723,12 @@ def main() -> None:
     # A worker may be started ahead of its checks: the file loads (and the parent's time limit
     # for that starts) only when the parent asks.
     try:
-        if pickle.loads(conn.recv_bytes())[0] != "load":
-            return
+        request = pickle.loads(conn.recv_bytes())
     except (EOFError, OSError):
         return
+    if request[0] != "load":
+        return
+    cap_address_space(request[1] if len(request) > 1 else None)
     try:
         module = load_file(path)
     except BaseException as error:  # noqa: BLE001 - SystemExit, KeyboardInterrupt, tripwires too

@@ -10,6 +10,7 @@ import torch
 
 from transformer_lab.selfcheck.core import article, fail
 from transformer_lab.selfcheck.execution import StudentFunction, execute_gradient, type_name
+from transformer_lab.selfcheck.transport import bounded_repr
 
 # How close a student's gradient must come to the reference's: two float32 computations of the
 # same function differ in the last digits; a part left out of autograd differs in the first.
@@ -23,11 +24,18 @@ def shape_text(value) -> str:
     return "(" + ", ".join(sizes) + ("," if len(sizes) == 1 else "") + ")"
 
 
+ROW_VALUES = 200  # values row_text shows: a student's tensor of any size costs no more
+
+
 def row_text(tensor: torch.Tensor, digits: int = 3) -> str:
-    values = [round(float(x), digits) for x in tensor.detach().reshape(-1).tolist()]
+    """The first :data:`ROW_VALUES` values of ``tensor`` (any shape), rounded, as one row."""
+    flat = tensor.detach().reshape(-1)
+    values = [round(float(x), digits) for x in flat[:ROW_VALUES].tolist()]
+    more = ", ..." if flat.numel() > ROW_VALUES else ""
     return (
         "["
         + ", ".join(f"{x:.{digits}f}" if math.isfinite(x) else str(x) for x in values)
+        + more
         + "]"
     )
 
@@ -211,7 +219,7 @@ def smallest_input_note(
     same: Callable[[object, object], bool],
     show: Callable[..., str],
     text: Callable[[object], str] = lambda value: (
-        row_text(value) if isinstance(value, torch.Tensor) else repr(value)
+        row_text(value) if isinstance(value, torch.Tensor) else bounded_repr(value, 80)
     ),
 ) -> str:
     """' (smallest input where it goes wrong: ...: expected ..., received ...)' for the first of

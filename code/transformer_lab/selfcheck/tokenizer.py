@@ -7,7 +7,10 @@ which a self-check of the attention exercise alone does not need.
 from __future__ import annotations
 
 import numbers
+import random
+from dataclasses import dataclass
 
+from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import (
     CheckResult,
     Mistake,
@@ -17,6 +20,7 @@ from transformer_lab.selfcheck.core import (
     run_check,
 )
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
+from transformer_lab.selfcheck.transport import bounded_repr
 
 TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 8"
 COUNT_NAME, COUNT_EXERCISE = "tokens_per_word", "Exercise 9"
@@ -51,6 +55,89 @@ def _ref():
     from transformer_lab import tokenizer
 
     return tokenizer
+
+
+@dataclass(frozen=True)
+class TokenizerInputs:
+    """What the two tokenizer checks train on and encode.
+
+    ``sizes``: the two vocabulary sizes the training check asks for on ``TINY_CORPUS`` (both
+    reachable; the first also more than ``other_corpus`` can reach, see ``OTHER_SIZE``);
+    ``other_corpus``: a second corpus, with capitals; ``unseen_sentence``: encoded after
+    training; ``unseen_characters``: holds characters the corpus never contained;
+    ``words`` and ``count_sizes``: what the counting check counts, with tokenizers of these
+    two sizes (the smaller first)."""
+
+    sizes: tuple[int, int]
+    other_corpus: tuple[str, ...]
+    unseen_sentence: str
+    unseen_characters: str
+    words: tuple[str, ...]
+    count_sizes: tuple[int, int]
+
+    @property
+    def other_size(self) -> int:
+        return self.sizes[0]
+
+
+# Characters TINY_CORPUS never contains (a fresh unseen-characters text takes two of them).
+UNSEEN_POOL = "éüñßø€🙂🚀"
+LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _reachable(corpus) -> int:
+    """The largest vocabulary the reference reaches on ``corpus`` (every pair merged)."""
+    return _ref().train_bpe_tokenizer(list(corpus), 100_000).get_vocab_size()
+
+
+def _fresh_word(draw: random.Random, letters, shortest: int, longest: int) -> str:
+    return "".join(draw.choice(letters) for _ in range(draw.randint(shortest, longest)))
+
+
+def tokenizer_inputs() -> TokenizerInputs:
+    """The public inputs; or (hidden checks) inputs drawn afresh with the same properties: two
+    reachable sizes, a second corpus of made-up words that runs out of pairs before the first
+    size, sentences of the corpus's words and made-up ones, and words to count."""
+    if answers.mode() != answers.HIDDEN:
+        return PUBLIC_INPUTS
+    draw = random.Random(answers.fresh_seed(0))
+    ref = _ref()
+    corpus = list(ref.TINY_CORPUS)
+    known = sorted({word for line in corpus for word in line.split()})
+    letters = [c for c in ref.alphabet(corpus) if c in LETTERS]
+    most, fewest = _reachable(corpus), ref.minimum_vocab_size(corpus)
+    while True:
+        other = tuple(
+            " ".join(
+                _fresh_word(draw, LETTERS, 3, 6).capitalize()
+                if draw.random() < 0.3
+                else _fresh_word(draw, LETTERS, 3, 6)
+                for _ in range(draw.randint(2, 4))
+            )
+            for _ in range(3)
+        )
+        other_most = _reachable(other)
+        if other_most < most - 10:
+            break
+    first = draw.randint(max(other_most + 1, fewest + 10), most)
+    second = draw.randint(fewest + 3, first - 5)
+    small = draw.randint(fewest + 3, (fewest + most) // 2)
+    large = draw.randint(small + 15, most)
+    sentence = [draw.choice(known) for _ in range(3)]
+    sentence += [_fresh_word(draw, letters, 3, 8) for _ in range(2)]
+    draw.shuffle(sentence)
+    strange = draw.sample(UNSEEN_POOL, 2)
+    characters = [draw.choice(known), _fresh_word(draw, letters, 2, 4) + strange[0]]
+    characters += [draw.choice(known), strange[1]]
+    words = [*draw.sample(known, 4), *(_fresh_word(draw, letters, 3, 9) for _ in range(3))]
+    return TokenizerInputs(
+        sizes=(first, second),
+        other_corpus=other,
+        unseen_sentence=" ".join(sentence),
+        unseen_characters=" ".join(characters),
+        words=tuple(dict.fromkeys(words)),
+        count_sizes=(small, large),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -133,7 +220,7 @@ def _vocab_difference(student, reference) -> tuple[str, str]:
     )
 
 
-def _check_structure(student, reference) -> None:
+def _check_structure(student, reference, inputs: TokenizerInputs) -> None:
     """Special tokens, pre-tokenizer and normalizer, compared with the reference tokenizer."""
     ref = _ref()
     missing = [token for token in ref.SPECIAL_TOKENS if student.token_to_id(token) is None]
@@ -174,16 +261,18 @@ def _check_structure(student, reference) -> None:
             "wrong_pre_tokenizer",
             f"the pre-tokenizer is {type(student.pre_tokenizer).__name__}, not Whitespace",
             f"Whitespace: {example!r} -> {expected_pieces}",
-            f"{type(student.pre_tokenizer).__name__}: {example!r} -> {received_pieces}",
+            f"{type(student.pre_tokenizer).__name__}: {example!r} -> "
+            + bounded_repr(received_pieces, 120),
             "tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()",
         )
+    last_word = inputs.unseen_sentence.split()[-1]
     if student.post_processor is not None:
         fail(
             "extra_post_processor",
             f"the tokenizer has a post-processor ({type(student.post_processor).__name__}): it "
             "adds tokens to every encoding that the text does not contain",
-            f"{UNSEEN_SENTENCE.split()[-1]!r} -> {reference.encode(UNSEEN_SENTENCE.split()[-1]).tokens}",
-            f"-> {student.encode(UNSEEN_SENTENCE.split()[-1]).tokens}",
+            f"{last_word!r} -> {reference.encode(last_word).tokens}",
+            f"-> {student.encode(last_word).tokens}",
             "remove the post_processor line (and any TemplateProcessing)",
         )
     if student.normalizer is not None:
@@ -207,21 +296,25 @@ def _check_model_options(student) -> None:
         inside = sorted(t for t in student.get_vocab() if t.startswith(prefix))[:4]
         fail(
             "continuing_subword_prefix",
-            f"the tokens that continue a word are marked with {prefix!r} (continuing_subword_prefix, "
+            f"the tokens that continue a word are marked with {bounded_repr(prefix, 40)} "
+            "(continuing_subword_prefix, "
             "WordPiece's convention): each character then has two tokens, with and without "
             "the mark, and the vocabulary fills up with them",
             "no continuing_subword_prefix: 'attention' -> ['attention'], pieces unmarked",
-            f"continuing_subword_prefix={prefix!r}: tokens such as {inside}",
+            f"continuing_subword_prefix={bounded_repr(prefix, 40)}: tokens such as "
+            + bounded_repr(inside, 120),
             "remove continuing_subword_prefix from BPE(...) and BpeTrainer(...)",
         )
     if suffix:
         ends = sorted(t for t in student.get_vocab() if t.endswith(suffix))[:4]
         fail(
             "end_of_word_suffix",
-            f"the last piece of every word is marked with {suffix!r} (end_of_word_suffix, as in "
+            f"the last piece of every word is marked with {bounded_repr(suffix, 40)} "
+            "(end_of_word_suffix, as in "
             "the original BPE paper): a word's ending gets tokens of its own",
             "no end_of_word_suffix: pieces unmarked",
-            f"end_of_word_suffix={suffix!r}: tokens such as {ends}",
+            f"end_of_word_suffix={bounded_repr(suffix, 40)}: tokens such as "
+            + bounded_repr(ends, 120),
             "remove end_of_word_suffix from BPE(...) and BpeTrainer(...)",
         )
     dropout = getattr(model, "dropout", None)
@@ -278,25 +371,27 @@ def _smallest_training_note(student: StudentFunction) -> str:
     return ""
 
 
-def _smallest_encoding_note(student, reference) -> str:
+def _smallest_encoding_note(student, reference, sentence: str) -> str:
     """' (smallest input where it goes wrong: 'text': expected [...], received [...])' for the
-    shortest word of UNSEEN_SENTENCE (then the sentence) that the two tokenizers encode apart."""
-    words = sorted(set(UNSEEN_SENTENCE.split()), key=lambda w: (len(w), w))
-    for text in [*words, UNSEEN_SENTENCE]:
+    shortest word of ``sentence`` (then the sentence) that the two tokenizers encode apart."""
+    words = sorted(set(sentence.split()), key=lambda w: (len(w), w))
+    for text in [*words, sentence]:
         expected, received = reference.encode(text).tokens, student.encode(text).tokens
         if expected != received:
             return (
                 f" (smallest input where it goes wrong: {text!r}: expected {expected}, "
-                f"received {received})"
+                f"received {bounded_repr(received, 200)})"
             )
     return ""
 
 
-def _check_unknown_characters(student, reference) -> None:
-    """Characters the corpus never contained must become [UNK], not vanish from the encoding."""
+def _check_unknown_characters(student, reference, text: str) -> None:
+    """Characters the corpus never contained (in ``text``) must become [UNK], not vanish from
+    the encoding."""
     ref = _ref()
-    expected = reference.encode(UNSEEN_CHARACTERS).tokens
-    received = student.encode(UNSEEN_CHARACTERS).tokens
+    expected = reference.encode(text).tokens
+    received = student.encode(text).tokens
+    strange = ", ".join(c for c in dict.fromkeys(text) if c in UNSEEN_POOL)
     if received == expected:
         return
     advice = f'Tokenizer(models.BPE(unk_token="{ref.UNKNOWN_TOKEN}")): the model needs to know its unknown token'
@@ -305,16 +400,17 @@ def _check_unknown_characters(student, reference) -> None:
         fail(
             "missing_unk_token",
             f"the BPE model has no unk_token: characters the corpus never contained "
-            f"(é, 🙂) vanish from the encoding instead of becoming {ref.UNKNOWN_TOKEN}",
-            f"{UNSEEN_CHARACTERS!r} -> {expected}",
+            f"({strange}) vanish from the encoding instead of becoming {ref.UNKNOWN_TOKEN}",
+            f"{text!r} -> {expected}",
             f"-> {received}",
             advice,
         )
     if unk_token is not None and unk_token != ref.UNKNOWN_TOKEN:
         fail(
             "wrong_unk_token",
-            f"the BPE model's unk_token is {unk_token!r}, not {ref.UNKNOWN_TOKEN!r}",
-            f"{UNSEEN_CHARACTERS!r} -> {expected}",
+            f"the BPE model's unk_token is {bounded_repr(unk_token, 40)}, not "
+            f"{ref.UNKNOWN_TOKEN!r}",
+            f"{text!r} -> {expected}",
             f"-> {received}",
             advice,
         )
@@ -405,15 +501,16 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
 
     def body():
         ref = _ref()
+        inputs = tokenizer_inputs()
         corpus = list(ref.TINY_CORPUS)
         sizes = {
             size: (
                 _train(student_function, corpus, size),
                 ref.train_bpe_tokenizer(corpus, size),
             )
-            for size in TOKENIZER_SIZES
+            for size in inputs.sizes
         }
-        student, reference = sizes[TOKENIZER_SIZES[0]]
+        student, reference = sizes[inputs.sizes[0]]
         model = type(student.model).__name__
         if model != "BPE":
             fail(
@@ -460,13 +557,14 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
                 received,
                 "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)",
             )
-        _check_structure(student, reference)
-        # A small corpus runs out of pairs before OTHER_SIZE: the vocabulary stops short of it.
-        other = _train(student_function, OTHER_CORPUS, OTHER_SIZE)
-        other_reference = ref.train_bpe_tokenizer(list(OTHER_CORPUS), OTHER_SIZE)
+        _check_structure(student, reference, inputs)
+        # A small corpus runs out of pairs before other_size: the vocabulary stops short of it.
+        other_corpus, other_size = inputs.other_corpus, inputs.other_size
+        other = _train(student_function, other_corpus, other_size)
+        other_reference = ref.train_bpe_tokenizer(list(other_corpus), other_size)
         if other.get_vocab() != other_reference.get_vocab():
             expected, received = _vocab_difference(other, other_reference)
-            if other.get_vocab() == sizes[OTHER_SIZE][0].get_vocab():
+            if other.get_vocab() == sizes[other_size][0].get_vocab():
                 fail(
                     "ignores_corpus",
                     "the tokenizer learned the same vocabulary from a different corpus: it does "
@@ -476,11 +574,11 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
                     "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument",
                 )
             _differs_by(
-                other, other_reference, list(OTHER_CORPUS), OTHER_SIZE, expected, received
+                other, other_reference, list(other_corpus), other_size, expected, received
             )
         for size, (trained, reference_at_size) in [
             *sizes.items(),
-            (OTHER_SIZE, (other, other_reference)),
+            (other_size, (other, other_reference)),
         ]:
             if trained.get_vocab() != reference_at_size.get_vocab():
                 expected, received = _vocab_difference(trained, reference_at_size)
@@ -505,15 +603,16 @@ def check_train_bpe_tokenizer(function) -> CheckResult:
                     'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
                     "the two special tokens; no other options",
                 )
-        _check_unknown_characters(student, reference)
-        tokens = student.encode(UNSEEN_SENTENCE).tokens
-        expected_tokens = reference.encode(UNSEEN_SENTENCE).tokens
+        _check_unknown_characters(student, reference, inputs.unseen_characters)
+        sentence = inputs.unseen_sentence
+        tokens = student.encode(sentence).tokens
+        expected_tokens = reference.encode(sentence).tokens
         if tokens != expected_tokens:
             fail(
                 "encoding_differs",
                 "the vocabulary matches but encoding gives other tokens"
-                + _smallest_encoding_note(student, reference),
-                f"{UNSEEN_SENTENCE!r} -> {expected_tokens}",
+                + _smallest_encoding_note(student, reference, sentence),
+                f"{sentence!r} -> {expected_tokens}",
                 f"-> {tokens}",
                 "do not add a normalizer, post-processor or dropout",
             )
@@ -599,7 +698,10 @@ def _check_values(result: dict, expected: dict, tokenizer) -> None:
     if not bad:
         return
     word, value = next(iter(bad.items()))
-    shown_expected, shown = f"{word!r}: {expected[word]}", f"{word!r}: {value!r}"[:120]
+    shown_expected, shown = (
+        f"{word!r}: {expected[word]}",
+        f"{word!r}: {bounded_repr(value, 100)}",
+    )
     if isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
         fail(
             "stored_tokens",
@@ -672,7 +774,7 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
             "not_a_dict",
             f"{article(kind)} came back instead of a dict",
             expected,
-            repr(result)[:120],
+            bounded_repr(result, 120),
             "return {word: count for ...}",
         )
     if set(result) != set(words):
@@ -714,22 +816,34 @@ def check_tokens_per_word(function) -> CheckResult:
 
     def body():
         ref = _ref()
+        inputs = tokenizer_inputs()
+        words = inputs.words
         corpus = list(ref.TINY_CORPUS)
-        small, large = (ref.train_bpe_tokenizer(corpus, size) for size in (40, 80))
-        _check_once(student, large, WORDS)
-        expected_small = ref.tokens_per_word(small, list(WORDS))
-        result = student.call(small, list(WORDS)).result
+        small, large = (ref.train_bpe_tokenizer(corpus, s) for s in inputs.count_sizes)
+        _check_once(student, large, words)
+        expected_small = ref.tokens_per_word(small, list(words))
+        result = student.call(small, list(words)).result
         if (
             isinstance(result, dict)
-            and result == ref.tokens_per_word(large, list(WORDS)) != expected_small
+            and result == ref.tokens_per_word(large, list(words)) != expected_small
         ):
             fail(
                 "ignores_tokenizer",
                 "the counts do not change with the tokenizer passed in (a global tokenizer?)",
-                f"with a vocabulary of 40: {expected_small}",
+                f"with a vocabulary of {inputs.count_sizes[0]}: {expected_small}",
                 result,
                 "use the function's `tokenizer` argument",
             )
-        _check_once(student, small, WORDS)
+        _check_once(student, small, words)
 
     return run_check(COUNT_NAME, COUNT_EXERCISE, body)
+
+
+PUBLIC_INPUTS = TokenizerInputs(
+    sizes=TOKENIZER_SIZES,
+    other_corpus=OTHER_CORPUS,
+    unseen_sentence=UNSEEN_SENTENCE,
+    unseen_characters=UNSEEN_CHARACTERS,
+    words=WORDS,
+    count_sizes=(40, 80),
+)

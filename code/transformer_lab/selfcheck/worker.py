@@ -53,6 +53,7 @@ from transformer_lab.selfcheck.isolation import (
     isolation,
     remove_folder,
     runs_folder,
+    seen_paths,
     with_imports,
     worker_cgroup,
     worker_command,
@@ -147,6 +148,36 @@ def end_orphans(rounds: int = 20) -> None:
                 os.waitpid(pid, 0)
             except OSError:
                 pass
+
+
+def worker_pid(root: int) -> int | None:
+    """The host process id of the worker interpreter that process ``root`` (its supervisor)
+    started, through bubblewrap or not: the descendant whose command line is the worker's
+    (``python -I -c <start>``, the start naming the sandbox module). None off Linux."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return None
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                argv = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if argv[1:3] == [b"-I", b"-c"] and len(argv) > 3 and WORKER_MARK in argv[3]:
+            return pid
+        todo += children.get(pid, [])
+    return None
 
 
 @dataclass(frozen=True)
@@ -260,6 +291,10 @@ class Worker:
         alarm_read, alarm_write = os.pipe()
         fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
         self.cgroup = worker_cgroup(self.limits.memory_mb)
+        level = self.isolation.level
+        # In bubblewrap the worker's view holds none of the hidden paths, so it is not told
+        # them; nor where the data lives on the host (its arguments name no host path).
+        seen_data = seen_paths(level, self.visible)
         config = {
             "names": self.names,
             "limits": {
@@ -267,11 +302,11 @@ class Worker:
                 "memory_mb": self.limits.memory_mb,
                 "cpu_seconds": cpu_seconds(self.limits.seconds, len(self.names)),
             },
-            "hidden": self.hidden,
-            "level": self.isolation.level,
+            "hidden": [] if level == BUBBLEWRAP else self.hidden,
+            "level": level,
             "book_modules": with_imports(self.book_modules),
             "library_tripwires": not self.library_attention,
-            "visible": self.visible,
+            "visible": seen_data,
         }
         command, seen = worker_command(
             self.isolation.level,
@@ -294,7 +329,7 @@ class Worker:
                 start_new_session=True,
                 cwd=self.workdir,
                 env={
-                    **_clean_environment(self.visible),
+                    **_clean_environment(seen_data),
                     "TMPDIR": self.workdir,
                     "HOME": self.workdir,
                 },
@@ -337,7 +372,7 @@ class Worker:
             self.kill()
             raise LoadFailed("the process to run your code did not start")
         try:
-            self.conn.send_bytes(pickle.dumps(("load",)))
+            self.conn.send_bytes(pickle.dumps(("load", self._address_cap())))
         except OSError:
             self.kill()
             raise LoadFailed(
@@ -364,6 +399,21 @@ class Worker:
             raise LoadFailed(str(reply[1]) if reply[0] == "load_error" else "no answer")
         self.functions = _functions(reply[1])
         return self.functions
+
+    def _address_cap(self) -> int | None:
+        """The worker's ``RLIMIT_AS``: its size now (torch loaded, no student code run yet),
+        read from this side's ``/proc``, plus ``Limits.memory_mb``; None off Linux or with no
+        memory limit."""
+        if self.limits.memory_mb is None or self.process is None:
+            return None
+        pid = worker_pid(self.process.pid)
+        if pid is None:
+            return None
+        try:
+            pages = int(Path(f"/proc/{pid}/statm").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pages * os.sysconf("SC_PAGE_SIZE") + self.limits.memory_mb * 2**20
 
     @property
     def alive(self) -> bool:
@@ -533,7 +583,17 @@ class Worker:
 def _clean_environment(visible: list[str]) -> dict[str, str]:
     """The worker's environment: what Python and the numeric mode need, nothing of the grader's
     (its command line, tokens or paths); the book's data folder when the worker may read it."""
-    keep = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    from transformer_lab.reproducibility import CANONICAL_ENVIRONMENT, DEFAULT_ENVIRONMENT
+
+    # The numeric mode as this process applied it (the worker's /proc/cpuinfo may be absent).
+    keep = (
+        "PATH",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        *CANONICAL_ENVIRONMENT,
+        *DEFAULT_ENVIRONMENT,
+    )
     env = {
         k: v for k, v in os.environ.items() if k in keep or k.startswith("TRANSFORMER_LAB")
     }
