@@ -1982,7 +1982,7 @@ def accuracy_softmax_over_the_batch(logits, labels):
 
 
 # =============================================================================================
-# Week 20, the third pass (issue 36): each mistake a student made on the client's own page, each
+# Week 20, the third pass: each mistake a student made on the client's own page, each
 # with the diagnosis written for it, and right answers written unlike the book's. A code
 # "raised:TEXT" means the function raises and the report's line must carry TEXT (its hint).
 # =============================================================================================
@@ -2393,7 +2393,7 @@ def summary(stats: dict) -> str:
 
 
 def week20_statistics() -> dict:
-    """The same numbers for the third pass's Week-20 variants alone (issue 36's measurement)."""
+    """The same numbers for the third pass's Week-20 variants alone."""
     return statistics(
         [m for m in WRONG if m.label in W20_LABELS],
         [m for m in RIGHT if m.label in W20_LABELS],

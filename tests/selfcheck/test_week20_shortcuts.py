@@ -1,4 +1,4 @@
-"""Week 20: a pass means the student's own code did the work (issue 36, item 4).
+"""Week 20: a pass means the student's own code did the work.
 
 Each function below passes a task by calling the book instead: the model's own forward (with its
 ``use_positions`` switch flipped), chapter 4's model rebuilt with the handed weights, the broken
