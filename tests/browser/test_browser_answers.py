@@ -51,7 +51,7 @@ def planted() -> dict[str, list[str]]:
     from transformer_lab_instructor import references as _reference
 
     from transformer_lab.attention import attention
-    from transformer_lab.char_transformer import PraiseClassifier, sinusoidal_positions
+    from transformer_lab.char_transformer import PraiseClassifier
     from transformer_lab.metrics import accuracy
     from transformer_lab.pooling import masked_mean
     from transformer_lab.tokenizer import (
@@ -98,7 +98,11 @@ def planted() -> dict[str, list[str]]:
             "q = embeddings @ w_q\nscores = q @ k.T / math.sqrt(4)",
         ],
         "week-20-2-toy-table": [_toy_table_text()],
-        "week-20-4-sinusoidal-positions": [body(sinusoidal_positions)],
+        "week-20-4-sinusoidal-positions": [
+            # the book's former reference, now only in the instructor's edition
+            "frequency = base ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)\n"
+            "table[:, 0::2] = torch.sin(position * frequency)",
+        ],
         "by-hand-1-1-embedding": [f"holds {glued['bh_1_1_emb_large']} parameters"],
         "by-hand-2-1-attention": [f"the weights are {glued['bh_2_1_weights']}"],
         "by-hand-3-1-pre-norm-blocks": [

@@ -794,7 +794,7 @@ def test_merge_stepper_works_from_disk_and_falls_back_without_javascript(
         assert panel.count() == 1 and not panel.is_visible()
         assert page.locator(".tl-noscript").is_visible()
         # the static tables stay: the first merges and the sentence's pieces
-        assert page.get_by_text("my dog reads the whole sentence").first.is_visible()
+        assert page.get_by_text(SENTENCE).first.is_visible()
     finally:
         context.close()
 

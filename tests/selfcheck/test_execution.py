@@ -115,7 +115,7 @@ def _raised(function, args, hints=()):
     return caught.value.line
 
 
-def test_the_dot_t_hint_fires_only_on_a_tensor_that_is_not_2d_and_after_the_tasks_hints():
+def test_the_dot_t_hint_fires_only_on_a_tensor_that_is_not_2d_and_then_first():
     def batched(x):
         return x.T @ x  # (2, 3, 4).T is (4, 3, 2)
 
@@ -126,5 +126,9 @@ def test_the_dot_t_hint_fires_only_on_a_tensor_that_is_not_2d_and_after_the_task
         assert ".T on a 3-D tensor" in _raised(batched, [torch.zeros(2, 3, 4)])
     assert ".T on a 3-D tensor" not in _raised(matrix, [torch.zeros(2, 3)])
     task = [(r"size of tensor", "the task's own cause")]
-    assert "hint: the task's own cause" in _raised(batched, [torch.zeros(2, 3, 4)], task)
+    # a batched .T seen in this very call is the root cause: the shape error comes after it
+    assert ".T on a 3-D tensor" in _raised(batched, [torch.zeros(2, 3, 4)], task)
+    # without one, the task's own hint speaks
+    shapes = [(r"cannot be multiplied", "the task's own cause")]
+    assert "hint: the task's own cause" in _raised(matrix, [torch.zeros(2, 3)], shapes)
     assert not hasattr(torch.Tensor.__dict__.get("T"), "fget"), "the spy is removed after"

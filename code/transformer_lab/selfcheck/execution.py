@@ -199,9 +199,11 @@ def _filename(function: Callable) -> str | None:
 def _summarise(function: Callable, error: BaseException, hints, caught) -> str:
     extra = list(hints)
     if isinstance(error, Exception) and uses_dot_t(function, caught):
-        # after the task's own hints: a cause the task knows comes first
-        extra.append(
-            (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)")
+        # First: this call did put a batched tensor through .T (seen, not guessed from the
+        # source), and every shape after it is wrong, so a task hint matching the later shape
+        # error would send the student after a symptom (a mask already lined up, say).
+        extra.insert(
+            0, (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)")
         )
     return summarise_exception(error, _filename(function), extra)
 
