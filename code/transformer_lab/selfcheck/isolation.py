@@ -497,7 +497,7 @@ def _bwrap_works() -> bool:
         return False
     try:
         done = subprocess.run(
-            [*base, *system_view(), "--tmpfs", "/tmp", sys.executable, "-I", "-c", "pass"],
+            [*base, "--tmpfs", "/tmp", *system_view(), sys.executable, "-I", "-c", "pass"],
             capture_output=True,
             timeout=60,
             check=False,
@@ -551,8 +551,10 @@ def worker_command(
     if level != BUBBLEWRAP:
         return [*prefix, *python, root, *arguments], workdir
     size = str(TMPFS_MB * 2**20)
-    command = [*prefix, *_bwrap_base(), *system_view(hidden)]
-    command += ["--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm"]
+    # The private /tmp first, so that an interpreter installed under /tmp (a clone there) is
+    # bound back into it by the system view; /dev/shm after the view's fresh /dev.
+    command = [*prefix, *_bwrap_base(), "--size", size, "--tmpfs", "/tmp"]
+    command += [*system_view(hidden), "--size", size, "--tmpfs", "/dev/shm"]
     for path, seen in zip(visible, seen_paths(level, list(visible))):
         command += ["--ro-bind", path, seen]
     command += ["--ro-bind", root, SANDBOX_SKELETON, "--dir", SANDBOX_WORKDIR]
