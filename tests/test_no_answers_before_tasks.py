@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import yaml
+
+import book_pages
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCES = ROOT / "tests" / "references"
@@ -40,22 +41,8 @@ DROPDOWN = re.compile(r"^(:{3,})\{dropdown\}.*?^\1\s*$", re.MULTILINE | re.DOTAL
 
 
 def toc_pages() -> list[str]:
-    """Every page of the table of contents, relative paths of their sources."""
-    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
-    names = [toc["root"]]
-
-    def walk(node):
-        if isinstance(node, dict):
-            if "file" in node:
-                names.append(node["file"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for item in node:
-                walk(item)
-
-    walk({key: value for key, value in toc.items() if key != "root"})
-    return [f"{name}.md" for name in names if (ROOT / f"{name}.md").exists()]
+    """Every page of the table of contents, as paths relative to the repository."""
+    return [page.relative_to(ROOT).as_posix() for page in book_pages.toc_pages()]
 
 
 def glued_values(notebook: dict) -> dict[str, str]:
