@@ -65,3 +65,23 @@ def test_the_make_test_budget_is_the_build_plus_the_test_suite():
     assert (
         "**Over budget or failed:** the test suite failed (2 failed, 898 passed)." in failed
     )
+
+
+def test_an_untouched_starter_exits_1_and_only_a_crash_fails():
+    from bench import CHECKS_NOT_PASSED, STARTER_CRASHED
+
+    def starter_line(status: int) -> tuple[str, str]:
+        starters = {"exercises/week-20/starter.py": (status, 5.0, 4.0)}
+        executed = dict.fromkeys(PAGES, 1.0)
+        text = report(
+            STARTED, LOAD, 0, 30.0, executed, {}, 2**30, 2**19, starters, "AVX2", None
+        )
+        line = next(row for row in text.splitlines() if "week-20/starter.py" in row)
+        return line, text
+
+    line, text = starter_line(CHECKS_NOT_PASSED)
+    assert "ok (≤ 15 s) (exit 1: its checks are not passed yet" in line
+    assert "**Every budget is met.**" in text
+    line, text = starter_line(STARTER_CRASHED)
+    assert "**failed (exit status -1)**" in line
+    assert "python exercises/week-20/starter.py: exit status -1" in text

@@ -199,8 +199,15 @@ def mebibytes(n_bytes: float) -> str:
     return f"{n_bytes / 2**20:,.0f} MiB"
 
 
+# An untouched starter's checks have not passed, so it exits 1 (as the self-check does): that
+# run went to its end. A crash exits 1 as well, but with a traceback: STARTER_CRASHED.
+CHECKS_NOT_PASSED = 1
+STARTER_CRASHED = -1
+
+
 def time_starter(script: str) -> tuple[int, float, float]:
-    """Run ``python SCRIPT`` from the repository root as a student would: (exit status, wall s, CPU s)."""
+    """Run ``python SCRIPT`` from the repository root as a student would: (exit status, wall s,
+    CPU s); the status is STARTER_CRASHED when the run ended in a traceback."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     completed = subprocess.run(
@@ -209,7 +216,8 @@ def time_starter(script: str) -> tuple[int, float, float]:
     wall_s = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return completed.returncode, wall_s, cpu_s
+    crashed = "Traceback (most recent call last)" in completed.stderr
+    return (STARTER_CRASHED if crashed else completed.returncode), wall_s, cpu_s
 
 
 GRADING_CLASS = 100  # submissions in the bench's class (tools/classroom.py)
@@ -371,7 +379,9 @@ def report(
     ]
     for script, (code, seconds, cpu_s) in starters.items():
         mark = verdict(seconds, STARTER_BUDGET_S, f"python {script}", failures)
-        if code != 0:
+        if code == CHECKS_NOT_PASSED:
+            mark += " (exit 1: its checks are not passed yet, as for an untouched starter)"
+        elif code != 0:
             failures.append(f"python {script}: exit status {code}")
             mark = f"**failed (exit status {code})**"
         lines.append(f"| `python {script}` | {seconds:.1f} | {cpu_s:.1f} | {mark} |")
