@@ -412,7 +412,8 @@ def multi_head_example():
 
 
 def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) -> int:
-    """The starter's main: the self-check and every example, or Exercise 6 with ``--train``."""
+    """The starter's main: the self-check and every example, or Exercise 6 with ``--train``.
+    Returns the exit status: 1 while a check has not passed, else 0 (``--train``: 0)."""
     global S
     S = starter = as_namespace(starter)
     parser = argparse.ArgumentParser(
@@ -464,9 +465,8 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         return 0
     from transformer_lab.selfcheck import check_file, format_report
 
-    print(
-        format_report(check_file(starter.__file__, display="exercises/homework/starter.py"))
-    )
+    report = check_file(starter.__file__, display="exercises/homework/starter.py")
+    print(format_report(report))
     for title, step in [
         ("Exercise 1: the prediction box's example", accuracy_example),
         ("Exercise 2: the prediction box's example", masked_mean_example),
@@ -480,4 +480,6 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         ("Exercise 12 (stretch): multi-head attention by hand", multi_head_example),
     ]:
         try_exercise(title, step)
-    return 0
+    # as `python -m transformer_lab.selfcheck` and the Week-20 starter do: 1 while a check has
+    # not passed (the examples still run, so a student sees every one of them)
+    return 0 if report.all_passed else 1
