@@ -74,8 +74,9 @@ sandbox:
 book: setup
 	$(JUPYTER_BOOK) book
 
+# --durations: the slowest tests close the run, for the speed budget (make bench measures it).
 test: browser book
-	$(PY) -m pytest -n auto --dist loadfile
+	$(PY) -m pytest -n auto --dist loadfile --durations=15
 
 refresh: setup
 	$(PY) tools/book_pages.py refresh
