@@ -53,3 +53,17 @@ def test_an_interval_keeps_what_the_pages_print():
     assert fields["text"] == "+0.020 (95 % CI -0.010 to +0.050)"
     assert fields["excludes_zero"] is False
     assert tool.interval(Interval(0.02, 0.01, 0.05))["excludes_zero"] is True
+
+
+def test_no_record_when_the_recipe_changes_while_it_runs(monkeypatch, tmp_path, capsys):
+    import transformer_lab.set_classifier as set_classifier
+
+    def rerun_that_changes_the_recipe():
+        monkeypatch.setattr(set_classifier, "BATCH_SIZE", 7)
+        return {"runs": []}
+
+    monkeypatch.setitem(tool.RECHECKS, "ch3", rerun_that_changes_the_recipe)
+    monkeypatch.setattr(tool, "write_record", lambda *args: pytest.fail("wrote a record"))
+    with pytest.raises(SystemExit):
+        tool.main(["ch3"])
+    assert "the recipe changed while it ran" in capsys.readouterr().err

@@ -24,7 +24,13 @@ from datetime import UTC, datetime
 
 import transformer_lab  # noqa: F401  (first: the canonical numeric mode, before torch)
 from machine import cpu_info
-from transformer_lab.rechecks import EXPERIMENTS, write_record
+from transformer_lab.rechecks import (
+    EXPERIMENTS,
+    fingerprint,
+    recipe_changes,
+    recipe_of,
+    write_record,
+)
 from transformer_lab.reproducibility import numeric_mode_problem
 
 
@@ -364,9 +370,16 @@ def main(argv: list[str] | None = None) -> int:
     chapters = args.chapters or list(EXPERIMENTS)
     for chapter in chapters:
         load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        recipe = recipe_of(chapter)
         started = time.perf_counter()
         results = RECHECKS[chapter]()
         seconds = time.perf_counter() - started
+        # the record is stamped with the recipe at the end: it must be the one that ran
+        if fingerprint(recipe_of(chapter)) != fingerprint(recipe):
+            changed = "; ".join(recipe_changes(recipe, recipe_of(chapter)))
+            parser.exit(
+                1, f"{chapter}: the recipe changed while it ran ({changed}); no record\n"
+            )
         path = write_record(chapter, results, provenance(chapter, seconds, load_before))
         print(f"{chapter}: {seconds:.0f} s (load before {load_before}); wrote {path}")
     return 0
