@@ -27,7 +27,7 @@ help:
 	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
-	@echo "make rechecks the slow re-checks of chapters 3, 4 and 6 (longer patience, other splits and seeds;"
+	@echo "make rechecks  the slow re-checks of chapters 3, 4 and 6 (longer patience, other splits and seeds;"
 	@echo "              about half an hour on one core), written to the records the pages glue their numbers from"
 	@echo "make binder-check  rehearse the Binder launch locally: binder/ built as repo2docker does, every page's"
 	@echo "              reader notebook opened, judged against the built HTML and run in JupyterLab in chromium,"
