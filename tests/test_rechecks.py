@@ -77,6 +77,8 @@ def test_a_record_of_the_current_recipe_loads(tmp_path):
         "made by `python tools/rechecks.py ch3` on 2026-12-02, Some CPU (2 cores), "
         "canonical numeric mode, in 10 min (load average 0.10, 0.20, 0.30)"
     )
+    quick = {**record, "provenance": {**PROVENANCE, "wall_seconds": 30}}
+    assert ", in 30 s (load" in describe_provenance(quick)
 
 
 def test_a_stale_record_raises_naming_make_rechecks_and_the_change(tmp_path, monkeypatch):

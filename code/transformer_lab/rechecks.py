@@ -259,8 +259,9 @@ def load_record(chapter: str, path: Path | str | None = None) -> dict:
 def describe_provenance(record: dict) -> str:
     """One line: when, on which CPU, in which numeric mode and how fast the record was made."""
     made = record["provenance"]
+    seconds = made["wall_seconds"]
+    took = f"{seconds} s" if seconds < 120 else f"{seconds / 60:.0f} min"
     return (
         f"made by `{made['command']}` on {made['date']}, {made['cpu']}, "
-        f"{made['numeric_mode']}, in {made['wall_seconds'] / 60:.0f} min "
-        f"(load average {made['load_average']})"
+        f"{made['numeric_mode']}, in {took} (load average {made['load_average']})"
     )
