@@ -67,3 +67,16 @@ def test_no_record_when_the_recipe_changes_while_it_runs(monkeypatch, tmp_path, 
     with pytest.raises(SystemExit):
         tool.main(["ch3"])
     assert "the recipe changed while it ran" in capsys.readouterr().err
+
+
+def test_the_error_profile_reads_the_groups_of_chapter_3s_table():
+    from transformer_lab.set_classifier import build_set_classifier
+    from transformer_lab.set_task import make_sets
+
+    x, padding, y = make_sets(256, seed=3)
+    found = tool.error_profile(build_set_classifier("transformer"), (x, padding, y))
+    assert 0 <= found["errors"] <= 256
+    assert 0 <= found["error_rate_hard"] <= 1 and 0 <= found["error_rate_rest"] <= 1
+    assert isinstance(found["holds"], bool)
+    # an untrained model's loss does not sit on the hard sets: the pattern is not there
+    assert found["holds"] is False

@@ -91,6 +91,8 @@ PATIENCE = 10
 # recheck_records/ch4.json): the page's RUNS again at PATIENCE_RECHECK, with at most
 # RECHECK_MAX_EPOCHS epochs, and RECHECK_OTHER_RUNS (other splits and seeds) at PATIENCE.
 PATIENCE_RECHECK = 25
+# The patience first tried, re-run by the same re-check to show where it stops the models.
+PATIENCE_SHORT = 3
 RECHECK_MAX_EPOCHS = 200
 # The chapter's runs: (split seed, training seed) pairs, each on its own split with its own seed.
 RUNS = ((0, 0), (1, 1), (2, 2))
