@@ -27,8 +27,8 @@ help:
 	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
-	@echo "make rechecks  the slow re-checks of chapters 3, 4 and 6 (longer patience, other splits and seeds;"
-	@echo "              about half an hour on one core), written to the records the pages glue their numbers from"
+	@echo "make rechecks  the slow re-checks of chapters 3, 4 and 6 (longer patience, other splits and seeds:"
+	@echo "              minutes, not seconds), written to the records the pages glue their numbers from"
 	@echo "make binder-check  rehearse the Binder launch locally: binder/ built as repo2docker does, every page's"
 	@echo "              reader notebook opened, judged against the built HTML and run in JupyterLab in chromium,"
 	@echo "              then run again in a venv with only the package (_build/binder-check.md; not part of make test)"
@@ -88,7 +88,7 @@ data: setup
 bench: setup
 	$(PY) tools/bench.py
 
-# Not part of `make test` (it trains for tens of minutes): run it after changing chapter 3's, 4's or
+# Not part of `make test` (it trains for minutes): run it after changing chapter 3's, 4's or
 # 6's experiment, when their pages fail with "the re-check record ... is stale", and commit the records.
 rechecks: setup
 	$(PY) tools/rechecks.py
