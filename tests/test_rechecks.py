@@ -11,10 +11,12 @@ from transformer_lab.rechecks import (
     RERUN_COMMAND,
     StaleRecordError,
     code_hash,
+    data_hash,
     describe_provenance,
     fingerprint,
     load_record,
     modules_behind,
+    public_version,
     recipe_changes,
     recipe_of,
     record_path,
@@ -39,6 +41,14 @@ def test_the_code_hash_ignores_comments_and_docstrings_but_not_code():
     assert code_hash(source) != code_hash(changed)
     # a function whose body is only a docstring still hashes (its body becomes `pass`)
     assert code_hash('def g():\n    """Nothing."""\n') == code_hash("def g():\n    pass\n")
+
+
+def test_a_record_made_on_linux_is_current_on_macos_and_windows():
+    # PyTorch's Linux CPU wheel is 2.13.0+cpu, the same release elsewhere 2.13.0
+    assert public_version("2.13.0+cpu") == public_version("2.13.0") == "2.13.0"
+    # a Windows checkout may turn a data file's line endings into CRLF
+    assert data_hash(b'{"a": 1}\r\n{"b": 2}\n') == data_hash(b'{"a": 1}\n{"b": 2}\n')
+    assert data_hash(b"1,2\n") != data_hash(b"1,3\n")
 
 
 def test_the_modules_behind_an_experiment_follow_its_imports():

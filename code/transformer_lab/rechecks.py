@@ -156,6 +156,18 @@ def recipe_constants(module: str) -> dict[str, str]:
     }
 
 
+def data_hash(content: bytes) -> str:
+    """SHA-256 of a data file with Windows line endings read as Unix ones (a checkout on Windows
+    may convert them; the data are the same)."""
+    return hashlib.sha256(content.replace(b"\r\n", b"\n")).hexdigest()
+
+
+def public_version(text: str) -> str:
+    """A version without its local label: PyTorch's Linux CPU build is ``2.13.0+cpu``, the same
+    release is ``2.13.0`` on macOS and Windows."""
+    return text.split("+", 1)[0]
+
+
 def recipe_of(chapter: str) -> dict[str, dict[str, str]]:
     """The current recipe of ``chapter``'s re-check: ``constants`` ("module.NAME" → repr),
     ``code`` (module → hash of its code), ``data`` (file → SHA-256) and ``versions``."""
@@ -175,11 +187,10 @@ def recipe_of(chapter: str) -> dict[str, dict[str, str]]:
 
         folder = find_data_dir(files=experiment.data_files)
         data = {
-            name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
-            for name in experiment.data_files
+            name: data_hash((folder / name).read_bytes()) for name in experiment.data_files
         }
     versions = {"python": ".".join(platform.python_version_tuple()[:2])}
-    versions.update({name: version(name) for name in VERSIONED})
+    versions.update({name: public_version(version(name)) for name in VERSIONED})
     return {"constants": constants, "code": code, "data": data, "versions": versions}
 
 
