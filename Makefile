@@ -18,7 +18,7 @@ JUPYTER_BOOK := $(PY) tools/build_book.py
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
-.PHONY: help setup browser sandbox book test refresh bench data lock clean binder-check linkcheck pdf student autograder
+.PHONY: help setup browser sandbox book test refresh bench rechecks data lock clean binder-check linkcheck pdf student autograder
 
 help:
 	@echo "make setup    create .venv with the pinned packages, the npm packages and bubblewrap (book and test do it first)"
@@ -27,6 +27,8 @@ help:
 	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
+	@echo "make rechecks  the slow re-checks of chapters 3, 4 and 6 (longer patience, other splits and seeds:"
+	@echo "              minutes, not seconds), written to the records the pages glue their numbers from"
 	@echo "make binder-check  rehearse the Binder launch locally: binder/ built as repo2docker does, every page's"
 	@echo "              reader notebook opened, judged against the built HTML and run in JupyterLab in chromium,"
 	@echo "              then run again in a venv with only the package (_build/binder-check.md; not part of make test)"
@@ -86,6 +88,11 @@ data: setup
 
 bench: setup
 	$(PY) tools/bench.py
+
+# Not part of `make test` (it trains for minutes): run it after changing chapter 3's, 4's or
+# 6's experiment, when their pages fail with "the re-check record ... is stale", and commit the records.
+rechecks: setup
+	$(PY) tools/rechecks.py
 
 # A fresh temporary venv installs requirements.in; its `pip freeze --all` becomes the lock.
 # Indirect dependencies keep their locked versions unless UPGRADE=1.

@@ -11,6 +11,8 @@ from transformer_lab.bakeoff import (
     LABEL_COLUMN,
     MODEL_NAMES,
     NUMERIC_COLUMNS,
+    PATIENCE,
+    PATIENCE_RECHECK,
     PLAN_TIERS,
     RECIPES,
     TEST_RESAMPLES,
@@ -375,6 +377,16 @@ def test_models_are_seeded_and_built_from_the_recipes():
     for name in ("MLP", "transformer"):
         assert models[name].learning_rate == RECIPES[name]["learning_rate"]
         assert models[name].width == RECIPES[name]["width"]
+
+
+def test_the_patience_reaches_the_trees_and_the_networks():
+    page, longer = make_models(0), make_models(0, RECIPES, PATIENCE_RECHECK)
+    assert PATIENCE_RECHECK > PATIENCE
+    for models, patience in ((page, PATIENCE), (longer, PATIENCE_RECHECK)):
+        assert models["gradient-boosted trees"].n_iter_no_change == patience
+        assert models["MLP"].patience == models["transformer"].patience == patience
+    with pytest.raises(ValueError, match="patience"):
+        make_model("gradient-boosted trees", 0, 0)
 
 
 def test_every_model_has_the_same_tuning_budget_and_a_recipe_among_its_candidates():

@@ -28,7 +28,8 @@ where to change what; ``tests/test_docs.py`` fails when a module is missing from
 - data: ``cloudwave`` (the generators of ``data/``: schema, templates, one module per data set,
   build), ``datasets`` (finding ``data/`` and loading each file with clear errors);
 - book infrastructure: ``reproducibility`` (seeds and the canonical numeric mode pinned on
-  import), ``timing`` (wall-clock times in the one format the page tests mask).
+  import), ``timing`` (wall-clock times in the one format the page tests mask), ``rechecks``
+  (the records of the re-runs too slow for a page, refused once their recipe changes).
 """
 
 import os

@@ -89,6 +89,9 @@ RUNS = (0, 1, 2)  # the page's runs: each re-splits train/validation and seeds e
 # epoch costs more the more rows it reads). None: train on all of them (off the page).
 TRAIN_ROWS = 750
 PATIENCE = 10  # rounds or epochs without a lower validation loss before training stops
+# The re-check of that rule (tools/rechecks.py, `make rechecks`): every model of the page's runs
+# again at 2.5 times the patience, on the page's sealed seed; the page glues what it found.
+PATIENCE_RECHECK = 25
 MAX_EPOCHS = (
     200  # a network's ceiling; early stopping ends every run of RECIPES long before
 )
@@ -427,20 +430,24 @@ def _as_labels(name: str, y, n: int) -> torch.Tensor:
     return require_binary_labels(name, target)
 
 
-def make_model(name: str, seed: int, **settings: float) -> BaseEstimator:
+def make_model(
+    name: str, seed: int, patience: int = PATIENCE, **settings: float
+) -> BaseEstimator:
     """One unfitted model of the bake-off, ``name`` from ``MODEL_NAMES``, seeded with ``seed``.
 
     ``settings`` are the tuned ones of ``CANDIDATES``: the trees' ``learning_rate`` and
     ``max_leaf_nodes``, the logistic regression's ``C`` (inverse regularisation strength), the
     networks' ``learning_rate`` and ``width``. Everything else is fixed by the constants above;
-    the trees and the networks stop early on the validation rows ``fit_pipeline`` passes them.
+    the trees and the networks stop early on the validation rows ``fit_pipeline`` passes them,
+    after ``patience`` rounds or epochs without a lower validation loss (``PATIENCE_RECHECK``
+    for the re-check at a longer patience).
     """
     if name == "gradient-boosted trees":
         return HistGradientBoostingClassifier(
             max_iter=MAX_ROUNDS,
             early_stopping=True,
             scoring="loss",
-            n_iter_no_change=PATIENCE,
+            n_iter_no_change=require_int("patience", patience, minimum=1),
             random_state=seed,
             **settings,
         )
@@ -448,15 +455,18 @@ def make_model(name: str, seed: int, **settings: float) -> BaseEstimator:
         return LogisticRegression(max_iter=1000, random_state=seed, **settings)
     if name in ("MLP", "transformer"):
         kind = "mlp" if name == "MLP" else "transformer"
-        return TorchClassifier(kind, seed=seed, **settings)
+        return TorchClassifier(kind, seed=seed, patience=patience, **settings)
     raise ValueError(f"name must be one of {list(MODEL_NAMES)}, got {name!r}")
 
 
 def make_models(
-    seed: int, recipes: Mapping[str, Mapping[str, float]] = RECIPES
+    seed: int,
+    recipes: Mapping[str, Mapping[str, float]] = RECIPES,
+    patience: int = PATIENCE,
 ) -> dict[str, BaseEstimator]:
-    """The four unfitted models of the bake-off with their ``recipes``, seeded with ``seed``."""
-    return {name: make_model(name, seed, **recipes[name]) for name in MODEL_NAMES}
+    """The four unfitted models of the bake-off with their ``recipes``, seeded with ``seed``,
+    the trees and networks stopping after ``patience`` rounds or epochs without progress."""
+    return {name: make_model(name, seed, patience, **recipes[name]) for name in MODEL_NAMES}
 
 
 def make_pipeline(model: BaseEstimator) -> Pipeline:

@@ -46,6 +46,17 @@ BATCH_SIZE = 256
 PATIENCE = 8
 MAX_EPOCHS = 100  # a cap only: early stopping is expected to end every run before it
 SEED = 42  # initial weights and the order of the mini-batches
+# The re-check of the stopping rule (tools/rechecks.py, `make rechecks`, recorded in
+# recheck_records/ch3.json): the page's models on the page's split and seed and on two other
+# (split, seed) runs, at these multiples of PATIENCE, under a higher cap that only a run which
+# never stops would reach. The page glues what it found.
+RECHECK_RUNS = (
+    (0, SEED),
+    (1, SEED + 1),
+    (2, SEED + 2),
+)  # (set_task.make_split's split, seed)
+RECHECK_PATIENCE_FACTORS = (1, 2, 3)
+RECHECK_MAX_EPOCHS = 300
 
 # attention_fn(q, k, v, padding) -> (output, weights): q (B, Lq, D), k (B, Lk, D), v (B, Lk, Dv),
 # padding (B, Lk) True = ignore; output (B, Lq, Dv), weights (B, Lq, Lk).
