@@ -1,6 +1,7 @@
 """transformer_lab.rechecks: a re-check record is refused once the recipe it checked changes."""
 
 import json
+from importlib.metadata import version
 
 import pytest
 
@@ -125,9 +126,34 @@ def test_an_unknown_chapter_is_named():
 
 @pytest.mark.parametrize("chapter", sorted(EXPERIMENTS))
 def test_the_committed_records_are_current(chapter):
-    record = load_record(
-        chapter
-    )  # raises when the recipe changed since the record was made
+    # raises when the recipe changed since the record was made, or the lock's versions did
+    record = load_record(chapter, strict_versions=True)
     assert record_path(chapter).parent.name == "recheck_records"
     assert record["provenance"]["numeric_mode"] == "canonical numeric mode"
     assert record["results"]
+
+
+def test_other_library_versions_are_named_not_refused(tmp_path):
+    path = write_record("ch3", {}, PROVENANCE, tmp_path / "ch3.json")
+    record = json.loads(path.read_text())
+    record["recipe"]["versions"]["numpy"] = "0.0.1"
+    record["fingerprint"] = fingerprint(record["recipe"])
+    path.write_text(json.dumps(record))
+    loaded = load_record("ch3", path)  # a reader off the lock still gets the page
+    assert loaded["version_changes"] == [
+        f"numpy 0.0.1 -> {public_version(version('numpy'))}"
+    ]
+    assert "other library versions than yours (numpy 0.0.1 -> " in describe_provenance(
+        loaded
+    )
+    with pytest.raises(StaleRecordError, match="numpy 0.0.1 -> "):
+        load_record("ch3", path, strict_versions=True)
+
+
+def test_a_record_whose_recipe_was_edited_by_hand_is_stale(tmp_path):
+    path = write_record("ch3", {}, PROVENANCE, tmp_path / "ch3.json")
+    record = json.loads(path.read_text())
+    record["recipe"]["constants"]["transformer_lab.set_classifier.LEARNING_RATE"] = "0.5"
+    path.write_text(json.dumps(record))
+    with pytest.raises(StaleRecordError, match="does not match its own recipe"):
+        load_record("ch3", path)

@@ -241,10 +241,20 @@ def write_record(
     return path
 
 
-def load_record(chapter: str, path: Path | str | None = None) -> dict:
+# The parts of a recipe that define the experiment. The library versions are recorded too, but a
+# reader whose versions differ (a pip install off the lock) still gets the page, with a note: the
+# committed records are tested against the lock's versions (tests/test_rechecks.py).
+EXPERIMENT_PARTS = ("constants", "code", "data")
+
+
+def load_record(
+    chapter: str, path: Path | str | None = None, strict_versions: bool = False
+) -> dict:
     """``chapter``'s record (chapter, fingerprint, provenance, recipe, results), checked against
     the current recipe. Raises ``StaleRecordError`` naming ``make rechecks`` when the record is
-    missing or the recipe changed since it was made."""
+    missing or the experiment changed since it was made (its constants, code or data; with
+    ``strict_versions`` also the library versions). Otherwise differing versions are listed
+    under ``"version_changes"``, which ``describe_provenance`` prints."""
     experiment = check_chapter(chapter)
     path = Path(path) if path is not None else record_path(chapter)
     rerun = f"run `{RERUN_COMMAND}` (or `python tools/rechecks.py {chapter}`) and commit"
@@ -253,9 +263,16 @@ def load_record(chapter: str, path: Path | str | None = None) -> dict:
             f"{experiment.title} has no re-check record at {path}: {rerun} the record it writes"
         )
     record = json.loads(path.read_text(encoding="utf-8"))
-    current = recipe_of(chapter)
-    if record.get("fingerprint") != fingerprint(current):
-        changes = recipe_changes(record.get("recipe", {}), current) or ["its fingerprint"]
+    recorded, current = record.get("recipe", {}), recipe_of(chapter)
+    if record.get("fingerprint") != fingerprint(recorded):
+        changes = ["its fingerprint does not match its own recipe"]
+    else:
+        parts = EXPERIMENT_PARTS + (("versions",) if strict_versions else ())
+        changes = recipe_changes(
+            {k: v for k, v in recorded.items() if k in parts},
+            {k: v for k, v in current.items() if k in parts},
+        )
+    if changes:
         shown = "; ".join(changes[:6]) + (
             f"; and {len(changes) - 6} more" if len(changes) > 6 else ""
         )
@@ -264,6 +281,9 @@ def load_record(chapter: str, path: Path | str | None = None) -> dict:
             f"another recipe (changed since: {shown}). Its numbers no longer describe this "
             f"experiment: {rerun} the new record"
         )
+    record["version_changes"] = recipe_changes(
+        {"versions": recorded.get("versions", {})}, {"versions": current["versions"]}
+    )
     return record
 
 
@@ -272,7 +292,13 @@ def describe_provenance(record: dict) -> str:
     made = record["provenance"]
     seconds = made["wall_seconds"]
     took = f"{seconds} s" if seconds < 120 else f"{seconds / 60:.0f} min"
-    return (
+    line = (
         f"made by `{made['command']}` on {made['date']}, {made['cpu']}, "
         f"{made['numeric_mode']}, in {took} (load average {made['load_average']})"
     )
+    if record.get("version_changes"):
+        line += (
+            f"; with other library versions than yours ({'; '.join(record['version_changes'])}),"
+            " so its numbers may differ from a re-run here"
+        )
+    return line
