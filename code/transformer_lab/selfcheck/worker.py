@@ -13,6 +13,7 @@ capped file (a flood of prints cannot reach the report), and on Linux its memory
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from transformer_lab.selfcheck import zygote
 from transformer_lab.selfcheck.core import (
     ENDED,
     TIMED_OUT,
@@ -48,9 +50,14 @@ from transformer_lab.selfcheck.execution import (
 )
 from transformer_lab.selfcheck.isolation import (
     BUBBLEWRAP,
+    HOLDER,
+    SANDBOX_ENVIRONMENT,
+    SANDBOX_SKELETON,
+    WORKER_START,
     data_folders,
     hidden_paths,
     isolation,
+    launcher,
     remove_folder,
     runs_folder,
     seen_paths,
@@ -150,10 +157,9 @@ def end_orphans(rounds: int = 20) -> None:
                 pass
 
 
-def worker_pid(root: int) -> int | None:
-    """The host process id of the worker interpreter that process ``root`` (its supervisor)
-    started, through bubblewrap or not: the descendant whose command line is the worker's
-    (``python -I -c <start>``, the start naming the sandbox module). None off Linux."""
+def _descendant(root: int, matches) -> int | None:
+    """The host process id of the first descendant of process ``root`` whose argv
+    ``matches``; None off Linux."""
     children: dict[int, list[int]] = {}
     try:
         entries = [e for e in os.listdir("/proc") if e.isdigit()]
@@ -174,10 +180,26 @@ def worker_pid(root: int) -> int | None:
                 argv = handle.read().split(b"\0")
         except OSError:
             continue
-        if argv[1:3] == [b"-I", b"-c"] and len(argv) > 3 and WORKER_MARK in argv[3]:
+        if matches(argv):
             return pid
         todo += children.get(pid, [])
     return None
+
+
+def _is_worker(argv: list[bytes]) -> bool:
+    return argv[1:3] == [b"-I", b"-c"] and len(argv) > 3 and WORKER_MARK in argv[3]
+
+
+def _is_holder(argv: list[bytes]) -> bool:
+    return argv[1:4] == [b"-I", b"-S", b"-c"] and argv[4:5] == [HOLDER.encode()]
+
+
+def worker_pid(root: int) -> int | None:
+    """The host process id of the worker interpreter that process ``root`` (its supervisor)
+    started, through bubblewrap or not: the descendant whose command line is the worker's
+    (``python -I -c <start>``, the start naming the sandbox module). None off Linux, and for
+    a worker the zygote forked (not a descendant: ``Worker.forked_pid`` holds it)."""
+    return _descendant(root, _is_worker)
 
 
 @dataclass(frozen=True)
@@ -271,6 +293,9 @@ class Worker:
         self.alarms: list[str] = []
         self.prepared = False
         self.cgroup = None
+        self.forked_pid: int | None = (
+            None  # the worker's host pid when the zygote forked it
+        )
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -287,9 +312,6 @@ class Worker:
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=runs_folder())
         copy = Path(self.workdir) / self.path.name
         shutil.copyfile(self.path, copy)
-        ours, theirs = socket.socketpair()
-        alarm_read, alarm_write = os.pipe()
-        fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
         self.cgroup = worker_cgroup(self.limits.memory_mb)
         level = self.isolation.level
         # In bubblewrap the worker's view holds none of the hidden paths, so it is not told
@@ -308,15 +330,41 @@ class Worker:
             "library_tripwires": not self.library_attention,
             "visible": seen_data,
         }
-        command, seen = worker_command(
+        env = {
+            **_clean_environment(seen_data),
+            "TMPDIR": self.workdir,
+            "HOME": self.workdir,
+        }
+        self.alarms = []  # a fresh worker: what the last one reported is not this one's
+        service = zygote.service() if level == BUBBLEWRAP else None
+        if service is not None:
+            try:
+                self._fork(service, config, env)
+                return
+            except zygote.ZygoteFailed:
+                pass  # this worker starts afresh; the zygote is restarted for the next one
+        self._spawn(config, env)
+
+    def _command(self, arguments: list[str], holder: tuple[int, int] | None = None):
+        return worker_command(
             self.isolation.level,
             self.workdir,
             self.hidden,
-            [str(theirs.fileno()), str(alarm_write), "", json.dumps(config)],
+            arguments,
             self.book_modules,
             tuple(self.visible),
             self.cgroup,
             self.path.name,
+            holder,
+        )
+
+    def _spawn(self, config: dict, env: dict[str, str]) -> None:
+        """A fresh interpreter (in a sandbox at the bubblewrap level)."""
+        ours, theirs = socket.socketpair()
+        alarm_read, alarm_write = os.pipe()
+        fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
+        command, seen = self._command(
+            [str(theirs.fileno()), str(alarm_write), "", json.dumps(config)]
         )
         command[-2] = os.path.join(seen, self.path.name)
         with open(self.output_path, "ab") as output:
@@ -328,17 +376,72 @@ class Worker:
                 pass_fds=(theirs.fileno(), alarm_write),
                 start_new_session=True,
                 cwd=self.workdir,
-                env={
-                    **_clean_environment(seen_data),
-                    "TMPDIR": self.workdir,
-                    "HOME": self.workdir,
-                },
+                env=env,
             )
         theirs.close()
         os.close(alarm_write)
         self.conn = Connection(ours.detach())
         self.alarm = alarm_read
-        self.alarms = []  # a fresh worker: what the last one reported is not this one's
+        self.forked_pid = None
+
+    def _fork(self, service: zygote.Service, config: dict, env: dict[str, str]) -> None:
+        """A sandbox built by bubblewrap around a holder, and the zygote's fork inside it (see
+        :mod:`transformer_lab.selfcheck.zygote`); ``ZygoteFailed`` leaves nothing running."""
+        ours, theirs = socket.socketpair()
+        alarm_read, alarm_write = os.pipe()
+        fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
+        ready_read, ready_write = os.pipe()
+        status_read, status_write = os.pipe()
+        command, seen = self._command([], holder=(ready_write, status_read))
+        arguments = ["3", "4", os.path.join(seen, self.path.name), json.dumps(config)]
+        request = {
+            "cgroups": [str(f / "cgroup.procs") for f in self.cgroup.folders]
+            if self.cgroup
+            else [],
+            "workdir": seen,
+            "start": WORKER_START,
+            "argv": [SANDBOX_SKELETON, *arguments],
+            "env": {**env, **SANDBOX_ENVIRONMENT},
+        }
+        process = None
+        try:
+            with open(self.output_path, "ab") as output:
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
+                    pass_fds=(ready_write, status_read),
+                    start_new_session=True,
+                    cwd=self.workdir,
+                    env=env,
+                )
+                os.close(ready_write)
+                os.close(status_read)
+                ready_write = status_read = -1
+                zygote.wait_ready(ready_read, process, START_SECONDS)
+                request["holder"] = _descendant(process.pid, _is_holder)
+                if request["holder"] is None:
+                    raise zygote.ZygoteFailed("no holder in the sandbox")
+                fds = [theirs.fileno(), alarm_write, output.fileno(), status_write]
+                pid = service.fork_worker(request, fds)
+        except BaseException:
+            if process is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            ours.close()
+            os.close(alarm_read)
+            raise
+        finally:
+            theirs.close()
+            for fd in (alarm_write, ready_read, ready_write, status_read, status_write):
+                if fd >= 0:
+                    os.close(fd)
+        self.process = process
+        self.conn = Connection(ours.detach())
+        self.alarm = alarm_read
+        self.forked_pid = pid
 
     def prepare(self) -> None:
         """Start the worker's interpreter now, so that a later :meth:`start` finds it ready: it
@@ -406,7 +509,7 @@ class Worker:
         memory limit."""
         if self.limits.memory_mb is None or self.process is None:
             return None
-        pid = worker_pid(self.process.pid)
+        pid = self.forked_pid or worker_pid(self.process.pid)
         if pid is None:
             return None
         try:
@@ -441,6 +544,7 @@ class Worker:
         with _LIVE_LOCK:
             _LIVE.discard(self)
         process, self.process = self.process, None
+        self.forked_pid = None
         if process is not None:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
@@ -578,6 +682,19 @@ class Worker:
             return ""
         text = data[:limit].decode("utf-8", errors="replace")
         return text + ("\n..." if len(data) > limit else "")
+
+
+@contextlib.contextmanager
+def forking_workers():
+    """While the block runs, workers at the bubblewrap level are forked by one zygote (see
+    :mod:`transformer_lab.selfcheck.zygote`; ``SELFCHECK_ZYGOTE=0`` turns it off): started
+    here, with exactly a worker's environment, and ended when the block ends."""
+    if isolation().level != BUBBLEWRAP:
+        yield
+        return
+    environment = {**_clean_environment([]), **SANDBOX_ENVIRONMENT}
+    with zygote.serving(environment, launcher()):
+        yield
 
 
 def _clean_environment(visible: list[str]) -> dict[str, str]:
