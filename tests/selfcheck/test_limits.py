@@ -3,7 +3,8 @@
 In bubblewrap the worker's ``/tmp`` (its working folder too) and ``/dev/shm`` are RAM file
 systems of ``TMPFS_MB`` each; where this process may make a cgroup, the whole worker (every
 process, and those files) has a memory cap and at most ``PIDS_MAX`` processes; every process
-has ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` and ``RLIMIT_AS``."""
+has ``RLIMIT_CPU``, ``RLIMIT_FSIZE`` and ``RLIMIT_AS``. The tests that take ``start`` run with a
+fresh worker and with one the zygote forked."""
 
 import signal
 import subprocess
@@ -74,7 +75,7 @@ def hog():
 
 
 @needs_bubblewrap
-def test_files_in_tmp_and_dev_shm_are_capped(tmp_path):
+def test_files_in_tmp_and_dev_shm_are_capped(tmp_path, start):
     written = run(tmp_path, FILL_RAM_FILE_SYSTEMS)
     assert isinstance(written, int), written
     # Before: the working folder was on the machine's disk (200 MB here; an attack wrote 955 MB).
@@ -102,7 +103,7 @@ def hog():
 
 @needs_bubblewrap
 @needs_cgroup
-def test_the_number_of_processes_is_capped(tmp_path):
+def test_the_number_of_processes_is_capped(tmp_path, start):
     started = run(tmp_path, FORK_MANY)
     assert isinstance(started, int), started
     assert started < PIDS_MAX  # 150 before (an attack reached 402)
@@ -134,7 +135,7 @@ def hog():
 
 @needs_bubblewrap
 @needs_cgroup
-def test_the_memory_of_all_processes_together_is_capped(tmp_path):
+def test_the_memory_of_all_processes_together_is_capped(tmp_path, start):
     held = run(tmp_path, FORKED_MEMORY, Limits(seconds=60, memory_mb=200))
     # 5 x 180 MB beside the worker is far over 200 MB + BASE_MB: at most three hold it.
     assert not isinstance(held, int) or held <= 3, held
@@ -158,3 +159,20 @@ def test_cpu_time_is_capped_by_the_kernel():
         [sys.executable, "-I", "-c", SPIN, skeleton()], timeout=60, check=False
     )
     assert done.returncode == -signal.SIGXCPU
+
+
+OUT_OF_CPU = """
+import resource
+
+
+def hog():
+    resource.setrlimit(resource.RLIMIT_CPU, (1, 5))  # the worker's own cap, lowered
+    while True:
+        pass
+"""
+
+
+def test_a_worker_out_of_cpu_time_is_said_to_be(tmp_path, start):
+    """SIGXCPU ends the worker; its name reaches the report, through the zygote's relay too."""
+    said = run(tmp_path, OUT_OF_CPU)
+    assert "killed by SIGXCPU (out of CPU time)" in str(said), said

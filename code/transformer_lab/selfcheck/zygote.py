@@ -154,6 +154,7 @@ class Service:
         self.environment, self.prefix = environment, prefix
         self.lock = threading.Lock()  # one request at a time: one zygote serves every job
         self.failures = 0
+        self.forked = 0  # workers forked (the tests check that the zygote was used)
         self.zygote: Zygote | None = Zygote(environment, prefix)
 
     def fork_worker(self, request: dict, fds: list[int]) -> int:
@@ -163,7 +164,9 @@ class Service:
                     raise ZygoteFailed("off for this run")
                 self.zygote = Zygote(self.environment, self.prefix)
             try:
-                return self.zygote.fork_worker(request, fds)
+                pid = self.zygote.fork_worker(request, fds)
+                self.forked += 1
+                return pid
             except ZygoteFailed as failed:
                 self.zygote.close()
                 self.zygote = None
