@@ -598,11 +598,12 @@ def worker_command(
 
 
 # What bubblewrap sets in a worker's environment (over the grader's clean one): the grader's
-# TMPDIR, HOME and PATH would name the host's folders.
+# TMPDIR, HOME and PATH would name the host's folders; PWD is what its --chdir sets.
 SANDBOX_ENVIRONMENT = {
     "TMPDIR": SANDBOX_WORKDIR,
     "HOME": SANDBOX_WORKDIR,
     "PATH": SANDBOX_PATH,
+    "PWD": SANDBOX_WORKDIR,
 }
 
 # Linux, bubblewrap, a worker forked by the zygote: what the sandbox runs in the worker's place

@@ -84,7 +84,12 @@ def server_source() -> str:
 
 
 class ZygoteFailed(Exception):
-    """The zygote could not fork this worker (the caller starts a fresh one instead)."""
+    """The zygote could not fork this worker (the caller starts a fresh one instead); ``dead``:
+    it did not answer (it is ended and restarted), rather than said why not."""
+
+    def __init__(self, why: str, dead: bool = True):
+        super().__init__(why)
+        self.dead = dead
 
 
 class Zygote:
@@ -135,7 +140,7 @@ class Zygote:
         answer = self._answer(REPLY_SECONDS)
         pid = answer.get("pid")
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-            raise ZygoteFailed(str(answer.get("error", "no pid"))[:500])
+            raise ZygoteFailed(str(answer.get("error", "no pid"))[:500], dead=False)
         return pid
 
     def close(self) -> None:
@@ -168,8 +173,11 @@ class Service:
                 self.forked += 1
                 return pid
             except ZygoteFailed as failed:
-                self.zygote.close()
-                self.zygote = None
+                # A zygote that answers keeps serving (its forks of the other jobs, which die
+                # with it, go on); one that does not is ended, and restarted for the next.
+                if failed.dead or self.failures >= RESTARTS:
+                    self.zygote.close()
+                    self.zygote = None
                 self.failures += 1
                 if self.failures > RESTARTS:
                     print(

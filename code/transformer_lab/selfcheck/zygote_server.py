@@ -237,7 +237,8 @@ def run(job):
     os.environ.update(job["env"])
     sys.argv = ["-c", *job["argv"]]
     sys.orig_argv = [sys.executable, "-I", "-c", job["start"], *job["argv"]]
-    random.seed()
+    random.seed()  # each worker its own random state, as a fresh interpreter's
+    sys.modules["torch"].seed()
     if "numpy.random" in sys.modules:
         sys.modules["numpy.random"].seed()
     tempfile.tempdir = None
