@@ -267,7 +267,7 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
 
     from classroom import write_class
     from transformer_lab.selfcheck.worker import WORKER_MARK
-    from transformer_lab.selfcheck.zygote import ZYGOTE_MARK, wanted
+    from transformer_lab.selfcheck.zygote import VARIABLE, ZYGOTE_MARK, wanted
 
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         folder, reports = Path(scratch) / "class", Path(scratch) / "grades.json"
@@ -309,7 +309,7 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
         + (
             "forked by the zygote, torch already imported)"
             if wanted()
-            else "a fresh interpreter importing torch: SELFCHECK_ZYGOTE=0)"
+            else f"a fresh interpreter importing torch: {VARIABLE}=0)"
         ),
         f"- CPU: workers {workers_cpu:.0f} s (sampled), the grader and what it waited for "
         f"{grader_s:.0f} s; on {jobs} idle cores at best "

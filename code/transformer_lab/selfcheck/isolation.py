@@ -1,11 +1,12 @@
 """Where a worker runs: a sandbox that holds no answers, sees no other file and leaves nothing behind.
 
 Every worker is a fresh Python interpreter (never a fork of the checking process, which holds the
-book's reference implementations in memory). It imports its code from a *skeleton*: a temporary
-copy of the few modules a worker needs (:data:`WORKER_MODULES`: statuses, error summaries, the
-call and transport code, the worker loop), so ``transformer_lab.attention`` and the other answers
-are not importable from it under any name. Its working folder is a fresh temporary folder holding
-a copy of the student's file and nothing else.
+book's reference implementations in memory; ``grade``'s zygote, below, holds none of them). It
+imports its code from a *skeleton*: a temporary copy of the few modules a worker needs
+(:data:`WORKER_MODULES`: statuses, error summaries, the call and transport code, the worker
+loop), so ``transformer_lab.attention`` and the other answers are not importable from it under
+any name. Its working folder is a fresh temporary folder holding a copy of the student's file
+and nothing else.
 
 Two levels, the strongest one available is used (:func:`isolation`):
 
@@ -33,6 +34,10 @@ of its processes).
 
 ``SELFCHECK_ISOLATION=process`` forces the second level (tests of the fallback use it; set for
 a whole test run, it tests a machine without bubblewrap).
+
+While ``grade`` runs at the bubblewrap level, the worker is not a fresh interpreter but a fork of
+the zygote (:mod:`transformer_lab.selfcheck.zygote`), which imported torch once: bubblewrap
+builds the same sandbox around :data:`HOLDER`, and the fork joins it. Nothing above changes.
 """
 
 from __future__ import annotations

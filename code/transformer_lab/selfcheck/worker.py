@@ -186,6 +186,16 @@ def _descendant(root: int, matches) -> int | None:
     return None
 
 
+def _start_time(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot; with the pid, it names one
+    process), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _is_worker(argv: list[bytes]) -> bool:
     return argv[1:3] == [b"-I", b"-c"] and len(argv) > 3 and WORKER_MARK in argv[3]
 
@@ -293,9 +303,8 @@ class Worker:
         self.alarms: list[str] = []
         self.prepared = False
         self.cgroup = None
-        self.forked_pid: int | None = (
-            None  # the worker's host pid when the zygote forked it
-        )
+        # The worker's host pid when the zygote forked it (not a descendant of self.process).
+        self.forked_pid: int | None = None
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -420,8 +429,10 @@ class Worker:
                 os.close(status_read)
                 ready_write = status_read = -1
                 zygote.wait_ready(ready_read, process, START_SECONDS)
-                request["holder"] = _descendant(process.pid, _is_holder)
-                if request["holder"] is None:
+                request["holder"] = holder = _descendant(process.pid, _is_holder)
+                # The zygote joins the namespaces of this process, not of one that took its pid.
+                request["holder_started"] = _start_time(holder) if holder else None
+                if request["holder_started"] is None:
                     raise zygote.ZygoteFailed("no holder in the sandbox")
                 fds = [theirs.fileno(), alarm_write, output.fileno(), status_write]
                 pid = service.fork_worker(request, fds)

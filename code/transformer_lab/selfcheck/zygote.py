@@ -4,7 +4,10 @@ A fresh worker spends most of its start importing torch (about 2 CPU-seconds), s
 300 submissions spent most of its grading time there. While ``grade`` runs (Linux, bubblewrap
 level), one zygote imports torch and tokenizers once, with exactly a worker's environment (so
 the canonical numeric mode's ATen variables are set before torch loads), and nothing of the
-book; it runs no tensor operation, so it has one thread when it forks. Each worker is then:
+book; it runs no tensor operation, so it has one thread when it forks. Why join a sandbox
+that bubblewrap built rather than build one here: every worker's view, namespaces and limits
+still come from the one place that builds them (``isolation.worker_command``), so the view
+tests keep their meaning and nothing is kept in step twice. Each worker is then:
 
 1. **A sandbox built as before.** Bubblewrap builds the worker's exact view, namespaces and
    limits through the same supervisor (the grader's ``Popen``, its process group, its cgroup),
@@ -28,17 +31,26 @@ book; it runs no tensor operation, so it has one thread when it forks. Each work
    alarm pipe (0-4), every capability ``setns`` gave it (the bounding set, the ambient set,
    ``capset`` to zero) and ``NO_NEW_PRIVS``; then it checks with ``capget`` and ``prctl`` that
    none is left and exits without running anything if one is. It takes the worker's
-   environment and arguments, reseeds Python's and NumPy's random state, forgets the zygote's
+   environment and arguments, reseeds torch's, Python's and NumPy's random state (a fresh
+   interpreter draws its own; forks would share the zygote's), forgets the zygote's
    temporary-folder choice, and runs the worker's start exactly as a fresh one does (the
    sandbox's skeleton, :func:`transformer_lab.selfcheck.sandbox.main`). Its uid is the
    sandbox's (65534) through the user namespace's mapping; ``getppid()`` is 0 (its parent is
-   outside the PID namespace).
+   outside the PID namespace). It cannot make a user namespace of its own either (bubblewrap's
+   ``--disable-userns``, where supported, holds for every process in the sandbox).
 
 A failure never costs a row: when the zygote is dead, cannot join a sandbox, or ``G`` cannot
-drop a capability, that worker starts the normal way (a fresh interpreter in bubblewrap), and
-the zygote is restarted for the next one; after :data:`RESTARTS` failures it stays off for the
-run, with one line on the grader's error output. ``SELFCHECK_ZYGOTE=0`` (:data:`VARIABLE`)
-turns it off: every worker is then a fresh interpreter.
+drop a capability, that worker starts the normal way (a fresh interpreter in bubblewrap). A
+zygote that does not answer is ended and restarted for the next worker (one that answers "no"
+keeps serving the other jobs); after :data:`RESTARTS` failures it stays off for the run, with
+one line on the grader's error output.
+
+Nothing outlives the grader: the zygote gets SIGKILL when the grader dies (``launcher``), ``C``
+when the zygote dies (so a zygote that dies mid-run ends the checks its forks were running:
+they get their rows, saying the process ended), and ``G`` when its sandbox ends, as before.
+
+``SELFCHECK_ZYGOTE=0`` (:data:`VARIABLE`) turns it off: every worker is then a fresh
+interpreter.
 
 The zygote's command line carries :data:`ZYGOTE_MARK` (so does every process it forks), never
 ``WORKER_MARK``: the grader's orphan hunt (``worker.end_orphans``) is not about it, and the

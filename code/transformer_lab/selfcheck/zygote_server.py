@@ -66,14 +66,23 @@ def setns(fd, kind, name):
     checked(LIBC.setns(fd, kind), f"setns {name}")
 
 
-def enter(holder):
+def start_time(pid):
+    with open(f"/proc/{pid}/stat", "rb") as handle:
+        return int(handle.read().rsplit(b")", 1)[1].split()[19])
+
+
+def enter(holder, started):
     """Join the namespaces of process ``holder``: bubblewrap's outer user namespace first (it
     owns the others), then mount, network, IPC, UTS and PID, then the holder's own user
-    namespace (nested in the outer one: it maps the sandbox's uid)."""
+    namespace (nested in the outer one: it maps the sandbox's uid). ``started``: when the
+    holder started, checked once its namespaces are open (a process that took its pid since
+    started later)."""
     fds = {
         name: os.open(f"/proc/{holder}/ns/{name}", os.O_RDONLY | os.O_CLOEXEC)
         for name in ("user", "mnt", "net", "ipc", "uts", "pid")
     }
+    if start_time(holder) != started:
+        raise RuntimeError(f"process {holder} is not the sandbox's holder any more")
     current = OWN_USER_NAMESPACE
     try:
         owner = fcntl.ioctl(fds["mnt"], NS_GET_USERNS)
@@ -143,7 +152,7 @@ def fork_worker(request, fds, report):
     for procs in request["cgroups"]:
         with open(procs, "w") as handle:
             handle.write(str(os.getpid()))
-    enter(int(request["holder"]))
+    enter(int(request["holder"]), int(request["holder_started"]))
     os.chdir(request["workdir"])
     worker = os.fork()
     if worker == 0:
