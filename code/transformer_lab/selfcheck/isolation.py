@@ -340,6 +340,26 @@ class Cgroup:
                 except OSError:
                     time.sleep(0.02)
 
+    def charged(self) -> int:
+        """The anonymous memory charged to the cgroup (v1 ``memory.stat``'s rss), 0 without a
+        memory controller; ``OSError`` if unreadable."""
+        for folder in self.folders:
+            path = folder / "memory.stat"
+            if path.exists():
+                for line in path.read_text().splitlines():
+                    if line.startswith("rss "):
+                        return int(line.split()[1])
+        return 0
+
+    def lower_memory(self, amount: int) -> None:
+        """Lower the memory cap by ``amount`` bytes (``OSError`` if it cannot): what a worker
+        the zygote forked holds but the zygote's cgroup is charged for."""
+        for folder in self.folders:
+            for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+                path = folder / name  # the cap first: the swap cap may not go below it
+                if path.exists():
+                    path.write_text(str(max(2**20, int(path.read_text()) - amount)))
+
     def events(self) -> dict[str, int]:
         """How often each limit was hit: ``memory`` (v1 failcnt) and ``pids`` (refused forks)."""
         found = {}

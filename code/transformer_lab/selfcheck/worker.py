@@ -308,14 +308,14 @@ class Worker:
 
     # -- life cycle -----------------------------------------------------------------------------
 
-    def _launch(self) -> None:
+    def _launch(self, fresh: bool = False) -> None:
         with _LIVE_LOCK:
             if _STOPPING.is_set():
                 raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
-            self._popen()
+            self._popen(fresh)
             _LIVE.add(self)
 
-    def _popen(self) -> None:
+    def _popen(self, fresh: bool = False) -> None:
         if self.isolation.level != BUBBLEWRAP and not _SUBREAPER:
             _SUBREAPER.append(_become_subreaper())
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=runs_folder())
@@ -345,7 +345,7 @@ class Worker:
             "HOME": self.workdir,
         }
         self.alarms = []  # a fresh worker: what the last one reported is not this one's
-        service = zygote.service() if level == BUBBLEWRAP else None
+        service = zygote.service() if level == BUBBLEWRAP and not fresh else None
         if service is not None:
             try:
                 self._fork(service, config, env)
@@ -469,22 +469,17 @@ class Worker:
             self.kill()
             self._launch()
         self.prepared = False
-        # A fresh worker imports torch and says it is ready (START_SECONDS at most); asked to,
-        # it loads the file, which has the check's time limit for that.
-        self.limit, self.deadline = START_SECONDS, time.monotonic() + START_SECONDS
         try:
-            ready = self._receive()
-        except (StudentStopped, StudentRaised) as failed:
-            timed_out = getattr(failed, "status", "") == TIMED_OUT
-            why = (
-                f"in {START_SECONDS:g} s (an overloaded machine?)"
-                if timed_out
-                else failed.line
-            )
-            raise LoadFailed(f"the process to run your code did not start: {why}") from None
-        if ready[0] != "ready":
+            self._ready()
+            self._share_memory()
+        except (LoadFailed, OSError, ValueError):
+            if self.forked_pid is None:
+                raise
+            # The zygote's fork did not get ready, or its memory cap could not be set: this
+            # worker starts afresh (a failure of the zygote costs no row).
             self.kill()
-            raise LoadFailed("the process to run your code did not start")
+            self._launch(fresh=True)
+            self._ready()
         try:
             self.conn.send_bytes(pickle.dumps(("load", self._address_cap())))
         except OSError:
@@ -513,6 +508,36 @@ class Worker:
             raise LoadFailed(str(reply[1]) if reply[0] == "load_error" else "no answer")
         self.functions = _functions(reply[1])
         return self.functions
+
+    def _ready(self) -> None:
+        """Wait for the worker's "ready": a fresh worker imports torch first (START_SECONDS at
+        most); asked to, it loads the file, which has the check's time limit for that."""
+        self.limit, self.deadline = START_SECONDS, time.monotonic() + START_SECONDS
+        try:
+            ready = self._receive()
+        except (StudentStopped, StudentRaised) as failed:
+            timed_out = getattr(failed, "status", "") == TIMED_OUT
+            why = (
+                f"in {START_SECONDS:g} s (an overloaded machine?)"
+                if timed_out
+                else failed.line
+            )
+            raise LoadFailed(f"the process to run your code did not start: {why}") from None
+        if ready[0] != "ready":
+            self.kill()
+            raise LoadFailed("the process to run your code did not start")
+
+    def _share_memory(self) -> None:
+        """A worker the zygote forked shares the zygote's memory (torch's heap), which the
+        cgroup charges to the zygote: before the file loads, its cap is lowered by what it
+        holds but is not charged for, so that its student has a fresh worker's room."""
+        if self.forked_pid is None or self.cgroup is None or self.limits.memory_mb is None:
+            return
+        with open(f"/proc/{self.forked_pid}/status", encoding="ascii") as handle:
+            held = next(
+                int(line.split()[1]) for line in handle if line.startswith("RssAnon:")
+            )
+        self.cgroup.lower_memory(max(0, held * 1024 - self.cgroup.charged()))
 
     def _address_cap(self) -> int | None:
         """The worker's ``RLIMIT_AS``: its size now (torch loaded, no student code run yet),

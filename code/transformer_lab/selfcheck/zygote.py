@@ -175,6 +175,7 @@ class Service:
         self.zygote: Zygote | None = Zygote(environment, prefix)
 
     def fork_worker(self, request: dict, fds: list[int]) -> int:
+        """The forked worker's host pid (see :meth:`Zygote.fork_worker`)."""
         with self.lock:
             if self.zygote is None:
                 if self.failures > RESTARTS:
