@@ -243,8 +243,8 @@ def test_a_class_graded_through_the_zygote_gets_a_fresh_workers_results(tmp_path
 
 
 def test_a_dead_zygote_costs_no_row(tmp_path, monkeypatch, capsys):
-    """Killed during the run, it is restarted; when it cannot start at all, every worker starts
-    afresh, and the grader says so in one line."""
+    """Killed during the run, it is restarted; when its forks die before they are ready, or it
+    cannot start at all, every worker starts afresh (and the grader says so in one line)."""
     folder = tmp_path / "class"
     folder.mkdir()
     for name in ("a", "b", "c", "d"):
@@ -260,6 +260,14 @@ def test_a_dead_zygote_costs_no_row(tmp_path, monkeypatch, capsys):
     # A worker forked just before the kill ends with it (its check says so); every file has
     # its rows, and the first (graded before any kill) passed.
     assert len(csv_rows(reports)) == 4 * len(reports[0].results) and reports[0].all_passed
+    # A fork that dies before it is ready (here: every one): each file starts afresh.
+    source = zygote.server_source()
+    dying = source.replace("def run(job):\n", "def run(job):\n    os._exit(1)\n")
+    assert dying != source
+    monkeypatch.setattr(zygote, "server_source", lambda: dying)
+    reports = grade_folder(folder, limits=Limits(seconds=10), jobs=2)
+    assert all(r.load_error is None and r.all_passed for r in reports), reports
+    # A zygote that cannot start: every file starts afresh, and the grader says so.
     monkeypatch.setattr(zygote, "server_source", lambda: "import os; os._exit(3)")
     reports = grade_folder(folder, limits=Limits(seconds=10), jobs=2)
     assert all(r.load_error is None and r.all_passed for r in reports), reports

@@ -469,11 +469,12 @@ class Worker:
             self.kill()
             self._launch()
         self.prepared = False
+        forked = self.forked_pid is not None  # (a failed start's kill forgets it)
         try:
             self._ready()
             self._share_memory()
         except (LoadFailed, OSError, ValueError):
-            if self.forked_pid is None:
+            if not forked:
                 raise
             # The zygote's fork did not get ready, or its memory cap could not be set: this
             # worker starts afresh (a failure of the zygote costs no row).

@@ -37,7 +37,9 @@ tests keep their meaning and nothing is kept in step twice. Each worker is then:
    sandbox's skeleton, :func:`transformer_lab.selfcheck.sandbox.main`). Its uid is the
    sandbox's (65534) through the user namespace's mapping; ``getppid()`` is 0 (its parent is
    outside the PID namespace). It cannot make a user namespace of its own either (bubblewrap's
-   ``--disable-userns``, where supported, holds for every process in the sandbox).
+   ``--disable-userns``, where supported, holds for every process in the sandbox). Before its
+   file loads, the grader lowers its cgroup's memory cap by what it shares with the zygote but
+   is not charged for (``Worker._share_memory``): its student has a fresh worker's room.
 
 A failure never costs a row: when the zygote is dead, cannot join a sandbox, or ``G`` cannot
 drop a capability, that worker starts the normal way (a fresh interpreter in bubblewrap). A
