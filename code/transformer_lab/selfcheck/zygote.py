@@ -188,8 +188,9 @@ class Service:
                 self.forked += 1
                 return pid
             except ZygoteFailed as failed:
-                # A zygote that answers keeps serving (its forks of the other jobs, which die
-                # with it, go on); one that does not is ended, and restarted for the next.
+                # A zygote that answers "no" keeps serving (ending it would end the workers it
+                # forked for the other jobs); one that does not answer is ended, and restarted
+                # for the next worker.
                 if failed.dead or self.failures >= RESTARTS:
                     self.zygote.close()
                     self.zygote = None
