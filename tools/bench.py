@@ -59,11 +59,11 @@ class TreeMonitor:
     """
 
     def __init__(
-        self, pid: int, interval_s: float = 0.2, cpu_of: str = "ipykernel"
+        self, pid: int, interval_s: float = 0.2, cpu_of: tuple[str, ...] = ("ipykernel",)
     ) -> None:
         import psutil
 
-        self._cpu_of = cpu_of  # whose CPU time is kept: processes whose command has this
+        self._cpu_of = cpu_of  # whose CPU time is kept: processes whose command has one
         self._psutil = psutil
         self._root = psutil.Process(pid)
         self._interval_s = interval_s
@@ -83,8 +83,9 @@ class TreeMonitor:
             for process in processes:
                 try:
                     total += process.memory_info().rss
-                    if process.pid != self._root.pid and self._cpu_of in " ".join(
-                        process.cmdline()
+                    command = " ".join(process.cmdline())
+                    if process.pid != self._root.pid and any(
+                        mark in command for mark in self._cpu_of
                     ):
                         times = process.cpu_times()
                         self.kernel_cpu_s[process.pid] = (
@@ -259,12 +260,14 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
     Markdown report of the wall time against :data:`GRADING_BUDGET_S`, the load average before
     and after, the peak memory of the whole process tree (grader, supervisors, sandboxes,
     workers: the sum of their resident sizes, sampled) and where a submission's time goes
-    (inside its checks, or outside them: starting the worker, which imports torch, and the
-    sandbox)."""
+    (inside its checks, or outside them: building the sandbox and starting the worker, which
+    the zygote forks ready, torch imported, or which imports torch itself when the zygote is
+    off, ``SELFCHECK_ZYGOTE=0``). Workers' CPU includes the zygote's own (its one import)."""
     import json
 
     from classroom import write_class
     from transformer_lab.selfcheck.worker import WORKER_MARK
+    from transformer_lab.selfcheck.zygote import VARIABLE, ZYGOTE_MARK, wanted
 
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         folder, reports = Path(scratch) / "class", Path(scratch) / "grades.json"
@@ -276,8 +279,8 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT
         )
-        worker = WORKER_MARK.decode()
-        with TreeMonitor(process.pid, interval_s=0.5, cpu_of=worker) as monitor:
+        workers = (WORKER_MARK.decode(), ZYGOTE_MARK.decode())
+        with TreeMonitor(process.pid, interval_s=0.5, cpu_of=workers) as monitor:
             output = process.communicate()[0]
         seconds, after = time.perf_counter() - start, os.getloadavg()
         grader_cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -302,7 +305,12 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
         "(resident sizes summed, sampled every 0.5 s)",
         f"- time per submission: {per_file / max(1, len(graded)):.2f} s, of which "
         f"{in_checks / max(1, len(graded)):.2f} s inside its checks; the rest starts its "
-        "worker(s) (a fresh interpreter importing torch, in a fresh sandbox)",
+        "worker(s) in a fresh sandbox ("
+        + (
+            "forked by the zygote, torch already imported)"
+            if wanted()
+            else f"a fresh interpreter importing torch: {VARIABLE}=0)"
+        ),
         f"- CPU: workers {workers_cpu:.0f} s (sampled), the grader and what it waited for "
         f"{grader_s:.0f} s; on {jobs} idle cores at best "
         f"{(workers_cpu + grader_s) / jobs:.0f} s",

@@ -29,7 +29,12 @@ from transformer_lab.selfcheck.report import (
     valid_text,
 )
 from transformer_lab.selfcheck.runner import check_file
-from transformer_lab.selfcheck.worker import Limits, allow_workers, kill_all_workers
+from transformer_lab.selfcheck.worker import (
+    Limits,
+    allow_workers,
+    forking_workers,
+    kill_all_workers,
+)
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")
 
@@ -76,6 +81,20 @@ def grade_folder(
     ``page`` picks the exercise page's checks ("homework" or "week-20")."""
     paths = submissions(folder)
     allow_workers()
+    with forking_workers() if paths else contextlib.nullcontext():
+        return _grade(paths, only, limits, progress, jobs, hidden, page)
+
+
+def _grade(
+    paths: list[Path],
+    only: Sequence[str],
+    limits: Limits | None,
+    progress: Callable[[Report], None] | None,
+    jobs: int,
+    hidden: Sequence[str],
+    page: str,
+) -> list[Report]:
+    """:func:`grade_folder`'s work, once the workers' zygote (if any) is started."""
     done: dict[Path, Report] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     futures = {

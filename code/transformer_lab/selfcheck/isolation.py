@@ -1,11 +1,12 @@
 """Where a worker runs: a sandbox that holds no answers, sees no other file and leaves nothing behind.
 
 Every worker is a fresh Python interpreter (never a fork of the checking process, which holds the
-book's reference implementations in memory). It imports its code from a *skeleton*: a temporary
-copy of the few modules a worker needs (:data:`WORKER_MODULES`: statuses, error summaries, the
-call and transport code, the worker loop), so ``transformer_lab.attention`` and the other answers
-are not importable from it under any name. Its working folder is a fresh temporary folder holding
-a copy of the student's file and nothing else.
+book's reference implementations in memory; ``grade``'s zygote, below, holds none of them). It
+imports its code from a *skeleton*: a temporary copy of the few modules a worker needs
+(:data:`WORKER_MODULES`: statuses, error summaries, the call and transport code, the worker
+loop), so ``transformer_lab.attention`` and the other answers are not importable from it under
+any name. Its working folder is a fresh temporary folder holding a copy of the student's file
+and nothing else.
 
 Two levels, the strongest one available is used (:func:`isolation`):
 
@@ -33,6 +34,10 @@ of its processes).
 
 ``SELFCHECK_ISOLATION=process`` forces the second level (tests of the fallback use it; set for
 a whole test run, it tests a machine without bubblewrap).
+
+While ``grade`` runs at the bubblewrap level, the worker is not a fresh interpreter but a fork of
+the zygote (:mod:`transformer_lab.selfcheck.zygote`), which imported torch once: bubblewrap
+builds the same sandbox around :data:`HOLDER`, and the fork joins it. Nothing above changes.
 """
 
 from __future__ import annotations
@@ -79,6 +84,14 @@ WORKER_MODULES = (
 SKELETON_INIT = '"""The worker\'s part of the self-check (see isolation.py)."""\n'
 # Inside a bubblewrap sandbox: where the skeleton and the working folder appear.
 SANDBOX_SKELETON, SANDBOX_WORKDIR = "/tmp/selfcheck-worker", "/tmp/submission"
+
+
+# What a worker runs (``python -I -c WORKER_START SKELETON ARGS...``; a zygote's fork runs the
+# same, with the same arguments).
+WORKER_START = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from transformer_lab.selfcheck.sandbox import main; main()"
+)
 
 
 @dataclass(frozen=True)
@@ -327,6 +340,26 @@ class Cgroup:
                 except OSError:
                     time.sleep(0.02)
 
+    def charged(self) -> int:
+        """The anonymous memory charged to the cgroup (v1 ``memory.stat``'s rss), 0 without a
+        memory controller; ``OSError`` if unreadable."""
+        for folder in self.folders:
+            path = folder / "memory.stat"
+            if path.exists():
+                for line in path.read_text().splitlines():
+                    if line.startswith("rss "):
+                        return int(line.split()[1])
+        return 0
+
+    def lower_memory(self, amount: int) -> None:
+        """Lower the memory cap by ``amount`` bytes (``OSError`` if it cannot): what a worker
+        the zygote forked holds but the zygote's cgroup is charged for."""
+        for folder in self.folders:
+            for name in ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes"):
+                path = folder / name  # the cap first: the swap cap may not go below it
+                if path.exists():
+                    path.write_text(str(max(2**20, int(path.read_text()) - amount)))
+
     def events(self) -> dict[str, int]:
         """How often each limit was hit: ``memory`` (v1 failcnt) and ``pids`` (refused forks)."""
         found = {}
@@ -427,7 +460,27 @@ def _bwrap_base() -> list[str]:
     # No --new-session: the supervisor already runs in a session of its own, with no terminal,
     # and the sandbox stays in its process group, so that one killpg ends all of it at once.
     command += ["--die-with-parent", "--cap-drop", "ALL"]
-    return command
+    return command + _no_user_namespaces(tuple(command))
+
+
+@functools.cache
+def _no_user_namespaces(base: tuple[str, ...]) -> list[str]:
+    """``--disable-userns`` where this bubblewrap and kernel support it: a worker cannot make
+    a user namespace of its own (in which it would hold every capability, and could mount
+    file systems and unshare namespaces). Older bubblewraps lack it; the sandbox then holds
+    without it (no capability in the worker's own namespace)."""
+    option = ["--disable-userns"]
+    try:
+        done = subprocess.run(
+            [*base, *option, "--tmpfs", "/tmp", *system_view()]
+            + [sys.executable, "-I", "-S", "-c", "pass"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return option if done.returncode == 0 else []
 
 
 # The system folders a Python interpreter needs (merged-/usr links are made as links), and
@@ -532,6 +585,7 @@ def worker_command(
     visible: tuple[str, ...] = (),
     cgroup: Cgroup | None = None,
     file_name: str = "",
+    holder: tuple[int, int] | None = None,
 ) -> tuple[list[str], str]:
     """The command that starts a worker, and the working folder as the worker sees it.
 
@@ -540,14 +594,12 @@ def worker_command(
     data); ``cgroup``: the worker's (:func:`worker_cgroup`). In bubblewrap, the working folder
     is a folder of the sandbox's own ``/tmp``, a RAM file system of :data:`TMPFS_MB` (as is
     ``/dev/shm``), and the student's file is bound into it read-only: what the worker writes
-    never reaches the machine's disk."""
+    never reaches the machine's disk. ``holder`` (bubblewrap only: the ready pipe's write end
+    and the status pipe's read end): the sandbox runs :data:`HOLDER` instead of the worker, and
+    the zygote (:mod:`transformer_lab.selfcheck.zygote`) forks the worker into it."""
     root = skeleton(book_modules)
-    start = (
-        "import sys; sys.path.insert(0, sys.argv.pop(1)); "
-        "from transformer_lab.selfcheck.sandbox import main; main()"
-    )
     prefix = supervisor(cgroup)
-    python = [os.path.abspath(sys.executable), "-I", "-c", start]
+    python = [os.path.abspath(sys.executable), "-I", "-c", WORKER_START]
     if level != BUBBLEWRAP:
         return [*prefix, *python, root, *arguments], workdir
     size = str(TMPFS_MB * 2**20)
@@ -562,9 +614,53 @@ def worker_command(
         inside = f"{SANDBOX_WORKDIR}/{file_name}"
         command += ["--ro-bind", os.path.join(workdir, file_name), inside]
     command += ["--remount-ro", "/", "--chdir", SANDBOX_WORKDIR]
-    command += ["--setenv", "TMPDIR", SANDBOX_WORKDIR, "--setenv", "HOME", SANDBOX_WORKDIR]
-    command += ["--setenv", "PATH", SANDBOX_PATH]
+    for name, value in SANDBOX_ENVIRONMENT.items():
+        command += ["--setenv", name, value]
+    if holder is not None:
+        python = [os.path.abspath(sys.executable), "-I", "-S", "-c", HOLDER]
+        return [*command, *python, *map(str, holder)], SANDBOX_WORKDIR
     return [*command, *python, SANDBOX_SKELETON, *arguments], SANDBOX_WORKDIR
+
+
+# What bubblewrap sets in a worker's environment (over the grader's clean one): the grader's
+# TMPDIR, HOME and PATH would name the host's folders; PWD is what its --chdir sets.
+SANDBOX_ENVIRONMENT = {
+    "TMPDIR": SANDBOX_WORKDIR,
+    "HOME": SANDBOX_WORKDIR,
+    "PATH": SANDBOX_PATH,
+    "PWD": SANDBOX_WORKDIR,
+}
+
+# Linux, bubblewrap, a worker forked by the zygote: what the sandbox runs in the worker's place
+# (argv[1]: the ready pipe, argv[2]: the status pipe). It says it runs (bubblewrap has built
+# the whole view by then), then waits for the worker's status, which the zygote's child that
+# waits for the worker writes, and ends the same way (an exit status, or the same signal), so
+# that the sandbox, its supervisor and the grader's Popen end as a fresh worker would. The
+# sandbox ends with it, and the kernel then ends every process in its PID namespace, the forked
+# worker included. No status (that child was killed): HOLDER_LOST.
+HOLDER_LOST = 113
+HOLDER = f"""
+import os, resource, signal, sys
+os.write(int(sys.argv[1]), b"r")
+os.close(int(sys.argv[1]))
+data = b""
+while len(data) < 64:
+    chunk = os.read(int(sys.argv[2]), 64)
+    if not chunk:
+        break
+    data += chunk
+text = data.decode("ascii", "replace").strip()
+code = int(text) if text.lstrip("-").isdigit() else {HOLDER_LOST}
+if code < 0:
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        signal.signal(-code, signal.SIG_DFL)
+    except (OSError, ValueError):  # SIGKILL, SIGSTOP: not catchable anyway
+        pass
+    os.kill(os.getpid(), -code)
+    code = 128 - code
+os._exit(code if 0 <= code < 256 else {HOLDER_LOST})
+"""
 
 
 # Linux: the launcher asks for SIGKILL when the grader dies (prctl PR_SET_PDEATHSIG), then

@@ -13,6 +13,7 @@ capped file (a flood of prints cannot reach the report), and on Linux its memory
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
+from transformer_lab.selfcheck import zygote
 from transformer_lab.selfcheck.core import (
     ENDED,
     TIMED_OUT,
@@ -48,9 +50,14 @@ from transformer_lab.selfcheck.execution import (
 )
 from transformer_lab.selfcheck.isolation import (
     BUBBLEWRAP,
+    HOLDER,
+    SANDBOX_ENVIRONMENT,
+    SANDBOX_SKELETON,
+    WORKER_START,
     data_folders,
     hidden_paths,
     isolation,
+    launcher,
     remove_folder,
     runs_folder,
     seen_paths,
@@ -150,10 +157,9 @@ def end_orphans(rounds: int = 20) -> None:
                 pass
 
 
-def worker_pid(root: int) -> int | None:
-    """The host process id of the worker interpreter that process ``root`` (its supervisor)
-    started, through bubblewrap or not: the descendant whose command line is the worker's
-    (``python -I -c <start>``, the start naming the sandbox module). None off Linux."""
+def _descendant(root: int, matches) -> int | None:
+    """The host process id of the first descendant of process ``root`` whose argv
+    ``matches``; None off Linux."""
     children: dict[int, list[int]] = {}
     try:
         entries = [e for e in os.listdir("/proc") if e.isdigit()]
@@ -174,10 +180,36 @@ def worker_pid(root: int) -> int | None:
                 argv = handle.read().split(b"\0")
         except OSError:
             continue
-        if argv[1:3] == [b"-I", b"-c"] and len(argv) > 3 and WORKER_MARK in argv[3]:
+        if matches(argv):
             return pid
         todo += children.get(pid, [])
     return None
+
+
+def _start_time(pid: int) -> int | None:
+    """When process ``pid`` started (clock ticks after boot; with the pid, it names one
+    process), or None."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return int(handle.read().rsplit(b")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _is_worker(argv: list[bytes]) -> bool:
+    return argv[1:3] == [b"-I", b"-c"] and len(argv) > 3 and WORKER_MARK in argv[3]
+
+
+def _is_holder(argv: list[bytes]) -> bool:
+    return argv[1:4] == [b"-I", b"-S", b"-c"] and argv[4:5] == [HOLDER.encode()]
+
+
+def worker_pid(root: int) -> int | None:
+    """The host process id of the worker interpreter that process ``root`` (its supervisor)
+    started, through bubblewrap or not: the descendant whose command line is the worker's
+    (``python -I -c <start>``, the start naming the sandbox module). None off Linux, and for
+    a worker the zygote forked (not a descendant: ``Worker.forked_pid`` holds it)."""
+    return _descendant(root, _is_worker)
 
 
 @dataclass(frozen=True)
@@ -271,25 +303,24 @@ class Worker:
         self.alarms: list[str] = []
         self.prepared = False
         self.cgroup = None
+        # The worker's host pid when the zygote forked it (not a descendant of self.process).
+        self.forked_pid: int | None = None
 
     # -- life cycle -----------------------------------------------------------------------------
 
-    def _launch(self) -> None:
+    def _launch(self, fresh: bool = False) -> None:
         with _LIVE_LOCK:
             if _STOPPING.is_set():
                 raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
-            self._popen()
+            self._popen(fresh)
             _LIVE.add(self)
 
-    def _popen(self) -> None:
+    def _popen(self, fresh: bool = False) -> None:
         if self.isolation.level != BUBBLEWRAP and not _SUBREAPER:
             _SUBREAPER.append(_become_subreaper())
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=runs_folder())
         copy = Path(self.workdir) / self.path.name
         shutil.copyfile(self.path, copy)
-        ours, theirs = socket.socketpair()
-        alarm_read, alarm_write = os.pipe()
-        fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
         self.cgroup = worker_cgroup(self.limits.memory_mb)
         level = self.isolation.level
         # In bubblewrap the worker's view holds none of the hidden paths, so it is not told
@@ -308,15 +339,41 @@ class Worker:
             "library_tripwires": not self.library_attention,
             "visible": seen_data,
         }
-        command, seen = worker_command(
+        env = {
+            **_clean_environment(seen_data),
+            "TMPDIR": self.workdir,
+            "HOME": self.workdir,
+        }
+        self.alarms = []  # a fresh worker: what the last one reported is not this one's
+        service = zygote.service() if level == BUBBLEWRAP and not fresh else None
+        if service is not None:
+            try:
+                self._fork(service, config, env)
+                return
+            except zygote.ZygoteFailed:
+                pass  # this worker starts afresh; the zygote is restarted for the next one
+        self._spawn(config, env)
+
+    def _command(self, arguments: list[str], holder: tuple[int, int] | None = None):
+        return worker_command(
             self.isolation.level,
             self.workdir,
             self.hidden,
-            [str(theirs.fileno()), str(alarm_write), "", json.dumps(config)],
+            arguments,
             self.book_modules,
             tuple(self.visible),
             self.cgroup,
             self.path.name,
+            holder,
+        )
+
+    def _spawn(self, config: dict, env: dict[str, str]) -> None:
+        """A fresh interpreter (in a sandbox at the bubblewrap level)."""
+        ours, theirs = socket.socketpair()
+        alarm_read, alarm_write = os.pipe()
+        fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
+        command, seen = self._command(
+            [str(theirs.fileno()), str(alarm_write), "", json.dumps(config)]
         )
         command[-2] = os.path.join(seen, self.path.name)
         with open(self.output_path, "ab") as output:
@@ -328,17 +385,74 @@ class Worker:
                 pass_fds=(theirs.fileno(), alarm_write),
                 start_new_session=True,
                 cwd=self.workdir,
-                env={
-                    **_clean_environment(seen_data),
-                    "TMPDIR": self.workdir,
-                    "HOME": self.workdir,
-                },
+                env=env,
             )
         theirs.close()
         os.close(alarm_write)
         self.conn = Connection(ours.detach())
         self.alarm = alarm_read
-        self.alarms = []  # a fresh worker: what the last one reported is not this one's
+        self.forked_pid = None
+
+    def _fork(self, service: zygote.Service, config: dict, env: dict[str, str]) -> None:
+        """A sandbox built by bubblewrap around a holder, and the zygote's fork inside it (see
+        :mod:`transformer_lab.selfcheck.zygote`); ``ZygoteFailed`` leaves nothing running."""
+        ours, theirs = socket.socketpair()
+        alarm_read, alarm_write = os.pipe()
+        fcntl.fcntl(alarm_read, fcntl.F_SETFL, os.O_NONBLOCK)
+        ready_read, ready_write = os.pipe()
+        status_read, status_write = os.pipe()
+        command, seen = self._command([], holder=(ready_write, status_read))
+        arguments = ["3", "4", os.path.join(seen, self.path.name), json.dumps(config)]
+        request = {
+            "cgroups": [str(f / "cgroup.procs") for f in self.cgroup.folders]
+            if self.cgroup
+            else [],
+            "workdir": seen,
+            "start": WORKER_START,
+            "argv": [SANDBOX_SKELETON, *arguments],
+            "env": {**env, **SANDBOX_ENVIRONMENT},
+        }
+        process = None
+        try:
+            with open(self.output_path, "ab") as output:
+                process = subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=output,
+                    stderr=output,
+                    pass_fds=(ready_write, status_read),
+                    start_new_session=True,
+                    cwd=self.workdir,
+                    env=env,
+                )
+                os.close(ready_write)
+                os.close(status_read)
+                ready_write = status_read = -1
+                zygote.wait_ready(ready_read, process, START_SECONDS)
+                request["holder"] = holder = _descendant(process.pid, _is_holder)
+                # The zygote joins the namespaces of this process, not of one that took its pid.
+                request["holder_started"] = _start_time(holder) if holder else None
+                if request["holder_started"] is None:
+                    raise zygote.ZygoteFailed("no holder in the sandbox")
+                fds = [theirs.fileno(), alarm_write, output.fileno(), status_write]
+                pid = service.fork_worker(request, fds)
+        except BaseException:
+            if process is not None:
+                with contextlib.suppress(OSError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            ours.close()
+            os.close(alarm_read)
+            raise
+        finally:
+            theirs.close()
+            for fd in (alarm_write, ready_read, ready_write, status_read, status_write):
+                if fd >= 0:
+                    os.close(fd)
+        self.process = process
+        self.conn = Connection(ours.detach())
+        self.alarm = alarm_read
+        self.forked_pid = pid
 
     def prepare(self) -> None:
         """Start the worker's interpreter now, so that a later :meth:`start` finds it ready: it
@@ -355,22 +469,18 @@ class Worker:
             self.kill()
             self._launch()
         self.prepared = False
-        # A fresh worker imports torch and says it is ready (START_SECONDS at most); asked to,
-        # it loads the file, which has the check's time limit for that.
-        self.limit, self.deadline = START_SECONDS, time.monotonic() + START_SECONDS
+        forked = self.forked_pid is not None  # (a failed start's kill forgets it)
         try:
-            ready = self._receive()
-        except (StudentStopped, StudentRaised) as failed:
-            timed_out = getattr(failed, "status", "") == TIMED_OUT
-            why = (
-                f"in {START_SECONDS:g} s (an overloaded machine?)"
-                if timed_out
-                else failed.line
-            )
-            raise LoadFailed(f"the process to run your code did not start: {why}") from None
-        if ready[0] != "ready":
+            self._ready()
+            self._share_memory()
+        except (LoadFailed, OSError, ValueError):
+            if not forked:
+                raise
+            # The zygote's fork did not get ready, or its memory cap could not be set: this
+            # worker starts afresh (a failure of the zygote costs no row).
             self.kill()
-            raise LoadFailed("the process to run your code did not start")
+            self._launch(fresh=True)
+            self._ready()
         try:
             self.conn.send_bytes(pickle.dumps(("load", self._address_cap())))
         except OSError:
@@ -400,13 +510,43 @@ class Worker:
         self.functions = _functions(reply[1])
         return self.functions
 
+    def _ready(self) -> None:
+        """Wait for the worker's "ready": a fresh worker imports torch first (START_SECONDS at
+        most); asked to, it loads the file, which has the check's time limit for that."""
+        self.limit, self.deadline = START_SECONDS, time.monotonic() + START_SECONDS
+        try:
+            ready = self._receive()
+        except (StudentStopped, StudentRaised) as failed:
+            timed_out = getattr(failed, "status", "") == TIMED_OUT
+            why = (
+                f"in {START_SECONDS:g} s (an overloaded machine?)"
+                if timed_out
+                else failed.line
+            )
+            raise LoadFailed(f"the process to run your code did not start: {why}") from None
+        if ready[0] != "ready":
+            self.kill()
+            raise LoadFailed("the process to run your code did not start")
+
+    def _share_memory(self) -> None:
+        """A worker the zygote forked shares the zygote's memory (torch's heap), which the
+        cgroup charges to the zygote: before the file loads, its cap is lowered by what it
+        holds but is not charged for, so that its student has a fresh worker's room."""
+        if self.forked_pid is None or self.cgroup is None or self.limits.memory_mb is None:
+            return
+        with open(f"/proc/{self.forked_pid}/status", encoding="ascii") as handle:
+            held = next(
+                int(line.split()[1]) for line in handle if line.startswith("RssAnon:")
+            )
+        self.cgroup.lower_memory(max(0, held * 1024 - self.cgroup.charged()))
+
     def _address_cap(self) -> int | None:
         """The worker's ``RLIMIT_AS``: its size now (torch loaded, no student code run yet),
         read from this side's ``/proc``, plus ``Limits.memory_mb``; None off Linux or with no
         memory limit."""
         if self.limits.memory_mb is None or self.process is None:
             return None
-        pid = worker_pid(self.process.pid)
+        pid = self.forked_pid or worker_pid(self.process.pid)
         if pid is None:
             return None
         try:
@@ -441,6 +581,7 @@ class Worker:
         with _LIVE_LOCK:
             _LIVE.discard(self)
         process, self.process = self.process, None
+        self.forked_pid = None
         if process is not None:
             try:
                 os.killpg(process.pid, signal.SIGKILL)
@@ -578,6 +719,19 @@ class Worker:
             return ""
         text = data[:limit].decode("utf-8", errors="replace")
         return text + ("\n..." if len(data) > limit else "")
+
+
+@contextlib.contextmanager
+def forking_workers():
+    """While the block runs, workers at the bubblewrap level are forked by one zygote (see
+    :mod:`transformer_lab.selfcheck.zygote`; ``SELFCHECK_ZYGOTE=0`` turns it off): started
+    here, with exactly a worker's environment, and ended when the block ends."""
+    if isolation().level != BUBBLEWRAP:
+        yield
+        return
+    environment = {**_clean_environment([]), **SANDBOX_ENVIRONMENT}
+    with zygote.serving(environment, launcher()):
+        yield
 
 
 def _clean_environment(visible: list[str]) -> dict[str, str]:
