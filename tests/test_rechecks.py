@@ -9,6 +9,7 @@ import transformer_lab.bakeoff as bakeoff
 import transformer_lab.set_classifier as set_classifier
 from transformer_lab.rechecks import (
     EXPERIMENTS,
+    PROVENANCE_WIDTH,
     RERUN_COMMAND,
     StaleRecordError,
     code_hash,
@@ -84,12 +85,15 @@ def test_a_record_of_the_current_recipe_loads(tmp_path):
     path = write_record("ch3", {"answer": 42}, PROVENANCE, tmp_path / "ch3.json")
     record = load_record("ch3", path)
     assert record["results"] == {"answer": 42} and record["provenance"] == PROVENANCE
-    assert describe_provenance(record) == (
+    described = describe_provenance(record)
+    assert " ".join(described.split("\n")) == (
         "made by `python tools/rechecks.py ch3` on 2026-12-02, Some CPU (2 cores), "
         "canonical numeric mode, in 10 min (load average 0.10, 0.20, 0.30)"
     )
+    # wrapped for a page's output column
+    assert max(map(len, described.splitlines())) <= PROVENANCE_WIDTH < len(described)
     quick = {**record, "provenance": {**PROVENANCE, "wall_seconds": 30}}
-    assert ", in 30 s (load" in describe_provenance(quick)
+    assert ", in 30 s (load" in " ".join(describe_provenance(quick).split("\n"))
 
 
 def test_a_stale_record_raises_naming_make_rechecks_and_the_change(tmp_path, monkeypatch):
@@ -143,9 +147,8 @@ def test_other_library_versions_are_named_not_refused(tmp_path):
     assert loaded["version_changes"] == [
         f"numpy 0.0.1 -> {public_version(version('numpy'))}"
     ]
-    assert "other library versions than yours (numpy 0.0.1 -> " in describe_provenance(
-        loaded
-    )
+    described = " ".join(describe_provenance(loaded).split("\n"))
+    assert "other library versions than yours (numpy 0.0.1 -> " in described
     with pytest.raises(StaleRecordError, match="numpy 0.0.1 -> "):
         load_record("ch3", path, strict_versions=True)
 

@@ -29,12 +29,14 @@ import importlib
 import importlib.util
 import json
 import platform
+import textwrap
 from dataclasses import dataclass
 from importlib.metadata import version
 from pathlib import Path
 
 RECORD_DIR = Path(__file__).resolve().parent / "recheck_records"
 RERUN_COMMAND = "make rechecks"
+PROVENANCE_WIDTH = 72  # the pages' output column (CONTRIBUTING's code column, with room)
 PACKAGE = "transformer_lab"
 VERSIONED = ("torch", "numpy", "scikit-learn")
 
@@ -287,8 +289,9 @@ def load_record(
     return record
 
 
-def describe_provenance(record: dict) -> str:
-    """One line: when, on which CPU, in which numeric mode and how fast the record was made."""
+def describe_provenance(record: dict, width: int = PROVENANCE_WIDTH) -> str:
+    """When, on which CPU, in which numeric mode and how fast the record was made: one sentence,
+    wrapped at ``width`` characters (a page's output column)."""
     made = record["provenance"]
     seconds = made["wall_seconds"]
     took = f"{seconds} s" if seconds < 120 else f"{seconds / 60:.0f} min"
@@ -301,4 +304,4 @@ def describe_provenance(record: dict) -> str:
             f"; with other library versions than yours ({'; '.join(record['version_changes'])}),"
             " so its numbers may differ from a re-run here"
         )
-    return line
+    return textwrap.fill(line, width, break_on_hyphens=False)
