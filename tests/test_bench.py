@@ -2,7 +2,16 @@
 
 from datetime import UTC, datetime
 
-from bench import PAGE_BUDGET_S, STARTER_BUDGET_S, TEST_BUDGET_S, TOTAL_BUDGET_S, report
+from bench import (
+    CHECKS_NOT_PASSED,
+    PAGE_BUDGET_S,
+    STARTER_BUDGET_S,
+    STARTER_CRASHED,
+    TEST_BUDGET_S,
+    TOTAL_BUDGET_S,
+    report,
+    starter_failed,
+)
 from book_pages import ROOT, has_code, toc_pages
 from machine import cpu_info
 
@@ -68,8 +77,6 @@ def test_the_make_test_budget_is_the_build_plus_the_test_suite():
 
 
 def test_an_untouched_starter_exits_1_and_only_a_crash_fails():
-    from bench import CHECKS_NOT_PASSED, STARTER_CRASHED
-
     def starter_line(status: int) -> tuple[str, str]:
         starters = {"exercises/week-20/starter.py": (status, 5.0, 4.0)}
         executed = dict.fromkeys(PAGES, 1.0)
@@ -85,3 +92,11 @@ def test_an_untouched_starter_exits_1_and_only_a_crash_fails():
     line, text = starter_line(STARTER_CRASHED)
     assert "**failed (exit status -1)**" in line
     assert "python exercises/week-20/starter.py: exit status -1" in text
+
+
+def test_only_a_crashed_or_failed_starter_fails_make_bench():
+    def run(status: int) -> dict[str, tuple[int, float, float]]:
+        return {"exercises/week-20/starter.py": (status, 5.0, 4.0)}
+
+    assert not starter_failed(run(0)) and not starter_failed(run(CHECKS_NOT_PASSED))
+    assert starter_failed(run(STARTER_CRASHED)) and starter_failed(run(2))

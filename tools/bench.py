@@ -499,7 +499,13 @@ def main(argv: list[str]) -> int:
     print(
         f"written to {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}"
     )
-    return status or int(any(code != 0 for code, _, _ in starters.values()))
+    return status or int(starter_failed(starters))
+
+
+def starter_failed(starters: dict[str, tuple[int, float, float]]) -> bool:
+    """Did a starter fail: crash, or end with a status other than 0 and CHECKS_NOT_PASSED (an
+    untouched starter's exit 1, which is a run to the end)?"""
+    return any(code not in (0, CHECKS_NOT_PASSED) for code, _, _ in starters.values())
 
 
 if __name__ == "__main__":
