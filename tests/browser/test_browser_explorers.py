@@ -36,7 +36,7 @@ from transformer_lab.set_task import (
     largest_key_index,
     make_sets,
 )
-from transformer_lab.tokenizer import TINY_CORPUS, merges, train_bpe_tokenizer
+from transformer_lab.tokenizer import CHAPTER_CORPUS, merges, train_bpe_tokenizer
 
 pytestmark = pytest.mark.browser
 
@@ -624,17 +624,17 @@ def test_in_print_chapter_3_shows_its_static_heads_figure(chapter_3):
         page.emulate_media(media="screen")
 
 
-# Chapter 5's merge stepper: the tiny corpus's tokenizer and the unseen sentence of
+# Chapter 5's merge stepper: the chapter corpus's tokenizer and the unseen sentence of
 # chapters/05-tokenizers.md ("Encoding a sentence it never saw").
 CHAPTER_5 = "chapters/05-tokenizers.html"
-TINY_VOCAB = 72
+TINY_VOCAB = 78
 SENTENCE = "my dog reads the whole input"
 
 
 @functools.cache
 def trained_to(vocab_size: int) -> list[str]:
     """The sentence's tokens from a tokenizer trained on the tiny corpus to ``vocab_size``."""
-    return train_bpe_tokenizer(TINY_CORPUS, vocab_size=vocab_size).encode(SENTENCE).tokens
+    return train_bpe_tokenizer(CHAPTER_CORPUS, vocab_size=vocab_size).encode(SENTENCE).tokens
 
 
 @pytest.fixture()
@@ -648,7 +648,7 @@ def chapter_5(open_page):
 
 def changing_steps(last: int) -> list[int]:
     """The merges k (1 to ``last``) after which the sentence's tokens differ from k - 1's."""
-    full = train_bpe_tokenizer(TINY_CORPUS, vocab_size=TINY_VOCAB)
+    full = train_bpe_tokenizer(CHAPTER_CORPUS, vocab_size=TINY_VOCAB)
     base = full.get_vocab_size() - last
     return [
         k for k in range(1, last + 1) if trained_to(base + k) != trained_to(base + k - 1)
@@ -657,7 +657,7 @@ def changing_steps(last: int) -> list[int]:
 
 def check_merge_state(page, k: int) -> None:
     """What the page shows after k merges equals a tokenizer *trained* with k merges."""
-    full = train_bpe_tokenizer(TINY_CORPUS, vocab_size=TINY_VOCAB)
+    full = train_bpe_tokenizer(CHAPTER_CORPUS, vocab_size=TINY_VOCAB)
     learned = merges(full)
     base = full.get_vocab_size() - len(learned)
     assert page.locator("#tl-merges-step").input_value() == str(k)
@@ -706,7 +706,7 @@ def test_merge_stepper_follows_the_keyboard(chapter_5):
     assert page.locator('.tl-explorer[data-explorer="merges"]').is_visible()
     assert page.locator("#tl-merges-status").get_attribute("aria-live") == "polite"
     assert page.locator("label[for=tl-merges-step]").inner_text().startswith("Merges")
-    last = len(merges(train_bpe_tokenizer(TINY_CORPUS, vocab_size=TINY_VOCAB)))
+    last = len(merges(train_bpe_tokenizer(CHAPTER_CORPUS, vocab_size=TINY_VOCAB)))
     check_merge_state(page, 0)
     page.locator("#tl-merges-step").focus()
     for k in range(1, last + 1):
