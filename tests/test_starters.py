@@ -251,6 +251,7 @@ EXAMPLES = [
     "Exercise 4: explore nn.MultiheadAttention",
     "Exercise 5: the same sets, shuffled and padded further",
     "Exercise 7: embedding tables",
+    "Exercise 8: your tokenizer",
     "Exercise 9: tokens per word",
     "Exercise 10: an unseen sentence, and the price of the vocabulary",
     "Exercise 11 (stretch): a causal mask with padding",

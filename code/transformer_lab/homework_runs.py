@@ -329,6 +329,18 @@ def trained_tokenizer():
         return S.train_bpe_tokenizer(list(TINY_CORPUS), vocab_size=80)
 
 
+def tokenizer_example():
+    """Exercise 8: your tokenizer's size, its special tokens, and what becomes of unseen characters."""
+    tokenizer = trained_tokenizer()
+    print("vocabulary size:", tokenizer.get_vocab_size())
+    print(
+        'token_to_id("[UNK]"):', tokenizer.token_to_id("[UNK]"),
+        '  token_to_id("[PAD]"):', tokenizer.token_to_id("[PAD]"),
+    )
+    # the emoji is written as an escape: a console without it still prints the tokens
+    print('encode("caf\u00e9 \\U0001f642").tokens:', tokenizer.encode("caf\u00e9 \U0001f642").tokens)
+
+
 def count_tokens_per_word():
     """Exercise 9: tokens per word next to how often each word occurs in the corpus."""
     from transformer_lab.tokenizer import TINY_CORPUS, word_occurrences
@@ -474,6 +486,7 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         ("Exercise 4: explore nn.MultiheadAttention", explore_multihead_attention),
         ("Exercise 5: the same sets, shuffled and padded further", shuffle_check),
         ("Exercise 7: embedding tables", embedding_costs),
+        ("Exercise 8: your tokenizer", tokenizer_example),
         ("Exercise 9: tokens per word", count_tokens_per_word),
         ("Exercise 10: an unseen sentence, and the price of the vocabulary", run_tokenizer),
         ("Exercise 11 (stretch): a causal mask with padding", causal_mask_example),

@@ -67,11 +67,14 @@ TASK6_BPE_LENGTH = 8
 
 # Task 1's defaults (the starter's Task-1 settings are tested equal to them): chapter 4's recipe
 # on a sample twice its size. Chapter 4 printed what its 2,000 comments give; on them its models
-# with positions hardly read the mirrored pairs. One training seed keeps --train near 45 s of CPU
-# on the Intel Xeon that builds the book (a seed more costs as much again); 400 pairs per set
-# detect a net share of 0.14 per seed (``detectable_gaps``), as in chapter 4.
+# with positions hardly read the mirrored pairs. The sample size was chosen on the validation
+# pairs of training seed 0 (a smaller sample gave a model that did not read them), so seed 0 is
+# not a default seed: the default run trains seeds 1 to 3, the next three, fixed before their
+# results were seen, and the page says so before the run. Each seed costs about 45 s of CPU on
+# the Intel Xeon that builds the book; 400 pairs per set detect a net share of 0.14 per seed
+# (``detectable_gaps``), as in chapter 4.
 TASK1_COMMENTS = 4000
-TASK1_SEEDS = (0,)
+TASK1_SEEDS = (1, 2, 3)
 TASK1_PAIRS = N_PAIRS
 TASK1_SPLIT_SEED = 0
 
@@ -400,6 +403,10 @@ def debug_experiment(
     from transformer_lab.selfcheck import summarise_exception
 
     split = week_split(n_comments, window, split_seed).split
+    print(
+        "always answering the training majority scores "
+        f"{majority_baseline(split.y_train, split.y_validation):.3f} on the validation split"
+    )
     histories = {}
     for name, cls in (
         ("broken", BrokenPraiseClassifier),
@@ -549,6 +556,15 @@ def parse(argv: Sequence[str] | None, settings: types.ModuleType) -> argparse.Na
         default=settings.N_PAIRS,
         help="with --train: mirrored pairs per set (one scored by every run, one by --test)",
     )
+    parser.add_argument(
+        "--bpe-vocab", type=int, default=settings.BPE_VOCAB, help="Task 6: the BPE vocabulary"
+    )
+    parser.add_argument(
+        "--bpe-length",
+        type=int,
+        default=settings.BPE_LENGTH,
+        help="Task 6: BPE tokens the model reads",
+    )
     parser.add_argument("--toy-seed", type=int, default=settings.TOY_SEED)
     return parser.parse_args(argv)
 
@@ -596,8 +612,8 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
         if "encode_with_bpe" in passed:
             tokens_experiment(
                 starter.encode_with_bpe,
-                bpe_vocab=starter.BPE_VOCAB,
-                bpe_length=starter.BPE_LENGTH,
+                bpe_vocab=args.bpe_vocab,
+                bpe_length=args.bpe_length,
                 seeds=args.seeds or starter.SEEDS,
                 **recipe(args, starter),
             )
