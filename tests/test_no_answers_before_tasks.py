@@ -10,7 +10,12 @@ a reader sees on every page of the book:
   ("open after Exercise N") do not count;
 - an exercise page shows the same, except inside the task itself: everything before the task
   counts, closed hints and check boxes included (a student has opened them for earlier tasks),
-  and after the task only what is open on load.
+  and after the task only what is open on load. Where the answer could sit in the task's own
+  open text (a success line, a "Practises" pointer), the task's section counts too, without its
+  closed dropdowns (``Answer.own_section``).
+
+Issue 47 counted ten answers on view before their tasks; ``issue_47_answers`` names each one with
+the page that showed it at 1bb8d3d.
 
 No browser and no build are needed: ``tests/browser/test_browser_answers.py`` checks the
 function bodies on the built HTML; this file checks the numbers, tables, shapes and readings.
@@ -103,15 +108,20 @@ def closed(text: str) -> str:
     return DROPDOWN.sub("", text)
 
 
-def visible_text(page: str, task: str | None = None) -> str:
+def visible_text(page: str, task: str | None = None, own_section: bool = False) -> str:
     """What a reader has seen of ``page`` before doing ``task`` (a label on this page), or on
     load when the task is elsewhere."""
-    return seen_before("\n".join(text for _, text in page_parts(page)), task, page)
+    return seen_before(
+        "\n".join(text for _, text in page_parts(page)), task, page, own_section
+    )
 
 
-def seen_before(text: str, task: str | None, page: str = "the page") -> str:
+def seen_before(
+    text: str, task: str | None, page: str = "the page", own_section: bool = False
+) -> str:
     """Outside the task's section: before it, everything (the earlier tasks' dropdowns were
-    opened); after it, what is open on load. With no task, what is open on load."""
+    opened); after it, what is open on load. With no task, what is open on load. With
+    ``own_section``, the task's section too, without its closed dropdowns."""
     if task is None:
         return closed(text)
     labels = list(LABEL.finditer(text))
@@ -119,6 +129,8 @@ def seen_before(text: str, task: str | None, page: str = "the page") -> str:
     assert mine, f"{page} has no label ({task})="
     start = labels[mine[0]].start()
     end = labels[mine[0] + 1].start() if mine[0] + 1 < len(labels) else len(text)
+    if own_section:
+        return text[:start] + "\n" + closed(text[start:])
     return text[:start] + "\n" + closed(text[end:])
 
 
@@ -132,6 +144,7 @@ class Answer:
     page: str
     task: str  # the label of the task's section
     patterns: tuple[str, ...]
+    own_section: bool = False  # the task's own open text counts too
 
 
 def number(value: int) -> str:
@@ -388,9 +401,130 @@ def by_hand_answers() -> list[Answer]:
     ]
 
 
+def spaced(pattern: str) -> str:
+    """``pattern`` with each space matching any run of whitespace (prose wraps anywhere)."""
+    return pattern.replace(" ", r"\s+")
+
+
+def issue_47_answers() -> list[Answer]:
+    """The answers issue 47 found on view before their tasks (at 1bb8d3d), one entry each; the
+    comment names where each one was."""
+    from transformer_lab.tokenizer import TINY_CORPUS, alphabet
+
+    letters = len(alphabet(TINY_CORPUS))
+    return [
+        Answer(
+            a.name,
+            a.what,
+            a.page,
+            a.task,
+            tuple(spaced(p) for p in a.patterns),
+            a.own_section,
+        )
+        for a in [
+            # 1. chapter 4: "The model without positions scores a net 0 in every run", the answer to
+            #    Task 1's prediction (what net share will your model without positions score?)
+            Answer(
+                "issue-47-week-20-1-net-0",
+                "the net share of the model without positions on the mirrored pairs",
+                WEEK_20,
+                "ex-week-20-positions",
+                (
+                    r"without positions[^.]{0,40}\bscores? a net (share of )?0\b",
+                    r"without positions[^.]{0,60}\bnet (share )?(of )?0 (in every run|however)",
+                ),
+            ),
+            # 2. chapter 3's section "A rule that scores 100 %", and the homework's own pointer to
+            #    it: the answer to Exercise 6's question whether a handcrafted rule solves the task
+            Answer(
+                "issue-47-homework-6-rule",
+                "that a handcrafted rule scores 100 % on the set task",
+                HOMEWORK,
+                "ex-homework-experiment",
+                (
+                    r"rule that scores 100\s?%",
+                    r"rule (that )?(solves|gets)[^.]{0,40}(exactly|100)",
+                ),
+                own_section=True,
+            ),
+            # 3. chapter 5 printed the homework corpus's alphabet (and the vocabulary as special
+            #    tokens + characters + merges): Exercise 8's merges were one subtraction away
+            Answer(
+                "issue-47-homework-8-alphabet",
+                f"the size of the homework corpus's alphabet ({letters} characters)",
+                HOMEWORK,
+                "ex-homework-train-tokenizer",
+                (
+                    rf"alphabet \({letters} characters\)",
+                    rf"\+ {letters} characters",
+                    rf"(?<![\d.,]){letters} (distinct |different )?characters",
+                    r"after its section \"A corpus you can read",
+                ),
+                own_section=True,
+            ),
+            # 4. the homework's Exercise 5 success line: yes three times, NO with a plain mean
+            Answer(
+                "issue-47-homework-5-success",
+                "what the shuffle check prints with your functions and with a plain mean",
+                HOMEWORK,
+                "ex-homework-assemble",
+                (r"`?\byes`? three times", r"`?\bNO`? for the pooled vector"),
+                own_section=True,
+            ),
+            # 5. the Week-20 objectives (and the opening prediction, and the summary) listed Task 4's
+            #    symptoms: an error on some batches, a score that moves with the batch, one class
+            Answer(
+                "issue-47-week-20-4-symptoms",
+                "the symptoms of Task 4's three bugs",
+                WEEK_20,
+                "ex-week-20-debug",
+                (
+                    r"(error|fails) on some batches",
+                    r"score that changes with the comments beside it",
+                    r"predictions that never change class",
+                    r"silent bugs raise no error",
+                ),
+            ),
+            # 6. chapter 1: which information a classifier of whole sets may see (the last question
+            #    of the homework's Exercise 3)
+            Answer(
+                "issue-47-homework-3-visibility",
+                "which information a classifier of whole sets is allowed to see",
+                HOMEWORK,
+                "ex-homework-attention",
+                (
+                    r"every real token may (read|look at|see) every other real token",
+                    r"shown the complete example",
+                ),
+            ),
+            # 7. chapter 2: how much attention the padding gets without the mask (Exercise 4's
+            #    prediction: will the real tokens give the padded positions any weight?)
+            Answer(
+                "issue-47-homework-4-unmasked",
+                "that the real tokens give the padding weight once the mask is removed",
+                HOMEWORK,
+                "ex-homework-mha",
+                (
+                    r"without (the )?(padding )?mask[^.\n]{0,60}\d+\s?% of",
+                    r"without (the )?mask, (the )?real tokens hand the padding",
+                ),
+            ),
+            # 8. the homework's Exercise 1 told the trap away: a logit of zero is a probability of 0.5
+            Answer(
+                "issue-47-homework-1-threshold",
+                "where Exercise 1's threshold sits on the logit scale",
+                HOMEWORK,
+                "ex-homework-accuracy",
+                (r"logit of (zero|0) is a probability of 0\.5",),
+                own_section=True,
+            ),
+        ]
+    ]
+
+
 @functools.cache
 def answers() -> dict[str, Answer]:
-    found = week_20_answers() + homework_answers() + by_hand_answers()
+    found = week_20_answers() + homework_answers() + by_hand_answers() + issue_47_answers()
     return {answer.name: answer for answer in found}
 
 
@@ -398,7 +532,10 @@ def leaks(answer: Answer) -> list[str]:
     """Where ``answer`` is on view: one excerpt per page."""
     found = []
     for page in toc_pages():
-        text = visible_text(page, answer.task if page == answer.page else None)
+        mine = page == answer.page
+        text = visible_text(
+            page, answer.task if mine else None, mine and answer.own_section
+        )
         for pattern in answer.patterns:
             match = re.search(pattern, text, re.MULTILINE | re.DOTALL)
             if match:
@@ -433,9 +570,22 @@ def test_the_patterns_find_planted_answers():
         "homework-4-unmasked-padding": "a zero input becomes the embedding's bias vector",
         "homework-11-mask": "pad an example on the *left* and its first query may read only itself",
         "by-hand-3-4": f"total parameters: {by_hand_glue()['bh_3_4_count'].replace(',', '')}",
+        "issue-47-week-20-1-net-0": "The model without positions scores a net 0 in every run",
+        "issue-47-homework-6-rule": "### A rule that scores 100 %",
+        "issue-47-homework-8-alphabet": "alphabet (26 characters): -abc",
+        "issue-47-homework-5-success": "and `NO` for the pooled vector and the logits",
+        "issue-47-week-20-4-symptoms": "(an error on some batches, a score that changes",
+        "issue-47-homework-3-visibility": "every real token may read every other real token",
+        "issue-47-homework-4-unmasked": "without mask, padding gets 47% of real tokens' attention",
+        "issue-47-homework-1-threshold": "and a logit of zero is a probability of 0.5.",
     }
     for name, text in planted.items():
         assert any(re.search(p, text, re.MULTILINE) for p in answers()[name].patterns), name
+    # the task's own open text counts for own_section answers, its closed boxes never
+    own = "(ex-a)=\nopen TOLD\n:::{dropdown} Check\nHIDDEN\n:::\n(ex-b)=\n"
+    assert "TOLD" in seen_before(own, "ex-a", own_section=True)
+    assert "HIDDEN" not in seen_before(own, "ex-a", own_section=True)
+    assert "TOLD" not in seen_before(own, "ex-a")
     # teaching text that gives no answer away
     calm = "A row of weights sums to 1. (B, H, L, L) per head. The causal mask hides the future."
     for answer in answers().values():
@@ -455,6 +605,41 @@ def test_exercise_6_does_not_rerun_chapter_3():
     assert DEFAULT_SPLIT != 0, (
         "Exercise 6's default run is chapter 3's (split 0): its answer is printed there"
     )
+
+
+def test_issue_47_counts_its_ten_answers():
+    """Issue 47 found ten answers on view; each has its entry (one covers chapter 5's alphabet
+    and the homework's pointer to it, one the objectives, prediction and summary of Week 20)."""
+    found = issue_47_answers()
+    assert len(found) == 8 and len({a.name for a in found}) == 8
+    # with the two answers the existing entries already covered: Week 20's toy reading and memo
+    assert {"week-20-2-reading", "week-20-3-memo"} <= set(answers())
+
+
+def test_chapter_5_does_not_train_on_the_homework_corpus():
+    """Exercise 8 asks how many merges 80 tokens leave on TINY_CORPUS: chapter 5's corpus has
+    another alphabet, so its printed vocabulary is no subtraction away from the answer."""
+    from transformer_lab.tokenizer import CHAPTER_CORPUS, TINY_CORPUS, alphabet
+
+    source = (ROOT / "chapters" / "05-tokenizers.md").read_text(encoding="utf-8")
+    assert "TINY_CORPUS" not in source
+    assert len(alphabet(CHAPTER_CORPUS)) != len(alphabet(TINY_CORPUS))
+
+
+def test_week_20_task_1_default_seeds_were_fixed_in_advance():
+    """Seed 0 chose Task 1's sample size on its validation pairs: it is no default seed, the
+    default trains three, and the page tells how the default was chosen before the run."""
+    from transformer_lab.week20_runs import TASK1_SEEDS
+
+    assert 0 not in TASK1_SEEDS and len(TASK1_SEEDS) >= 3
+    assert starter_setting("TASK1_SEEDS") == TASK1_SEEDS
+    text = (ROOT / WEEK_20).read_text(encoding="utf-8")
+    section = text[
+        text.index("(ex-week-20-positions)=") : text.index("(ex-week-20-attention-map)=")
+    ]
+    disclosure = section.index("**How the defaults were chosen.**")
+    assert disclosure < section.index(":::{dropdown} Hint 1")
+    assert "seed 0" not in closed(section[section.index(":::{dropdown} Check") :]).lower()
 
 
 def test_week_20_task_2_is_the_clients_toy():

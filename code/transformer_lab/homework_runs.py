@@ -334,11 +334,16 @@ def tokenizer_example():
     tokenizer = trained_tokenizer()
     print("vocabulary size:", tokenizer.get_vocab_size())
     print(
-        'token_to_id("[UNK]"):', tokenizer.token_to_id("[UNK]"),
-        '  token_to_id("[PAD]"):', tokenizer.token_to_id("[PAD]"),
+        'token_to_id("[UNK]"):',
+        tokenizer.token_to_id("[UNK]"),
+        '  token_to_id("[PAD]"):',
+        tokenizer.token_to_id("[PAD]"),
     )
     # the emoji is written as an escape: a console without it still prints the tokens
-    print('encode("caf\u00e9 \\U0001f642").tokens:', tokenizer.encode("caf\u00e9 \U0001f642").tokens)
+    print(
+        'encode("caf\u00e9 \\U0001f642").tokens:',
+        tokenizer.encode("caf\u00e9 \U0001f642").tokens,
+    )
 
 
 def count_tokens_per_word():

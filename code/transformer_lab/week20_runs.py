@@ -557,7 +557,10 @@ def parse(argv: Sequence[str] | None, settings: types.ModuleType) -> argparse.Na
         help="with --train: mirrored pairs per set (one scored by every run, one by --test)",
     )
     parser.add_argument(
-        "--bpe-vocab", type=int, default=settings.BPE_VOCAB, help="Task 6: the BPE vocabulary"
+        "--bpe-vocab",
+        type=int,
+        default=settings.BPE_VOCAB,
+        help="Task 6: the BPE vocabulary",
     )
     parser.add_argument(
         "--bpe-length",

@@ -633,8 +633,10 @@ SENTENCE = "my dog reads the whole input"
 
 @functools.cache
 def trained_to(vocab_size: int) -> list[str]:
-    """The sentence's tokens from a tokenizer trained on the tiny corpus to ``vocab_size``."""
-    return train_bpe_tokenizer(CHAPTER_CORPUS, vocab_size=vocab_size).encode(SENTENCE).tokens
+    """The sentence's tokens from a tokenizer trained on chapter 5's corpus to ``vocab_size``."""
+    return (
+        train_bpe_tokenizer(CHAPTER_CORPUS, vocab_size=vocab_size).encode(SENTENCE).tokens
+    )
 
 
 @pytest.fixture()
