@@ -331,19 +331,25 @@ def test_finished_homework_starter_runs_every_demo(homework_solved):
         in found[EXAMPLES[5]]
     )
     assert "one encoder layer (d=512, 8 heads, d_ff=2048): 3,152,384" in found[EXAMPLES[5]]
-    assert "vocabulary size: 80" in found[EXAMPLES[6]]
+    # Exercise 8: what its success line names
     assert re.search(
-        r"'token-pair': \d+ token\(s\); in the corpus \d+x as a word",
+        r"vocabulary size: 80\ntoken_to_id\(\"\[UNK\]\"\): 0 +token_to_id\(\"\[PAD\]\"\): 1\n"
+        r"encode\(.*\)\.tokens: \[.*'\[UNK\]', '\[UNK\]'\]",
         found[EXAMPLES[6]],
     )
-    assert (
-        "5 words -> " in found[EXAMPLES[7]]
-        and "(vocab_size=80): d=128: 10,240" in found[EXAMPLES[7]]
+    assert "vocabulary size: 80" in found[EXAMPLES[7]]
+    assert re.search(
+        r"'token-pair': \d+ token\(s\); in the corpus \d+x as a word",
+        found[EXAMPLES[7]],
     )
-    assert found[EXAMPLES[8]].endswith(
+    assert (
+        "5 words -> " in found[EXAMPLES[8]]
+        and "(vocab_size=80): d=128: 10,240" in found[EXAMPLES[8]]
+    )
+    assert found[EXAMPLES[9]].endswith(
         "blocks exactly what the book's attention blocks with padding and causal=True: yes"
     )
-    assert found[EXAMPLES[9]] == (
+    assert found[EXAMPLES[10]] == (
         "1 head(s): equal to nn.MultiheadAttention (largest difference below 1e-5)\n"
         "4 head(s): equal to nn.MultiheadAttention (largest difference below 1e-5)"
     )
