@@ -167,7 +167,7 @@ def test_pages_follow_the_book_conventions(page):
 @pytest.mark.parametrize("page", list(PAGES))
 def test_pages_state_measured_effort(page):
     text = " ".join(read(page).split())
-    assert "**How long it takes.**" in text
+    assert "**How long it takes: at most 3 hours**" in text  # issue 47: a week's load
     for phrase in ("AMD EPYC", "Intel Xeon", "up to 2 times", "min"):
         assert phrase in text, phrase
 
@@ -262,6 +262,11 @@ def test_homework_answers_what_a_classifier_may_see():
 def test_the_recipe_of_the_tokenizer_exercise_is_in_its_hints():
     section = tasks("exercises/homework/index.md")["ex-homework-train-tokenizer"]
     visible = outside_dropdowns(section)
+    hints = dict(dropdowns(section))
     for step in ("pre_tokenizers.Whitespace", "BpeTrainer", "train_from_iterator"):
         assert step not in visible, step
-        assert step in dict(dropdowns(section))["Hint 2 — the approach"], step
+        # hint 2 gives the approach, not the recipe (issue 47); hint 3 the code, key lines left
+        assert step not in hints["Hint 2 — the approach"], step
+    for step in ("BpeTrainer", "train_from_iterator"):
+        assert step in hints["Hint 3 — most of the code"], step
+    assert "Whitespace()" not in hints["Hint 3 — most of the code"]  # the student's to find

@@ -69,8 +69,8 @@ TASK6_BPE_LENGTH = 8
 # on a sample twice its size. Chapter 4 printed what its 2,000 comments give; on them its models
 # with positions hardly read the mirrored pairs. The sample size was chosen on the validation
 # pairs of training seed 0 (a smaller sample gave a model that did not read them), so seed 0 is
-# not a default seed: the default run trains seeds 1 to 3, the next three, fixed before their
-# results were seen, and the page says so before the run. Each seed costs about 45 s of CPU on
+# not a default seed: the default run trains seeds 1 to 3, the next three in order (not chosen
+# by their results), and the page says so before the run. Each seed costs about 45 s of CPU on
 # the Intel Xeon that builds the book; 400 pairs per set detect a net share of 0.14 per seed
 # (``detectable_gaps``), as in chapter 4.
 TASK1_COMMENTS = 4000
