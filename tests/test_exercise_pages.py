@@ -167,7 +167,7 @@ def test_pages_follow_the_book_conventions(page):
 @pytest.mark.parametrize("page", list(PAGES))
 def test_pages_state_measured_effort(page):
     text = " ".join(read(page).split())
-    assert "**How long it takes: at most 3 hours**" in text  # issue 47: a week's load
+    assert "**How long it takes: at most 3 hours**" in text  # a week's load (BOOK.md)
     for phrase in ("AMD EPYC", "Intel Xeon", "up to 2 times", "min"):
         assert phrase in text, phrase
 
@@ -265,7 +265,7 @@ def test_the_recipe_of_the_tokenizer_exercise_is_in_its_hints():
     hints = dict(dropdowns(section))
     for step in ("pre_tokenizers.Whitespace", "BpeTrainer", "train_from_iterator"):
         assert step not in visible, step
-        # hint 2 gives the approach, not the recipe (issue 47); hint 3 the code, key lines left
+        # hint 2 gives the approach, not the recipe (the review); hint 3 the code, key lines left
         assert step not in hints["Hint 2 — the approach"], step
     for step in ("BpeTrainer", "train_from_iterator"):
         assert step in hints["Hint 3 — most of the code"], step

@@ -14,7 +14,7 @@ a reader sees on every page of the book:
   open text (a success line, a "Practises" pointer), the task's section counts too, without its
   closed dropdowns (``Answer.own_section``).
 
-Issue 47 counted ten answers on view before their tasks; ``issue_47_answers`` names each one with
+An outside review counted ten answers on view before their tasks; ``reviewed_answers`` names each one with
 the page that showed it at 1bb8d3d.
 
 No browser and no build are needed: ``tests/browser/test_browser_answers.py`` checks the
@@ -406,8 +406,8 @@ def spaced(pattern: str) -> str:
     return pattern.replace(" ", r"\s+")
 
 
-def issue_47_answers() -> list[Answer]:
-    """The answers issue 47 found on view before their tasks (at 1bb8d3d), one entry each; the
+def reviewed_answers() -> list[Answer]:
+    """The answers the review found on view before their tasks (at 1bb8d3d), one entry each; the
     comment names where each one was."""
     from transformer_lab.tokenizer import TINY_CORPUS, alphabet
 
@@ -425,7 +425,7 @@ def issue_47_answers() -> list[Answer]:
             # 1. chapter 4: "The model without positions scores a net 0 in every run", the answer to
             #    Task 1's prediction (what net share will your model without positions score?)
             Answer(
-                "issue-47-week-20-1-net-0",
+                "review-week-20-1-net-0",
                 "the net share of the model without positions on the mirrored pairs",
                 WEEK_20,
                 "ex-week-20-positions",
@@ -437,7 +437,7 @@ def issue_47_answers() -> list[Answer]:
             # 2. chapter 3's section "A rule that scores 100 %", and the homework's own pointer to
             #    it: the answer to Exercise 6's question whether a handcrafted rule solves the task
             Answer(
-                "issue-47-homework-6-rule",
+                "review-homework-6-rule",
                 "that a handcrafted rule scores 100 % on the set task",
                 HOMEWORK,
                 "ex-homework-experiment",
@@ -450,7 +450,7 @@ def issue_47_answers() -> list[Answer]:
             # 3. chapter 5 printed the homework corpus's alphabet (and the vocabulary as special
             #    tokens + characters + merges): Exercise 8's merges were one subtraction away
             Answer(
-                "issue-47-homework-8-alphabet",
+                "review-homework-8-alphabet",
                 f"the size of the homework corpus's alphabet ({letters} characters)",
                 HOMEWORK,
                 "ex-homework-train-tokenizer",
@@ -464,7 +464,7 @@ def issue_47_answers() -> list[Answer]:
             ),
             # 4. the homework's Exercise 5 success line: yes three times, NO with a plain mean
             Answer(
-                "issue-47-homework-5-success",
+                "review-homework-5-success",
                 "what the shuffle check prints with your functions and with a plain mean",
                 HOMEWORK,
                 "ex-homework-assemble",
@@ -474,7 +474,7 @@ def issue_47_answers() -> list[Answer]:
             # 5. the Week-20 objectives (and the opening prediction, and the summary) listed Task 4's
             #    symptoms: an error on some batches, a score that moves with the batch, one class
             Answer(
-                "issue-47-week-20-4-symptoms",
+                "review-week-20-4-symptoms",
                 "the symptoms of Task 4's three bugs",
                 WEEK_20,
                 "ex-week-20-debug",
@@ -488,7 +488,7 @@ def issue_47_answers() -> list[Answer]:
             # 6. chapter 1: which information a classifier of whole sets may see (the last question
             #    of the homework's Exercise 3)
             Answer(
-                "issue-47-homework-3-visibility",
+                "review-homework-3-visibility",
                 "which information a classifier of whole sets is allowed to see",
                 HOMEWORK,
                 "ex-homework-attention",
@@ -500,7 +500,7 @@ def issue_47_answers() -> list[Answer]:
             # 7. chapter 2: how much attention the padding gets without the mask (Exercise 4's
             #    prediction: will the real tokens give the padded positions any weight?)
             Answer(
-                "issue-47-homework-4-unmasked",
+                "review-homework-4-unmasked",
                 "that the real tokens give the padding weight once the mask is removed",
                 HOMEWORK,
                 "ex-homework-mha",
@@ -511,7 +511,7 @@ def issue_47_answers() -> list[Answer]:
             ),
             # 8. the homework's Exercise 1 told the trap away: a logit of zero is a probability of 0.5
             Answer(
-                "issue-47-homework-1-threshold",
+                "review-homework-1-threshold",
                 "where Exercise 1's threshold sits on the logit scale",
                 HOMEWORK,
                 "ex-homework-accuracy",
@@ -524,7 +524,7 @@ def issue_47_answers() -> list[Answer]:
 
 @functools.cache
 def answers() -> dict[str, Answer]:
-    found = week_20_answers() + homework_answers() + by_hand_answers() + issue_47_answers()
+    found = week_20_answers() + homework_answers() + by_hand_answers() + reviewed_answers()
     return {answer.name: answer for answer in found}
 
 
@@ -570,14 +570,14 @@ def test_the_patterns_find_planted_answers():
         "homework-4-unmasked-padding": "a zero input becomes the embedding's bias vector",
         "homework-11-mask": "pad an example on the *left* and its first query may read only itself",
         "by-hand-3-4": f"total parameters: {by_hand_glue()['bh_3_4_count'].replace(',', '')}",
-        "issue-47-week-20-1-net-0": "The model without positions scores a net 0 in every run",
-        "issue-47-homework-6-rule": "### A rule that scores 100 %",
-        "issue-47-homework-8-alphabet": "alphabet (26 characters): -abc",
-        "issue-47-homework-5-success": "and `NO` for the pooled vector and the logits",
-        "issue-47-week-20-4-symptoms": "(an error on some batches, a score that changes",
-        "issue-47-homework-3-visibility": "every real token may read every other real token",
-        "issue-47-homework-4-unmasked": "without mask, padding gets 47% of real tokens' attention",
-        "issue-47-homework-1-threshold": "and a logit of zero is a probability of 0.5.",
+        "review-week-20-1-net-0": "The model without positions scores a net 0 in every run",
+        "review-homework-6-rule": "### A rule that scores 100 %",
+        "review-homework-8-alphabet": "alphabet (26 characters): -abc",
+        "review-homework-5-success": "and `NO` for the pooled vector and the logits",
+        "review-week-20-4-symptoms": "(an error on some batches, a score that changes",
+        "review-homework-3-visibility": "every real token may read every other real token",
+        "review-homework-4-unmasked": "without mask, padding gets 47% of real tokens' attention",
+        "review-homework-1-threshold": "and a logit of zero is a probability of 0.5.",
     }
     for name, text in planted.items():
         assert any(re.search(p, text, re.MULTILINE) for p in answers()[name].patterns), name
@@ -607,10 +607,10 @@ def test_exercise_6_does_not_rerun_chapter_3():
     )
 
 
-def test_issue_47_counts_its_ten_answers():
-    """Issue 47 found ten answers on view; each has its entry (one covers chapter 5's alphabet
+def test_the_review_counts_ten_answers():
+    """The review found ten answers on view; each has its entry (one covers chapter 5's alphabet
     and the homework's pointer to it, one the objectives, prediction and summary of Week 20)."""
-    found = issue_47_answers()
+    found = reviewed_answers()
     assert len(found) == 8 and len({a.name for a in found}) == 8
     # with the two answers the existing entries already covered: Week 20's toy reading and memo
     assert {"week-20-2-reading", "week-20-3-memo"} <= set(answers())
