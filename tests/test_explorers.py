@@ -559,3 +559,23 @@ def test_merge_states_work_for_byte_level_bpe_too():
     assert merge_states(byte_level, SENTENCE)[-1]["tokens"].split() == (
         byte_level.encode(SENTENCE).tokens
     )
+
+
+def test_no_page_points_at_an_explorer_by_its_place():
+    """Explorers do not print (the panel starts hidden; print shows the static figure), so no
+    page's prose sends the reader to "the explorer above" or "below": on paper there is none."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    pages = [
+        root / "intro.md",
+        *root.glob("chapters/*.md"),
+        *root.glob("exercises/*/index.md"),
+    ]
+    pointer = re.compile(r"\b(explorer|slider)s? (above|below)\b", re.IGNORECASE)
+    found = [
+        f"{page.relative_to(root)}: {match.group(0)}"
+        for page in pages
+        for match in pointer.finditer(" ".join(page.read_text(encoding="utf-8").split()))
+    ]
+    assert not found, found
