@@ -33,9 +33,15 @@ def counter() -> dict:
 
 
 def test_the_chapters_read_within_the_budget(counter):
-    minutes = {key: counter["minutes"](counter["words"][key]) for key in counter["words"]}
+    # this checkout's pages (the intro finds them through the installed package, which may be
+    # another checkout's)
+    words = {
+        key: counter["visible_words"](ROOT / page) for key, page in counter["PAGES"].items()
+    }
+    minutes = {key: counter["minutes"](count) for key, count in words.items()}
     total = sum(minutes[f"ch{n}"] for n in range(1, 7))
-    assert total == int(counter["glued"]["intro_chapter_minutes"])
+    if Path(counter["ROOT"]).resolve() == ROOT:
+        assert total == int(counter["glued"]["intro_chapter_minutes"])
     assert total <= BUDGET_MINUTES, (
         f"the chapters take {total} min at the book's count, over {BUDGET_MINUTES}: {minutes}"
     )
