@@ -174,3 +174,52 @@ def test_task1_scores_the_test_pairs_only_with_the_test_split(capsys):
     positions_experiment(forward, test=True, **settings)
     out = capsys.readouterr().out
     assert "scored on the test split" in out and "test pairs" in out
+
+
+def test_task6_flags_default_to_the_starters_settings():
+    """Task 6 varies the token length (and the vocabulary) from the command line."""
+    import types
+
+    from transformer_lab.week20_runs import TASK6_BPE_LENGTH, TASK6_BPE_VOCAB, parse
+
+    settings = types.SimpleNamespace(
+        WINDOW=48,
+        SPLIT_SEED=0,
+        MAX_EPOCHS=100,
+        PATIENCE=10,
+        TASK1_COMMENTS=4000,
+        N_PAIRS=400,
+        TOY_SEED=5,
+        BPE_VOCAB=TASK6_BPE_VOCAB,
+        BPE_LENGTH=TASK6_BPE_LENGTH,
+    )
+    defaults = parse([], settings)
+    assert (defaults.bpe_length, defaults.bpe_vocab) == (TASK6_BPE_LENGTH, TASK6_BPE_VOCAB)
+    changed = parse(["--tokens", "--bpe-length", "16", "--bpe-vocab", "600"], settings)
+    assert (changed.bpe_length, changed.bpe_vocab) == (16, 600)
+
+
+def test_debug_prints_the_majority_baseline_first(capsys):
+    """Task 4's --debug: the majority baseline, then each model's run or its error."""
+    from transformer_lab.char_transformer import majority_baseline
+    from transformer_lab.week20_runs import debug_experiment
+
+    def repaired(model, ids, padding):
+        raise NotImplementedError("not yet")
+
+    debug_experiment(
+        repaired,
+        window=48,
+        split_seed=0,
+        max_epochs=1,
+        patience=None,
+        seed=0,
+        n_comments=400,
+    )
+    lines = capsys.readouterr().out.splitlines()
+    split = week_split(400, 48, 0).split
+    expected = majority_baseline(split.y_train, split.y_validation)
+    assert lines[0] == (
+        f"always answering the training majority scores {expected:.3f} on the validation split"
+    )
+    assert lines[2].startswith("repaired: raised NotImplementedError")
