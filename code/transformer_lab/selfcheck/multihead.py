@@ -26,6 +26,8 @@ from transformer_lab.selfcheck.core import (
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 from transformer_lab.selfcheck.tensors import (
     check_gradient,
+    drawn_module,
+    exact_normal,
     check_unchanged,
     close,
     compare_rows,
@@ -48,14 +50,15 @@ def mha_probe(
 ):
     """x (B, L, D), padding (B, L) and a seeded ``nn.MultiheadAttention(D, H, batch_first=True)`` in
     evaluation mode whose biases are random (PyTorch starts them at zero, which would hide a
-    forgotten bias). B, L, D, H and D/H all differ, so a wrong axis or size gives other numbers."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        mha = nn.MultiheadAttention(width, heads, batch_first=True).eval()
-        with torch.no_grad():
-            mha.in_proj_bias.normal_()
-            mha.out_proj.bias.normal_()
-        x = torch.randn(batch, length, width)
+    forgotten bias). B, L, D, H and D/H all differ, so a wrong axis or size gives other numbers.
+    Every number comes from the probe's own generator and is the same on every CPU
+    (:func:`~transformer_lab.selfcheck.tensors.exact_normal`)."""
+    g = torch.Generator().manual_seed(seed)
+    mha = drawn_module(lambda: nn.MultiheadAttention(width, heads, batch_first=True), g).eval()
+    with torch.no_grad():
+        mha.in_proj_bias.copy_(exact_normal(g, 3 * width))
+        mha.out_proj.bias.copy_(exact_normal(g, width))
+    x = exact_normal(g, batch, length, width)
     if padding is None:
         padding = [[False] * (length - 2) + [True] * 2] + [[False] * length] * (batch - 1)
     return x, torch.tensor(padding), mha
@@ -317,7 +320,9 @@ def _layer(mha: nn.MultiheadAttention, heads: int | None = None, **zero: bool):
     made trivial: ``identity_out`` (output projection = identity, no bias), ``uniform`` (query
     and key projections zero: every real key gets the same weight)."""
     width = mha.embed_dim
-    layer = nn.MultiheadAttention(width, heads or mha.num_heads, batch_first=True).eval()
+    with torch.device("meta"):  # its own start would draw from the global generator
+        layer = nn.MultiheadAttention(width, heads or mha.num_heads, batch_first=True)
+    layer = layer.to_empty(device="cpu").eval()
     with torch.no_grad():
         layer.load_state_dict(mha.state_dict())
         if zero.get("identity_out"):

@@ -34,6 +34,8 @@ from transformer_lab.selfcheck.model_parts import ModelParts
 from transformer_lab.selfcheck.tensors import (
     close,
     compare_rows,
+    drawn_module,
+    exact_normal,
     require_tensor,
     shape_text,
     smallest_failure,
@@ -82,11 +84,15 @@ def _staged(stage: str, mistakes: list[Mistake]) -> list[Mistake]:
 
 
 def toy_probe(n_tokens: int, d_model: int, seed: int):
-    """E (n, d), W_q, W_k (d, d) from the package's toy generator."""
-    from transformer_lab.attention import toy_inputs
-
-    embeddings, w_q, w_k, _ = toy_inputs(n_tokens, d_model, seed)
-    return embeddings, w_q, w_k
+    """E (n, d), W_q, W_k (d, d): numbers spread like the toy's (N(0, 1)), drawn from the probe's
+    own generator, the same on every CPU. Not the package's toy generator: a public probe is
+    never the page's own table (login / failed / again), whose weights the student must compute."""
+    g = torch.Generator().manual_seed(seed)
+    return (
+        exact_normal(g, n_tokens, d_model),
+        exact_normal(g, d_model, d_model),
+        exact_normal(g, d_model, d_model),
+    )
 
 
 def _toy(code: str, message: str, advice: str) -> Mistake:
@@ -161,7 +167,7 @@ def toy_probes() -> list[tuple]:
     """From the smallest table to the page's size (public seeds, or fresh ones)."""
     return [
         toy_probe(2, 2, answers.fresh_seed(11)),
-        toy_probe(3, 4, answers.fresh_seed(5)),
+        toy_probe(3, 4, answers.fresh_seed(13)),
         toy_probe(5, 6, answers.fresh_seed(12)),
     ]
 
@@ -286,16 +292,15 @@ def as_parts(model) -> ModelParts:
 def model_probe(seed: int = 0, *, broken: bool = False) -> ModelParts:
     """The parts of a ``PraiseClassifier`` drawn from ``seed`` (``broken``: of Task 4's
     ``BrokenPraiseClassifier``, whose encoder is sequence-first), with a head bias that is not
-    near zero, so that a forgotten bias shows."""
+    near zero, so that a forgotten bias shows. The weights come from the probe's own generator
+    and are the same on every CPU (:func:`~transformer_lab.selfcheck.tensors.drawn_module`)."""
     from transformer_lab.broken_transformer import BrokenPraiseClassifier
     from transformer_lab.char_transformer import PraiseClassifier
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = (BrokenPraiseClassifier if broken else PraiseClassifier)().eval()
-        parts = as_parts(model)
-        with torch.no_grad():
-            parts.head.bias.fill_(0.5 + 0.5 * torch.rand(()).item())
+    g = torch.Generator().manual_seed(seed)
+    parts = as_parts(drawn_module(BrokenPraiseClassifier if broken else PraiseClassifier, g))
+    with torch.no_grad():
+        parts.head.bias.fill_(0.5 + int(torch.randint(0, 1024, (), generator=g)) / 2048)
     return parts
 
 
