@@ -18,8 +18,8 @@ import threading
 from pathlib import Path
 
 import torch
-from test_reproducibility import NO_AVX2_CPUINFO
 
+from test_reproducibility import NO_AVX2_CPUINFO
 from transformer_lab.reproducibility import (
     CANONICAL_ENVIRONMENT,
     CPUINFO_VARIABLE,
@@ -129,7 +129,8 @@ def solutions_run_under(setting: str, tmp_path) -> list[str]:
     environment = {
         name: value
         for name, value in os.environ.items()
-        if name not in CANONICAL_ENVIRONMENT and name not in {OPT_OUT_VARIABLE, CPUINFO_VARIABLE}
+        if name not in CANONICAL_ENVIRONMENT
+        and name not in {OPT_OUT_VARIABLE, CPUINFO_VARIABLE}
     }
     if setting == "native":
         environment[OPT_OUT_VARIABLE] = "native"

@@ -26,11 +26,11 @@ from transformer_lab.selfcheck.core import (
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
 from transformer_lab.selfcheck.tensors import (
     check_gradient,
-    drawn_module,
-    exact_normal,
     check_unchanged,
     close,
     compare_rows,
+    drawn_module,
+    exact_normal,
     require_tensor,
     shape_text,
 )
@@ -54,7 +54,9 @@ def mha_probe(
     Every number comes from the probe's own generator and is the same on every CPU
     (:func:`~transformer_lab.selfcheck.tensors.exact_normal`)."""
     g = torch.Generator().manual_seed(seed)
-    mha = drawn_module(lambda: nn.MultiheadAttention(width, heads, batch_first=True), g).eval()
+    mha = drawn_module(
+        lambda: nn.MultiheadAttention(width, heads, batch_first=True), g
+    ).eval()
     with torch.no_grad():
         mha.in_proj_bias.copy_(exact_normal(g, 3 * width))
         mha.out_proj.bias.copy_(exact_normal(g, width))

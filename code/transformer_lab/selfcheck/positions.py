@@ -298,7 +298,9 @@ def model_probe(seed: int = 0, *, broken: bool = False) -> ModelParts:
     from transformer_lab.char_transformer import PraiseClassifier
 
     g = torch.Generator().manual_seed(seed)
-    parts = as_parts(drawn_module(BrokenPraiseClassifier if broken else PraiseClassifier, g))
+    parts = as_parts(
+        drawn_module(BrokenPraiseClassifier if broken else PraiseClassifier, g)
+    )
     with torch.no_grad():
         parts.head.bias.fill_(0.5 + int(torch.randint(0, 1024, (), generator=g)) / 2048)
     return parts

@@ -49,7 +49,9 @@ def drawn_module(factory: Callable[[], nn.Module], generator: torch.Generator) -
     with torch.device("meta"):
         module = factory()
     if any(True for _ in module.buffers()):
-        raise ValueError(f"{type(module).__name__} has buffers: drawn_module fills parameters only")
+        raise ValueError(
+            f"{type(module).__name__} has buffers: drawn_module fills parameters only"
+        )
     module = module.to_empty(device="cpu")
     with torch.no_grad():
         for part in module.modules():
