@@ -45,13 +45,18 @@ SECOND_PADDING = torch.tensor(
 
 def probe_paddings() -> list[torch.Tensor]:
     """The paddings the check runs on: the two public ones, or (hidden checks) two drawn afresh
-    of the same kind: 3 examples of 5 and 2 of 7, each with a real first token."""
+    of the same kind: 3 examples of 5 and 2 of 7, each with a real first token, and, by
+    construction, in each an example with a padded key in the middle (a real key after it)
+    and one padded at the end."""
     if answers.mode() != answers.HIDDEN:
         return [PROBE_PADDING, SECOND_PADDING]
     g = torch.Generator().manual_seed(answers.fresh_seed(0))
     drawn = []
     for batch, length in ((3, 5), (2, 7)):
-        padding = torch.rand(batch, length, generator=g) < 0.4
+        padding = torch.randint(0, 5, (batch, length), generator=g) < 2
+        middle = int(torch.randint(1, length - 1, (), generator=g))
+        padding[0, middle], padding[0, middle + 1] = True, False
+        padding[1, -1] = True
         padding[:, 0] = False
         drawn.append(padding)
     return drawn
