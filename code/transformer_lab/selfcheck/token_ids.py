@@ -42,12 +42,12 @@ MISTAKES: list[Mistake] = [
         "left_padding",
         "the padding was put in front of the ids (left padding); chapter 4's model and its "
         "position table expect the ids first, then the padding",
-        "ids + [pad] * (length - len(ids))",
+        "the ids first, then the padding up to `length`",
     ),
     _bpe(
         "kept_the_end",
         "a long comment kept its last ids instead of its first",
-        "cut with ids[:length]: the model reads the beginning of each comment",
+        "keep the first `length` ids: the model reads the beginning of each comment",
     ),
     _bpe(
         "padded_with_another_id",
@@ -59,7 +59,7 @@ MISTAKES: list[Mistake] = [
         "the text was cut to `length` characters before it was encoded: `length` counts "
         "tokens, and a token holds several characters, so the comments lose words they have "
         "room for",
-        "encode the whole comment, then cut its ids: tokenizer.encode(text).ids[:length]",
+        "encode the whole comment first, then cut its list of ids",
     ),
     _bpe(
         "cut_one_short",
@@ -104,7 +104,7 @@ def _explain(tokenizer, texts, length, ids, expected) -> None:
                 f"comment {n} has the right ids but its padding sits elsewhere: the ids come "
                 "first, then [PAD] up to `length`",
                 *shown,
-                "row = ids[:length] + [pad] * (length - len(ids[:length]))",
+                "each row: the comment's ids first, then [PAD] up to `length`",
             )
         if real_got and real_got == real_want[: len(real_got)]:
             fail(
@@ -147,7 +147,7 @@ def check_encode_with_bpe(function) -> CheckResult:
                 "the ids are not one row of `length` per comment: cut long comments, pad short ones",
                 f"shape ({n}, {length})",
                 f"shape {shape_text(result)}",
-                "ids[:length] + [pad] * (length - len(ids[:length]))",
+                "the first `length` ids, then [PAD] until the row holds `length`",
             )
         if result.dtype != torch.long:
             fail(
