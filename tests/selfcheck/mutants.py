@@ -2318,6 +2318,65 @@ def w20_bpe_centred(tokenizer, texts, length):
     return torch.tensor(rows)
 
 
+# Issue 46's wrong names: dropout was blamed on the batch axis, a skipped encoder on the
+# embedding, and a hard-coded [PAD] id of 0 passed.
+
+
+@wrong("forward_without_positions", "random_forward")
+def w20_no_positions_functional_dropout(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.encoder(F.dropout(model.embed(ids), 0.1), src_key_padding_mask=padding)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@right("forward_without_positions")
+def w20_no_positions_dropout_switched_off(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = F.dropout(model.embed(ids), 0.1, training=False)
+    x = model.encoder(x, src_key_padding_mask=padding)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@wrong("repaired_forward", "random_forward")
+def w20_repaired_dropout_before_the_head(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+    x = model.encoder(x.transpose(0, 1), src_key_padding_mask=padding).transpose(0, 1)
+    return model.head(F.dropout(masked_mean(x, padding), 0.2)).squeeze(-1)
+
+
+@wrong("forward_without_positions", "encoder_skipped")
+def w20_no_positions_skips_the_encoder(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    return model.head(masked_mean(model.embed(ids), padding)).squeeze(-1)
+
+
+@wrong("repaired_forward", "encoder_skipped")
+def w20_repaired_skips_the_encoder(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@wrong("forward_with_sinusoids", "encoder_skipped")
+def w20_sines_forward_skips_the_encoder(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.embed(ids) + _book_sines(ids.shape[1], model.embed.embedding_dim)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@wrong("encode_with_bpe", "pad_id_hard_coded")
+def w20_bpe_pad_zero(tokenizer, texts, length):
+    rows = [tokenizer.encode(text).ids[:length] for text in texts]
+    return torch.tensor([r + [0] * (length - len(r)) for r in rows])
+
+
 W20_LABELS = {m.label for m in WRONG + RIGHT if m.function.__name__.startswith("w20_")}
 
 

@@ -20,6 +20,7 @@ from transformer_lab.selfcheck.positions import (
     HEAD,
     LAYOUT,
     POOLING,
+    fail_if_random,
     forward_call,
     forward_mistakes,
     ids_probes,
@@ -105,6 +106,7 @@ def check_repaired_forward(function) -> CheckResult:
         if failure is None:
             return
         (ids, padding), logits, expected = failure
+        fail_if_random(call, model, ids, padding, logits)
         where = f" (on the smallest input that fails: ids of shape {shape_text(ids)})"
         shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
         diagnose(

@@ -401,6 +401,13 @@ def forward_mistakes(check: str, positions: str) -> list[Mistake]:
                     "x.transpose(0, 1) and gives back (L, N, D)",
                 ),
                 m(
+                    "encoder_skipped",
+                    "the encoder was skipped: the embeddings go straight to the pooling, so "
+                    "no character reads any other",
+                    "hand the embeddings to model.encoder, with the padding mask, and pool "
+                    "what it returns",
+                ),
+                m(
                     "causal_mask",
                     "the encoder was given a causal mask: each character reads only the ones "
                     "before it, while a classifier of whole comments may read every character",
@@ -557,6 +564,25 @@ def logit_text(tensor: torch.Tensor) -> str:
     return "[" + ", ".join(f"{x:.6f}" if math.isfinite(x) else str(x) for x in values) + "]"
 
 
+def fail_if_random(call, model, ids, padding, logits: torch.Tensor) -> None:
+    """Fail when a second call on the same input gives other logits than ``logits``: something
+    random runs in the forward (dropout, most often), and no stage can be blamed for numbers
+    that change from call to call."""
+    again = call(model, ids, padding)
+    if torch.equal(again.isnan(), logits.isnan()) and close(again, logits, atol=0, rtol=0):
+        return
+    fail(
+        "random_forward",
+        "the forward gives other logits each time it is called on the same input: something "
+        "random runs in it, most often dropout: F.dropout (torch.nn.functional.dropout) drops "
+        "values unless it is given training=False, while the model's own dropout layers "
+        "follow model.eval()",
+        f"the same logits twice: {logit_text(logits)}",
+        f"logits {logit_text(logits)}, then {logit_text(again)}",
+        "leave dropout out of the forward: the model's layers already hold their own",
+    )
+
+
 def _finite(tensor: torch.Tensor) -> bool:
     return bool(torch.isfinite(tensor).all())
 
@@ -666,6 +692,7 @@ def _check_forward(student, model, check: str, positions: str, mistakes) -> None
     if failure is None:
         return
     (ids, padding), logits, expected = failure
+    fail_if_random(call, model, ids, padding, logits)
     where = (
         f" (on the smallest input that fails: ids of shape {shape_text(ids)}, "
         f"{int(padding.sum())} padding position(s))"

@@ -2,11 +2,13 @@
 ids a byte-level BPE tokenizer gives each comment, cut and padded for chapter 4's model.
 
 The right ids and each known mistake's ids come from :mod:`transformer_lab.selfcheck.answers`
-(keyed by the comments and the length: the tokenizer is always :func:`probe_tokenizer`)."""
+(keyed by the comments and the length: the tokenizer is always :func:`probe_tokenizer`, whose
+[PAD] is not id 0)."""
 
 from __future__ import annotations
 
 import functools
+import json
 import random
 
 import torch
@@ -27,10 +29,25 @@ TEXTS = [
 
 @functools.cache
 def probe_tokenizer():
-    """A small byte-level BPE tokenizer ([PAD] = id 0) trained on the check's own sentences."""
+    """A small byte-level BPE tokenizer trained on the check's own sentences, with its [PAD] moved
+    from id 0 (where chapter 5's tokenizer keeps it) to the last id, so that a hard-coded 0 shows;
+    every other token moves down by one."""
+    from tokenizers import Tokenizer
+
     from transformer_lab.tokenizer import train_byte_level_bpe_tokenizer
 
-    return train_byte_level_bpe_tokenizer(TEXTS * 3, vocab_size=300)
+    trained = train_byte_level_bpe_tokenizer(TEXTS * 3, vocab_size=300)
+    data = json.loads(trained.to_str())
+    vocab = data["model"]["vocab"]
+    pad, last = vocab["[PAD]"], len(vocab) - 1
+    data["model"]["vocab"] = {
+        token: last if token == "[PAD]" else index - (index > pad)
+        for token, index in vocab.items()
+    }
+    for added in data["added_tokens"]:
+        if added["content"] == "[PAD]":
+            added["id"] = last
+    return Tokenizer.from_str(json.dumps(data))
 
 
 def _bpe(code: str, message: str, advice: str) -> Mistake:
@@ -48,6 +65,12 @@ MISTAKES: list[Mistake] = [
         "kept_the_end",
         "a long comment kept its last ids instead of its first",
         "keep the first `length` ids: the model reads the beginning of each comment",
+    ),
+    _bpe(
+        "pad_id_hard_coded",
+        "the padding is a hard-coded id 0, where chapter 5's tokenizer happens to keep [PAD]; "
+        "this tokenizer keeps it elsewhere, so the model would read the padding as text",
+        "ask the tokenizer for its [PAD] id instead of writing a number",
     ),
     _bpe(
         "padded_with_another_id",
