@@ -2375,7 +2375,7 @@ def w20_bpe_centred(tokenizer, texts, length):
     return torch.tensor(rows)
 
 
-# Issue 46's wrong names: dropout was blamed on the batch axis, a skipped encoder on the
+# Names once given wrong: dropout was blamed on the batch axis, a skipped encoder on the
 # embedding, and a hard-coded [PAD] id of 0 passed.
 
 

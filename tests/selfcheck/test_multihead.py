@@ -81,7 +81,7 @@ def pasted(function, name: str):
 
 
 def test_a_pasted_copy_of_chapter_3s_multi_head_attention_fails():
-    """Issue 45: chapter 3's function was Exercise 12's whole answer. The exercise now asks for
+    """At 1bb8d3d chapter 3's function was Exercise 12's whole answer. The exercise now asks for
     every head's weights as well, which the chapter's function does not return."""
     copy = pasted(set_classifier.multi_head_self_attention, "multi_head_attention")
     result = check_multi_head_attention(copy)

@@ -1,7 +1,7 @@
 """The public probes: each drawn from its own generator, and the same bytes on every CPU.
 
 A stored answer is found by the exact bytes of its input (``answers.input_key``), so a probe
-that changes changes the verdict. Two ways it changed (issue 46):
+that changes changes the verdict. Two ways it changed at 1bb8d3d:
 
 - probes seeded the global generator (``torch.manual_seed`` inside ``fork_rng``): under
   ``grade --jobs N`` another thread drew from it in between, and a right file got "no stored
