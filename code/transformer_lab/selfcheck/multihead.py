@@ -12,6 +12,7 @@ instructor's code on fresh inputs in the hidden checks."""
 from __future__ import annotations
 
 import copy
+import functools
 
 import torch
 from torch import nn
@@ -33,7 +34,7 @@ from transformer_lab.selfcheck.tensors import (
     check_unchanged,
     close,
     compare_rows,
-    drawn_module,
+    draw_parameters,
     exact_normal,
     require_tensor,
     shape_text,
@@ -42,6 +43,13 @@ from transformer_lab.selfcheck.tensors import (
 NAME, EXERCISE = "multi_head_attention", "Exercise 12"
 TOLERANCE = 1e-5
 WHAT = "the multi-head stretch exercise (your own attention from Exercise 3 is welcome)"
+
+
+@functools.cache
+def _layer_of(width: int, heads: int) -> nn.MultiheadAttention:
+    """An ``nn.MultiheadAttention(width, heads, batch_first=True)`` in evaluation mode, built once
+    per process (its own start draws from the global generator; copies are refilled)."""
+    return nn.MultiheadAttention(width, heads, batch_first=True).eval()
 
 
 def mha_probe(
@@ -58,9 +66,7 @@ def mha_probe(
     Every number comes from the probe's own generator and is the same on every CPU
     (:func:`~transformer_lab.selfcheck.tensors.exact_normal`)."""
     g = torch.Generator().manual_seed(seed)
-    mha = drawn_module(
-        lambda: nn.MultiheadAttention(width, heads, batch_first=True), g
-    ).eval()
+    mha = draw_parameters(copy.deepcopy(_layer_of(width, heads)), g)
     with torch.no_grad():
         mha.in_proj_bias.copy_(exact_normal(g, 3 * width))
         mha.out_proj.bias.copy_(exact_normal(g, width))
@@ -402,9 +408,7 @@ def _layer(mha: nn.MultiheadAttention, heads: int | None = None, **zero: bool):
     made trivial: ``identity_out`` (output projection = identity, no bias), ``uniform`` (query
     and key projections zero: every real key gets the same weight)."""
     width = mha.embed_dim
-    with torch.device("meta"):  # its own start would draw from the global generator
-        layer = nn.MultiheadAttention(width, heads or mha.num_heads, batch_first=True)
-    layer = layer.to_empty(device="cpu").eval()
+    layer = copy.deepcopy(_layer_of(width, heads or mha.num_heads))
     with torch.no_grad():
         layer.load_state_dict(mha.state_dict())
         if zero.get("identity_out"):

@@ -14,6 +14,7 @@ head and output) whose own small probe goes wrong.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 
@@ -34,7 +35,7 @@ from transformer_lab.selfcheck.model_parts import ModelParts
 from transformer_lab.selfcheck.tensors import (
     close,
     compare_rows,
-    drawn_module,
+    draw_parameters,
     exact_normal,
     require_tensor,
     shape_text,
@@ -289,18 +290,23 @@ def as_parts(model) -> ModelParts:
     ).eval()
 
 
+@functools.cache
+def _model_of(broken: bool):
+    """A ``PraiseClassifier`` (``broken``: a ``BrokenPraiseClassifier``), built once per process:
+    its own start draws from the global generator, so probes refill copies of its parts."""
+    from transformer_lab.broken_transformer import BrokenPraiseClassifier
+    from transformer_lab.char_transformer import PraiseClassifier
+
+    return (BrokenPraiseClassifier if broken else PraiseClassifier)().eval()
+
+
 def model_probe(seed: int = 0, *, broken: bool = False) -> ModelParts:
     """The parts of a ``PraiseClassifier`` drawn from ``seed`` (``broken``: of Task 4's
     ``BrokenPraiseClassifier``, whose encoder is sequence-first), with a head bias that is not
     near zero, so that a forgotten bias shows. The weights come from the probe's own generator
-    and are the same on every CPU (:func:`~transformer_lab.selfcheck.tensors.drawn_module`)."""
-    from transformer_lab.broken_transformer import BrokenPraiseClassifier
-    from transformer_lab.char_transformer import PraiseClassifier
-
+    and are the same on every CPU (:func:`~transformer_lab.selfcheck.tensors.draw_parameters`)."""
     g = torch.Generator().manual_seed(seed)
-    parts = as_parts(
-        drawn_module(BrokenPraiseClassifier if broken else PraiseClassifier, g)
-    )
+    parts = draw_parameters(as_parts(_model_of(broken)), g)
     with torch.no_grad():
         parts.head.bias.fill_(0.5 + int(torch.randint(0, 1024, (), generator=g)) / 2048)
     return parts

@@ -38,21 +38,14 @@ def exact_normal(generator: torch.Generator, *shape: int, std: float = 1.0) -> t
     return counts.to(torch.float32) * (std / _SPREAD)
 
 
-def drawn_module(factory: Callable[[], nn.Module], generator: torch.Generator) -> nn.Module:
-    """``factory()``'s module with every parameter drawn from ``generator`` by :func:`exact_normal`.
+def draw_parameters(module: nn.Module, generator: torch.Generator) -> nn.Module:
+    """Refill every parameter of ``module`` in place from ``generator`` by :func:`exact_normal`;
+    returns ``module``. Hand it a copy (of a layer built once, e.g. with ``functools.cache``):
+    its numbers then owe nothing to the global generator, which other threads share.
 
-    The module is built on PyTorch's meta device, so its own start draws nothing from the global
-    generator (which other threads share). An embedding table gets std 1 and a zero padding row
-    (as ``nn.Embedding`` starts); a LayerNorm its ones and zeros; any other matrix or bias std
-    1/√(3·fan_in), the spread of PyTorch's default start, fan_in being the last axis of its
-    module's matrix. A module with buffers is refused: they would be left uninitialised."""
-    with torch.device("meta"):
-        module = factory()
-    if any(True for _ in module.buffers()):
-        raise ValueError(
-            f"{type(module).__name__} has buffers: drawn_module fills parameters only"
-        )
-    module = module.to_empty(device="cpu")
+    An embedding table gets std 1 and a zero padding row (as ``nn.Embedding`` starts); a
+    LayerNorm its ones and zeros; any other matrix or bias std 1/√(3·fan_in), the spread of
+    PyTorch's default start, fan_in being the last axis of its module's matrix."""
     with torch.no_grad():
         for part in module.modules():
             if isinstance(part, nn.LayerNorm):
