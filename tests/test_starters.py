@@ -239,8 +239,9 @@ SOLUTIONS = {
         "H = mha.num_heads",
         "q, k, v = nn.functional.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)",
         "fold = lambda t: t.reshape(B, L, H, D // H).transpose(1, 2).reshape(B * H, L, D // H)",
-        "out, _ = attention(fold(q), fold(k), fold(v), padding.repeat_interleave(H, dim=0))",
-        "return mha.out_proj(out.reshape(B, H, L, D // H).transpose(1, 2).reshape(B, L, D))",
+        "out, weights = attention(fold(q), fold(k), fold(v), padding.repeat_interleave(H, dim=0))",
+        "out = out.reshape(B, H, L, D // H).transpose(1, 2).reshape(B, L, D)",
+        "return mha.out_proj(out), weights.reshape(B, H, L, L)",
     ],
 }
 HOMEWORK_STUB = r'( +)raise NotImplementedError\(\s*"Exercise \d+ \({name}\):[^"]*"\s*\)'
@@ -350,8 +351,10 @@ def test_finished_homework_starter_runs_every_demo(homework_solved):
         "blocks exactly what the book's attention blocks with padding and causal=True: yes"
     )
     assert found[EXAMPLES[10]] == (
-        "1 head(s): equal to nn.MultiheadAttention (largest difference below 1e-5)\n"
-        "4 head(s): equal to nn.MultiheadAttention (largest difference below 1e-5)"
+        "1 head(s), output: equal to nn.MultiheadAttention (largest difference below 1e-5)\n"
+        "1 head(s), weights: equal to nn.MultiheadAttention (largest difference below 1e-5)\n"
+        "4 head(s), output: equal to nn.MultiheadAttention (largest difference below 1e-5)\n"
+        "4 head(s), weights: equal to nn.MultiheadAttention (largest difference below 1e-5)"
     )
     assert "not done yet" not in out and "raised" not in out and "NO" not in out
 

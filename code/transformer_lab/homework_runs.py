@@ -146,8 +146,13 @@ def your_set_classifier(use_attention=True, heads=NHEAD, seed=30, my_multi_head=
     """Chapter 3's set classifier built around YOUR attention and masked_mean (Exercises 5, 6)."""
     from transformer_lab.set_classifier import build_set_classifier
 
+    def your_multi_head(
+        x, padding, mha
+    ):  # the output; the layer has no use for the weights
+        return S.multi_head_attention(x, padding, mha)[0]
+
     extra = (
-        {"multi_head_fn": S.multi_head_attention}
+        {"multi_head_fn": your_multi_head}
         if my_multi_head
         else {"attention_fn": S.attention}
     )
@@ -400,7 +405,8 @@ def causal_mask_example():
 
 
 def multi_head_example():
-    """Exercise 12: your multi_head_attention against nn.MultiheadAttention with the same weights."""
+    """Exercise 12: your multi_head_attention (output and every head's weights) against
+    nn.MultiheadAttention with the same weights."""
     from transformer_lab.set_task import make_sets
 
     x, padding, _ = make_sets(8, seed=14)
@@ -411,21 +417,28 @@ def multi_head_example():
         with torch.no_grad():
             mha.in_proj_bias.normal_()  # non-zero biases, so a forgotten bias shows
             mha.out_proj.bias.normal_()
-            expected, _ = mha(
-                tokens, tokens, tokens, key_padding_mask=padding, need_weights=False
+            expected = mha(
+                tokens, tokens, tokens, key_padding_mask=padding, average_attn_weights=False
             )
             mine = S.multi_head_attention(tokens, padding, mha)
-        if tuple(mine.shape) != tuple(expected.shape):
+        if not (isinstance(mine, (tuple, list)) and len(mine) == 2):
             print(
-                f"{heads} head(s): expected shape {tuple(expected.shape)}, yours {tuple(mine.shape)}"
+                f"{heads} head(s): expected a pair (output, weights), yours is {type(mine).__name__}"
             )
             continue
-        gap = (mine - expected).abs().max().item()
-        verdict = "equal" if gap < 1e-5 else "DIFFERENT"
-        print(
-            f"{heads} head(s): {verdict} to nn.MultiheadAttention (largest difference "
-            f"{'below 1e-5' if gap < 1e-5 else f'{gap:.4f}'})"
-        )
+        for part, want, got in zip(("output", "weights"), expected, mine):
+            if tuple(got.shape) != tuple(want.shape):
+                print(
+                    f"{heads} head(s), {part}: expected shape {tuple(want.shape)}, "
+                    f"yours {tuple(got.shape)}"
+                )
+                continue
+            gap = (got - want).abs().max().item()
+            verdict = "equal" if gap < 1e-5 else "DIFFERENT"
+            print(
+                f"{heads} head(s), {part}: {verdict} to nn.MultiheadAttention (largest "
+                f"difference {'below 1e-5' if gap < 1e-5 else f'{gap:.4f}'})"
+            )
 
 
 def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) -> int:

@@ -122,12 +122,13 @@ def causal_padding_mask(padding):
 
 
 def multi_head_attention(x, padding, mha):
-    """Self-attention of x (B, L, D) with the weights of ``mha``, by hand: returns (B, L, D).
+    """Self-attention of x (B, L, D) with the weights of ``mha``, by hand: returns
+    (output (B, L, D), weights (B, H, L, L)), the weights of every head.
 
     padding (B, L) bool, True = ignore that key; mha an ``nn.MultiheadAttention(D, H,
     batch_first=True)``. Use ``mha.in_proj_weight``, ``mha.in_proj_bias``, ``mha.num_heads`` and
     ``mha.out_proj``, and your own ``attention`` for every head; never call ``mha`` itself.
-    The result must equal ``mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]``.
+    The pair must equal ``mha(x, x, x, key_padding_mask=padding, average_attn_weights=False)``.
     """
     raise NotImplementedError(
         "Exercise 12 (multi_head_attention): project, split the heads, attend, merge, project"

@@ -118,7 +118,10 @@ def computed(
 
 
 MULTIHEAD: dict[str, Callable[..., object]] = {
-    "reference": references.multi_head_attention,
+    "reference": lambda x, padding, mha: references.multi_head_attention(x, padding, mha)[
+        0
+    ],
+    "weights": lambda x, padding, mha: references.multi_head_attention(x, padding, mha)[1],
     "no_output_projection": partial(computed, out_proj=False),
     "heads_split_without_transpose": partial(computed, split="reshape"),
     "heads_merged_without_transpose": partial(computed, merge="reshape"),

@@ -25,11 +25,12 @@ def causal_padding_mask(padding: torch.Tensor) -> torch.Tensor:
 
 def multi_head_attention(
     x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Self-attention with the weights of ``mha`` (batch_first, with biases), computed by hand.
 
-    x (B, L, D), padding (B, L) bool with True = ignore that key. Returns (B, L, D), equal to
-    ``mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]`` in evaluation mode."""
+    x (B, L, D), padding (B, L) bool with True = ignore that key. Returns the output (B, L, D) and
+    every head's attention weights (B, H, L, L), equal to ``mha(x, x, x,
+    key_padding_mask=padding, average_attn_weights=False)`` in evaluation mode."""
     batch, length, width = x.shape
     heads = mha.num_heads
     head_width = width // heads
@@ -41,6 +42,6 @@ def multi_head_attention(
     q, k, v = split(q), split(k), split(v)
     scores = q @ k.transpose(-2, -1) / math.sqrt(head_width)
     scores = scores.masked_fill(padding[:, None, None, :], float("-inf"))
-    mixed = torch.softmax(scores, dim=-1) @ v  # (B, H, L, D/H)
-    merged = mixed.transpose(1, 2).reshape(batch, length, width)
-    return nn.functional.linear(merged, mha.out_proj.weight, mha.out_proj.bias)
+    weights = torch.softmax(scores, dim=-1)  # (B, H, L, L)
+    merged = (weights @ v).transpose(1, 2).reshape(batch, length, width)
+    return nn.functional.linear(merged, mha.out_proj.weight, mha.out_proj.bias), weights

@@ -57,8 +57,9 @@ def multi_head_attention(x, padding, mha):
     q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)
     q, k, v = (t.reshape(b, length, h, d // h).transpose(1, 2) for t in (q, k, v))
     scores = (q @ k.transpose(-2, -1) / math.sqrt(d // h)).masked_fill(padding[:, None, None, :], float("-inf"))
-    out = (torch.softmax(scores, -1) @ v).transpose(1, 2).reshape(b, length, d)
-    return out @ mha.out_proj.weight.T + mha.out_proj.bias
+    weights = torch.softmax(scores, -1)
+    out = (weights @ v).transpose(1, 2).reshape(b, length, d)
+    return out @ mha.out_proj.weight.T + mha.out_proj.bias, weights
 """
 
 

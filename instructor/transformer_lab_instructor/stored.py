@@ -49,6 +49,7 @@ def record_masks() -> None:
 def record_multihead() -> None:
     for probe in multihead.main_probes():
         multihead.expected_output(*probe)
+        multihead.expected_weights(*probe)
         _variants(multihead.MISTAKES, probe)
         for step in multihead.step_probes(*probe):
             multihead.expected_output(*step)

@@ -131,12 +131,14 @@ def praise_forward(
     positions_scaled: bool = False,
     head_bias: bool = True,
     batch_axis: bool = False,
+    encoder: bool = True,
 ) -> torch.Tensor:
     """The character model's forward from its parts, each step switchable to a typical mistake.
 
     ``positions``: "none", "learned" (model.pos), "sines", "both", or "sines_row_zero" (row 0 of
     the sinusoids at every position); ``mask``: "keys" (right), "none" or "inverted"; ``pool``:
-    "masked" (right), "plain", "max", "sum" or "first". A sequence-first encoder (Task 4's) is
+    "masked" (right), "plain", "max", "sum" or "first"; ``encoder=False`` skips the encoder
+    (the embeddings are pooled as they are). A sequence-first encoder (Task 4's) is
     read through a transpose, unless ``batch_axis`` leaves it out (with the mask transposed, as
     the broken model does; a batch-first encoder is then handed (L, N, D) and no mask). Run with
     gradients on, as the student's code is: PyTorch's inference fast path treats a row whose
@@ -162,7 +164,9 @@ def praise_forward(
     key_mask = {"keys": padding, "none": None, "inverted": ~padding}[mask]
     future = torch.ones(length, length, dtype=torch.bool).triu(1) if causal else None
     first = model.encoder.layers[0].self_attn.batch_first
-    if batch_axis and first:
+    if not encoder:  # the embeddings are pooled as they are
+        pass
+    elif batch_axis and first:
         x = model.encoder(x.transpose(0, 1), mask=None).transpose(0, 1)
     elif batch_axis:
         x = model.encoder(x, src_key_padding_mask=None if key_mask is None else key_mask.T)
@@ -201,6 +205,7 @@ def _forward_mistakes(positions: str) -> dict[str, Callable[..., object]]:
         "embedding_scaled": partial(base, embed_scale=True),
         "head_bias_left_out": partial(base, head_bias=False),
         "batch_axis": partial(base, batch_axis=True),
+        "encoder_skipped": partial(base, encoder=False),
     }
 
 
@@ -300,6 +305,7 @@ BPE: dict[str, Callable[..., object]] = {
     "reference": encoded,
     "left_padding": partial(encoded, side="left"),
     "kept_the_end": partial(encoded, keep="end"),
+    "pad_id_hard_coded": partial(encoded, pad=0),
     "padded_with_another_id": partial(encoded, pad=1),
     "cut_characters_not_ids": partial(encoded, cut="characters"),
     "cut_one_short": partial(encoded, short=1),

@@ -1220,8 +1220,9 @@ def _mha(
         else mixed.reshape(b, length, d)
     )
     if not out_proj:
-        return merged
-    return F.linear(merged, mha.out_proj.weight, mha.out_proj.bias if out_bias else None)
+        return merged, weights
+    out = F.linear(merged, mha.out_proj.weight, mha.out_proj.bias if out_bias else None)
+    return out, weights
 
 
 @right("multi_head_attention")
@@ -1238,13 +1239,13 @@ def mha_sliced_weights(x, padding, mha):
     v = x @ w[2 * d :].T + bias[2 * d :]
     q, k, v = (t.reshape(b, length, h, d // h).permute(0, 2, 1, 3) for t in (q, k, v))
     scores = torch.einsum("bhqe,bhke->bhqk", q, k) / (d // h) ** 0.5
-    scores = scores.masked_fill(padding.view(b, 1, 1, length), -1e9)
+    weights = scores.masked_fill(padding.view(b, 1, 1, length), -1e9).softmax(-1)
     out = (
-        torch.einsum("bhqk,bhke->bhqe", scores.softmax(-1), v)
+        torch.einsum("bhqk,bhke->bhqe", weights, v)
         .permute(0, 2, 1, 3)
         .reshape(b, length, d)
     )
-    return out @ mha.out_proj.weight.T + mha.out_proj.bias
+    return out @ mha.out_proj.weight.T + mha.out_proj.bias, weights
 
 
 @right("multi_head_attention")
@@ -1258,10 +1259,13 @@ def mha_head_by_head(x, padding, mha):
             k[..., i * width : (i + 1) * width],
             v[..., i * width : (i + 1) * width],
             padding,
-        )[0]
+        )
         for i in range(h)
     ]
-    return mha.out_proj(torch.cat(heads, dim=-1))
+    return (
+        mha.out_proj(torch.cat([out for out, _ in heads], dim=-1)),
+        torch.stack([weights for _, weights in heads], dim=1),
+    )
 
 
 @wrong("multi_head_attention", "no_output_projection")
@@ -1363,9 +1367,56 @@ def mha_padding_repeat_interleaved(x, padding, mha):
             t.reshape(b, length, h, d // h).transpose(1, 2).reshape(b * h, length, d // h)
         )
 
-    out, _ = _attention(fold(q), fold(k), fold(v), padding.repeat_interleave(h, dim=0))
+    out, weights = _attention(
+        fold(q), fold(k), fold(v), padding.repeat_interleave(h, dim=0)
+    )
     merged = out.reshape(b, h, length, d // h).transpose(1, 2).reshape(b, length, d)
-    return F.linear(merged, mha.out_proj.weight, mha.out_proj.bias)
+    return (
+        F.linear(merged, mha.out_proj.weight, mha.out_proj.bias),
+        weights.reshape(b, h, length, length),
+    )
+
+
+@wrong("multi_head_attention", "weights_heads_folded")
+def mha_weights_left_folded(x, padding, mha):
+    b, length, d = x.shape
+    h = mha.num_heads
+    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
+
+    def fold(t):
+        return (
+            t.reshape(b, length, h, d // h).transpose(1, 2).reshape(b * h, length, d // h)
+        )
+
+    out, weights = _attention(
+        fold(q), fold(k), fold(v), padding.repeat_interleave(h, dim=0)
+    )
+    merged = out.reshape(b, h, length, d // h).transpose(1, 2).reshape(b, length, d)
+    return F.linear(merged, mha.out_proj.weight, mha.out_proj.bias), weights
+
+
+@wrong("multi_head_attention", "weights_averaged")
+def mha_weights_averaged(x, padding, mha):
+    out, weights = _mha(x, padding, mha)
+    return out, weights.mean(dim=1)
+
+
+def _pasted_from_chapter_3():
+    """Chapter 3's multi_head_self_attention pasted into the homework under the exercise's
+    name: it computes the output alone."""
+    import inspect
+
+    from transformer_lab import set_classifier
+
+    source = inspect.getsource(set_classifier.multi_head_self_attention)
+    namespace = dict(vars(set_classifier))
+    exec(
+        source.replace("multi_head_self_attention", "mha_pasted_from_chapter_3"), namespace
+    )
+    return namespace["mha_pasted_from_chapter_3"]
+
+
+WRONG.append(Mutant("multi_head_attention", _pasted_from_chapter_3(), "weights_missing"))
 
 
 def _mha_steps(
@@ -1425,9 +1476,15 @@ def mha_calls_the_layer(x, padding, mha):
     return mha(x, x, x, key_padding_mask=padding, need_weights=False)[0]
 
 
-@wrong("multi_head_attention", "returned_pair")
-def mha_returns_pair(x, padding, mha):
-    return _mha(x, padding, mha), None
+@wrong("multi_head_attention", "weights_missing")
+def mha_returns_no_weights(x, padding, mha):
+    return _mha(x, padding, mha)[0], None
+
+
+@wrong("multi_head_attention", "result_not_a_pair")
+def mha_returns_three(x, padding, mha):
+    out, weights = _mha(x, padding, mha)
+    return out, weights, weights.mean(dim=1)
 
 
 @wrong("multi_head_attention", "heads_not_merged")
@@ -1879,8 +1936,8 @@ def mha_keys_first(x, padding, mha):
 
 @wrong("multi_head_attention", "out_proj_not_transposed")
 def mha_out_weight_not_transposed(x, padding, mha):
-    merged = _mha(x, padding, mha, out_proj=False)
-    return merged @ mha.out_proj.weight + mha.out_proj.bias
+    merged, weights = _mha(x, padding, mha, out_proj=False)
+    return merged @ mha.out_proj.weight + mha.out_proj.bias, weights
 
 
 @wrong("toy_weights", "projections_transposed")
@@ -2316,6 +2373,65 @@ def w20_bpe_centred(tokenizer, texts, length):
         left = (length - len(ids)) // 2
         rows.append([pad] * left + ids + [pad] * (length - len(ids) - left))
     return torch.tensor(rows)
+
+
+# Names once given wrong: dropout was blamed on the batch axis, a skipped encoder on the
+# embedding, and a hard-coded [PAD] id of 0 passed.
+
+
+@wrong("forward_without_positions", "random_forward")
+def w20_no_positions_functional_dropout(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.encoder(F.dropout(model.embed(ids), 0.1), src_key_padding_mask=padding)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@right("forward_without_positions")
+def w20_no_positions_dropout_switched_off(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = F.dropout(model.embed(ids), 0.1, training=False)
+    x = model.encoder(x, src_key_padding_mask=padding)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@wrong("repaired_forward", "random_forward")
+def w20_repaired_dropout_before_the_head(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+    x = model.encoder(x.transpose(0, 1), src_key_padding_mask=padding).transpose(0, 1)
+    return model.head(F.dropout(masked_mean(x, padding), 0.2)).squeeze(-1)
+
+
+@wrong("forward_without_positions", "encoder_skipped")
+def w20_no_positions_skips_the_encoder(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    return model.head(masked_mean(model.embed(ids), padding)).squeeze(-1)
+
+
+@wrong("repaired_forward", "encoder_skipped")
+def w20_repaired_skips_the_encoder(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@wrong("forward_with_sinusoids", "encoder_skipped")
+def w20_sines_forward_skips_the_encoder(model, ids, padding):
+    from transformer_lab.pooling import masked_mean
+
+    x = model.embed(ids) + _book_sines(ids.shape[1], model.embed.embedding_dim)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+
+
+@wrong("encode_with_bpe", "pad_id_hard_coded")
+def w20_bpe_pad_zero(tokenizer, texts, length):
+    rows = [tokenizer.encode(text).ids[:length] for text in texts]
+    return torch.tensor([r + [0] * (length - len(r)) for r in rows])
 
 
 W20_LABELS = {m.label for m in WRONG + RIGHT if m.function.__name__.startswith("w20_")}

@@ -3,8 +3,8 @@
 import torch
 from transformer_lab_instructor.references import causal_padding_mask
 
-from transformer_lab.selfcheck import PASSED, check_causal_padding_mask
-from transformer_lab.selfcheck.masks import MISTAKES, PROBE_PADDING
+from transformer_lab.selfcheck import PASSED, answers, check_causal_padding_mask
+from transformer_lab.selfcheck.masks import MISTAKES, PROBE_PADDING, probe_paddings
 
 
 def test_the_reference_blocks_the_future_and_the_padding():
@@ -31,3 +31,18 @@ def test_every_mistake_gives_another_mask_on_the_probe():
 
 def test_the_reference_passes_its_own_check():
     assert check_causal_padding_mask(causal_padding_mask).status == PASSED
+
+
+def test_hidden_paddings_keep_what_the_mistakes_need():
+    """Every hidden draw has a padded key in the middle (a real key after it) and a padded end,
+    and a real first token in every example: by construction, not by luck."""
+    draws = []
+    for _ in range(200):  # one hidden run each: every run draws from its own seed
+        with answers.using(answers.HIDDEN):
+            draws.append(probe_paddings())
+    assert len({str(paddings) for paddings in draws}) > 100
+    for paddings in draws:
+        for padding in paddings:
+            assert not padding[:, 0].any()
+            assert padding[:, -1].any()
+            assert (padding[:, :-1] & ~padding[:, 1:]).any()  # padded, then a real key

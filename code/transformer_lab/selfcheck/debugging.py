@@ -20,6 +20,7 @@ from transformer_lab.selfcheck.positions import (
     HEAD,
     LAYOUT,
     POOLING,
+    fail_if_random,
     forward_call,
     forward_mistakes,
     ids_probes,
@@ -33,25 +34,27 @@ NAME, EXERCISE = "repaired_forward", "Task 4"
 TOLERANCE = 1e-5
 BUGS = ("inverted_mask", "batch_axis", "double_sigmoid")
 
+# Each bug's name and symptom; the advice points at where to look, never at the repaired line
+# (the student edition ships this file, and Task 4 asks the student to find the fixes).
 BUG_TEXT = {
     "inverted_mask": (
-        f"{LAYOUT}: the padding mask is still inverted (True must mean padding: ids == PAD_ID)",
-        "use the padding you are given, or ids == PAD_ID",
+        f"{LAYOUT}: the padding mask is still inverted (True must mean padding)",
+        "print the mask the encoder and the pooling receive for a comment without padding",
     ),
     "batch_axis": (
         f"{LAYOUT}: the encoder still attends across the batch: this layer is sequence-first "
         "and reads (L, N, D), so (N, L, D) makes the comments attend to each other",
-        "x.transpose(0, 1) before the encoder and back after it; the mask stays (N, L)",
+        "compare the layout model.encoder.layers[0] was built for with the one it is handed",
     ),
     "encoder_mask_inverted": (
-        f"{LAYOUT}: the encoder's padding mask is still inverted (~padding), while the "
-        "pooling uses the right one: the encoder reads the padding and hides the characters",
-        "src_key_padding_mask=padding: True must mean padding there too",
+        f"{LAYOUT}: the encoder's padding mask is still inverted, while the pooling uses "
+        "the right one: the encoder reads the padding and hides the characters",
+        "the encoder's src_key_padding_mask means what the pooling's mask means",
     ),
     "double_sigmoid": (
         f"{HEAD}: the forward still returns probabilities: the training loss "
         "(BCEWithLogitsLoss) applies a sigmoid itself, so the model is squashed twice",
-        "return the head's output without torch.sigmoid",
+        "follow the forward's output into the training loss: what does that loss expect?",
     ),
 }
 
@@ -103,6 +106,7 @@ def check_repaired_forward(function) -> CheckResult:
         if failure is None:
             return
         (ids, padding), logits, expected = failure
+        fail_if_random(call, model, ids, padding, logits)
         where = f" (on the smallest input that fails: ids of shape {shape_text(ids)})"
         shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
         diagnose(

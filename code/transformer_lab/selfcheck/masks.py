@@ -45,13 +45,18 @@ SECOND_PADDING = torch.tensor(
 
 def probe_paddings() -> list[torch.Tensor]:
     """The paddings the check runs on: the two public ones, or (hidden checks) two drawn afresh
-    of the same kind: 3 examples of 5 and 2 of 7, each with a real first token."""
+    of the same kind: 3 examples of 5 and 2 of 7, each with a real first token, and, by
+    construction, in each an example with a padded key in the middle (a real key after it)
+    and one padded at the end."""
     if answers.mode() != answers.HIDDEN:
         return [PROBE_PADDING, SECOND_PADDING]
     g = torch.Generator().manual_seed(answers.fresh_seed(0))
     drawn = []
     for batch, length in ((3, 5), (2, 7)):
-        padding = torch.rand(batch, length, generator=g) < 0.4
+        padding = torch.randint(0, 5, (batch, length), generator=g) < 2
+        middle = int(torch.randint(1, length - 1, (), generator=g))
+        padding[0, middle], padding[0, middle + 1] = True, False
+        padding[1, -1] = True
         padding[:, 0] = False
         drawn.append(padding)
     return drawn
@@ -61,13 +66,13 @@ MISTAKES: list[Mistake] = [
     Mistake(
         "padding_ignored",
         "only the future is blocked: padded keys are still visible",
-        "combine both with |: future[None] | padding[:, None, :]",
+        "either reason blocks a key: combine the future and the padding with a logical or",
         answers.answer(NAME, "padding_ignored"),
     ),
     Mistake(
         "causal_missing",
         "only the padding is blocked: every query can still read later tokens",
-        "add the future: torch.ones(L, L, dtype=torch.bool).triu(diagonal=1)",
+        "also block the keys after each query: the part of an (L, L) matrix above its diagonal",
         answers.answer(NAME, "causal_missing"),
     ),
     Mistake(
@@ -110,7 +115,7 @@ MISTAKES: list[Mistake] = [
         "padding_on_both_axes",
         "padded queries were blocked as well, so their rows hide every key (softmax "
         "of a row of −∞ is NaN)",
-        "block keys only: future | padding[:, None, :]",
+        "padding hides keys (columns) only; a padded query may still read the real keys before it",
         answers.answer(NAME, "padding_on_both_axes"),
     ),
     Mistake(
@@ -148,14 +153,14 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
                 "each example's padding",
                 f"shape ({b}, {length}, {length}) = (B, L, L)",
                 f"shape {shape_text(result)}",
-                "combine the (L, L) future with padding[:, None, :] (B, 1, L)",
+                "give the future a batch axis and the padding a query axis: broadcasting then gives (B, L, L)",
             )
         fail(
             "mask_shape",
             "the mask has the wrong shape",
             f"shape ({b}, {length}, {length}) = (B, L, L)",
             f"shape {shape_text(result)}",
-            "future[None] | padding[:, None, :] broadcasts to (B, L, L)",
+            "one row per query and one column per key, for every example: (B, L, L)",
         )
     rows = f"example {b - 1}: {_rows(expected[-1])}"
     if result.dtype != torch.bool:
@@ -220,7 +225,7 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
         ),
         shown_expected,
         shown,
-        "future = triu(ones(L, L), diagonal=1); return future[None] | padding[:, None, :]",
+        "redo the smallest input by hand: which keys are in the future of each query, and which are padding?",
     )
 
 

@@ -1,13 +1,18 @@
-"""Stretch exercise: ``multi_head_attention(x, padding, mha) -> (B, L, D)`` from the weights of
-an ``nn.MultiheadAttention``, checked against the layer itself in evaluation mode.
+"""Stretch exercise: ``multi_head_attention(x, padding, mha) -> (output, weights)`` from the
+weights of an ``nn.MultiheadAttention``: the output (B, L, D) and every head's attention weights
+(B, H, L, L), checked against the layer itself in evaluation mode (``mha(x, x, x,
+key_padding_mask=padding, average_attn_weights=False)``).
 
-The chapters do not show this function, so the right output and each mistake's output come from
-:mod:`transformer_lab.selfcheck.answers`: stored for the public inputs, computed by the
+Chapter 3's ``set_classifier.multi_head_self_attention`` computes the output alone; the weights of
+each head are what the exercise adds, so a copy of the chapter's function is not an answer.
+The chapters do not show the weights, so the right output and weights and each mistake's output
+come from :mod:`transformer_lab.selfcheck.answers`: stored for the public inputs, computed by the
 instructor's code on fresh inputs in the hidden checks."""
 
 from __future__ import annotations
 
 import copy
+import functools
 
 import torch
 from torch import nn
@@ -29,6 +34,8 @@ from transformer_lab.selfcheck.tensors import (
     check_unchanged,
     close,
     compare_rows,
+    draw_parameters,
+    exact_normal,
     require_tensor,
     shape_text,
 )
@@ -36,6 +43,13 @@ from transformer_lab.selfcheck.tensors import (
 NAME, EXERCISE = "multi_head_attention", "Exercise 12"
 TOLERANCE = 1e-5
 WHAT = "the multi-head stretch exercise (your own attention from Exercise 3 is welcome)"
+
+
+@functools.cache
+def _layer_of(width: int, heads: int) -> nn.MultiheadAttention:
+    """An ``nn.MultiheadAttention(width, heads, batch_first=True)`` in evaluation mode, built once
+    per process (its own start draws from the global generator; copies are refilled)."""
+    return nn.MultiheadAttention(width, heads, batch_first=True).eval()
 
 
 def mha_probe(
@@ -48,14 +62,15 @@ def mha_probe(
 ):
     """x (B, L, D), padding (B, L) and a seeded ``nn.MultiheadAttention(D, H, batch_first=True)`` in
     evaluation mode whose biases are random (PyTorch starts them at zero, which would hide a
-    forgotten bias). B, L, D, H and D/H all differ, so a wrong axis or size gives other numbers."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        mha = nn.MultiheadAttention(width, heads, batch_first=True).eval()
-        with torch.no_grad():
-            mha.in_proj_bias.normal_()
-            mha.out_proj.bias.normal_()
-        x = torch.randn(batch, length, width)
+    forgotten bias). B, L, D, H and D/H all differ, so a wrong axis or size gives other numbers.
+    Every number comes from the probe's own generator and is the same on every CPU
+    (:func:`~transformer_lab.selfcheck.tensors.exact_normal`)."""
+    g = torch.Generator().manual_seed(seed)
+    mha = draw_parameters(copy.deepcopy(_layer_of(width, heads)), g)
+    with torch.no_grad():
+        mha.in_proj_bias.copy_(exact_normal(g, 3 * width))
+        mha.out_proj.bias.copy_(exact_normal(g, width))
+    x = exact_normal(g, batch, length, width)
     if padding is None:
         padding = [[False] * (length - 2) + [True] * 2] + [[False] * length] * (batch - 1)
     return x, torch.tensor(padding), mha
@@ -72,6 +87,16 @@ def expected_output(
 
 
 reference = answers.reference(NAME)
+reference_weights = answers.answer(NAME, "weights")
+
+
+def expected_weights(
+    x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention
+) -> torch.Tensor:
+    """Every head's weights (B, H, L, L), ``mha(x, x, x, key_padding_mask=padding,
+    average_attn_weights=False)[1]``, from the private reference in float64."""
+    with torch.no_grad():
+        return reference_weights(x.double(), padding, copy.deepcopy(mha).double())
 
 
 MISTAKES: list[Mistake] = [
@@ -254,16 +279,7 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
             f"{', '.join(changed)} modified",
             "read the weights; do not assign to them or call in-place methods on them",
         )
-    result = returned.result
-    if isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.Tensor):
-        fail(
-            "returned_pair",
-            f"{article(type_name(result))} of {len(result)} things came back; the exercise asks "
-            "for the output only",
-            f"one tensor of shape ({b}, {length}, {width})",
-            f"{type_name(result)} of length {len(result)}",
-            "return the output of the output projection alone",
-        )
+    result, weights = _output_and_weights(returned.result)
     result = require_tensor(result, "the result", (b, length, width), "result")
     if tuple(result.shape) != (b, length, width):
         heads = mha.num_heads
@@ -283,6 +299,7 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
             "the output has the shape of x: (B, L, D)",
         )
     if close(result, expected, atol=TOLERANCE, rtol=TOLERANCE):
+        _check_weights(weights, x, padding, mha)
         return
     expected_text, received_text = compare_rows("output", result, expected)
     diagnose(
@@ -312,12 +329,86 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
     )
 
 
+def _output_and_weights(result: object) -> tuple[object, object]:
+    """(output, weights) of what the function returned; weights ``None`` when it returned no
+    pair (the output alone: its own mistakes are named first, the missing weights after)."""
+    if not isinstance(result, (tuple, list)):
+        return result, None
+    if len(result) == 2:
+        return result[0], result[1]
+    kind = type_name(result)
+    fail(
+        "result_not_a_pair",
+        f"{article(kind)} of {len(result)} things came back; the exercise asks for two: the "
+        "output and the weights",
+        "a pair (output (B, L, D), weights (B, H, L, L))",
+        f"{kind} of length {len(result)}",
+        "end with `return output, weights`",
+    )
+
+
+def _check_weights(weights: object, x, padding, mha) -> None:
+    """The weights of every head, (B, H, L, L), once the output is right."""
+    b, length, _ = x.shape
+    heads = mha.num_heads
+    shape = (b, heads, length, length)
+    wanted = f"weights of shape {shape} = (B, H, L, L), one table per head"
+    if weights is None:
+        fail(
+            "weights_missing",
+            "the output is right, but only the output came back: the exercise also asks for "
+            "the attention weights of every head",
+            f"a pair: the output and {wanted}",
+            "one tensor (the output alone)",
+            "keep the weights each head's softmax gives and return them with the output",
+        )
+    weights = require_tensor(weights, "the weights (the second result)", shape, "weights")
+    if tuple(weights.shape) != shape:
+        if tuple(weights.shape) == (b, length, length):
+            fail(
+                "weights_averaged",
+                "the weights were averaged over the heads (what nn.MultiheadAttention returns "
+                "by default): the exercise asks for each head's own table",
+                wanted,
+                f"shape {shape_text(weights)}",
+                "keep the head axis (as average_attn_weights=False does)",
+            )
+        if tuple(weights.shape) == (b * heads, length, length):
+            fail(
+                "weights_heads_folded",
+                "the weights still have the heads folded into the batch, (B·H, L, L): the "
+                "output was unfolded back to (B, L, D), the weights were not",
+                wanted,
+                f"shape {shape_text(weights)}",
+                "unfold them as the output: example b's heads are rows b·H to b·H + H − 1",
+            )
+        fail(
+            "weights_shape",
+            "the weights have the wrong shape",
+            wanted,
+            f"shape {shape_text(weights)}",
+            "(B, H, L, L): for every example and head, one row per query, one column per key",
+        )
+    expected = expected_weights(x, padding, mha)
+    if close(weights, expected, atol=TOLERANCE, rtol=TOLERANCE):
+        return
+    expected_text, received_text = compare_rows("weights", weights, expected)
+    fail(
+        "returned_weights_differ",
+        "the output is right, but the weights differ from each head's softmax of its scaled, "
+        "masked scores",
+        expected_text,
+        received_text,
+        "return the weights the softmax gave, the ones that mixed the values",
+    )
+
+
 def _layer(mha: nn.MultiheadAttention, heads: int | None = None, **zero: bool):
     """A copy of ``mha`` (optionally with another number of heads, the same weights) with parts
     made trivial: ``identity_out`` (output projection = identity, no bias), ``uniform`` (query
     and key projections zero: every real key gets the same weight)."""
     width = mha.embed_dim
-    layer = nn.MultiheadAttention(width, heads or mha.num_heads, batch_first=True).eval()
+    layer = copy.deepcopy(_layer_of(width, heads or mha.num_heads))
     with torch.no_grad():
         layer.load_state_dict(mha.state_dict())
         if zero.get("identity_out"):
@@ -389,6 +480,8 @@ def locate_step(student: StudentFunction, x, padding, mha) -> None:
     ):
         expected = expected_output(px, ppad, layer)
         result = student.call(px.clone(), ppad.clone(), layer).result
+        if isinstance(result, (tuple, list)) and len(result) == 2:
+            result = result[0]
         if isinstance(result, torch.Tensor) and close(
             result, expected, atol=TOLERANCE, rtol=TOLERANCE
         ):
@@ -427,7 +520,8 @@ def gradient_probe() -> tuple:
 
 
 def check_multi_head_attention(function) -> CheckResult:
-    """Check ``multi_head_attention(x, padding, mha) -> (B, L, D)`` against ``nn.MultiheadAttention``."""
+    """Check ``multi_head_attention(x, padding, mha) -> (output, weights)`` against
+    ``nn.MultiheadAttention``: the output (B, L, D) first, then every head's weights."""
     student = as_student(function)
 
     def body():
@@ -435,6 +529,6 @@ def check_multi_head_attention(function) -> CheckResult:
             fail_library(student.library_names, WHAT)
         for probe in main_probes():
             _check_once(student, *probe)
-        check_gradient(student, list(gradient_probe()), ["x"], "self", reference)
+        check_gradient(student, list(gradient_probe()), ["x"], "first", reference)
 
     return run_check(NAME, EXERCISE, body)

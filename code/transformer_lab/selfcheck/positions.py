@@ -14,6 +14,7 @@ head and output) whose own small probe goes wrong.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 
@@ -34,6 +35,8 @@ from transformer_lab.selfcheck.model_parts import ModelParts
 from transformer_lab.selfcheck.tensors import (
     close,
     compare_rows,
+    draw_parameters,
+    exact_normal,
     require_tensor,
     shape_text,
     smallest_failure,
@@ -82,11 +85,15 @@ def _staged(stage: str, mistakes: list[Mistake]) -> list[Mistake]:
 
 
 def toy_probe(n_tokens: int, d_model: int, seed: int):
-    """E (n, d), W_q, W_k (d, d) from the package's toy generator."""
-    from transformer_lab.attention import toy_inputs
-
-    embeddings, w_q, w_k, _ = toy_inputs(n_tokens, d_model, seed)
-    return embeddings, w_q, w_k
+    """E (n, d), W_q, W_k (d, d): numbers spread like the toy's (N(0, 1)), drawn from the probe's
+    own generator, the same on every CPU. Not the package's toy generator: a public probe is
+    never the page's own table (login / failed / again), whose weights the student must compute."""
+    g = torch.Generator().manual_seed(seed)
+    return (
+        exact_normal(g, n_tokens, d_model),
+        exact_normal(g, d_model, d_model),
+        exact_normal(g, d_model, d_model),
+    )
 
 
 def _toy(code: str, message: str, advice: str) -> Mistake:
@@ -161,7 +168,7 @@ def toy_probes() -> list[tuple]:
     """From the smallest table to the page's size (public seeds, or fresh ones)."""
     return [
         toy_probe(2, 2, answers.fresh_seed(11)),
-        toy_probe(3, 4, answers.fresh_seed(5)),
+        toy_probe(3, 4, answers.fresh_seed(13)),
         toy_probe(5, 6, answers.fresh_seed(12)),
     ]
 
@@ -283,19 +290,25 @@ def as_parts(model) -> ModelParts:
     ).eval()
 
 
-def model_probe(seed: int = 0, *, broken: bool = False) -> ModelParts:
-    """The parts of a ``PraiseClassifier`` drawn from ``seed`` (``broken``: of Task 4's
-    ``BrokenPraiseClassifier``, whose encoder is sequence-first), with a head bias that is not
-    near zero, so that a forgotten bias shows."""
+@functools.cache
+def _model_of(broken: bool):
+    """A ``PraiseClassifier`` (``broken``: a ``BrokenPraiseClassifier``), built once per process:
+    its own start draws from the global generator, so probes refill copies of its parts."""
     from transformer_lab.broken_transformer import BrokenPraiseClassifier
     from transformer_lab.char_transformer import PraiseClassifier
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = (BrokenPraiseClassifier if broken else PraiseClassifier)().eval()
-        parts = as_parts(model)
-        with torch.no_grad():
-            parts.head.bias.fill_(0.5 + 0.5 * torch.rand(()).item())
+    return (BrokenPraiseClassifier if broken else PraiseClassifier)().eval()
+
+
+def model_probe(seed: int = 0, *, broken: bool = False) -> ModelParts:
+    """The parts of a ``PraiseClassifier`` drawn from ``seed`` (``broken``: of Task 4's
+    ``BrokenPraiseClassifier``, whose encoder is sequence-first), with a head bias that is not
+    near zero, so that a forgotten bias shows. The weights come from the probe's own generator
+    and are the same on every CPU (:func:`~transformer_lab.selfcheck.tensors.draw_parameters`)."""
+    g = torch.Generator().manual_seed(seed)
+    parts = draw_parameters(as_parts(_model_of(broken)), g)
+    with torch.no_grad():
+        parts.head.bias.fill_(0.5 + int(torch.randint(0, 1024, (), generator=g)) / 2048)
     return parts
 
 
@@ -392,6 +405,13 @@ def forward_mistakes(check: str, positions: str) -> list[Mistake]:
                     "place in the other comments",
                     "a batch-first layer reads (N, L, D) as it is; a sequence-first one reads "
                     "x.transpose(0, 1) and gives back (L, N, D)",
+                ),
+                m(
+                    "encoder_skipped",
+                    "the encoder was skipped: the embeddings go straight to the pooling, so "
+                    "no character reads any other",
+                    "hand the embeddings to model.encoder, with the padding mask, and pool "
+                    "what it returns",
                 ),
                 m(
                     "causal_mask",
@@ -550,6 +570,25 @@ def logit_text(tensor: torch.Tensor) -> str:
     return "[" + ", ".join(f"{x:.6f}" if math.isfinite(x) else str(x) for x in values) + "]"
 
 
+def fail_if_random(call, model, ids, padding, logits: torch.Tensor) -> None:
+    """Fail when a second call on the same input gives other logits than ``logits``: something
+    random runs in the forward (dropout, most often), and no stage can be blamed for numbers
+    that change from call to call."""
+    again = call(model, ids, padding)
+    if torch.equal(again.isnan(), logits.isnan()) and close(again, logits, atol=0, rtol=0):
+        return
+    fail(
+        "random_forward",
+        "the forward gives other logits each time it is called on the same input: something "
+        "random runs in it, most often dropout: F.dropout (torch.nn.functional.dropout) drops "
+        "values unless it is given training=False, while the model's own dropout layers "
+        "follow model.eval()",
+        f"the same logits twice: {logit_text(logits)}",
+        f"logits {logit_text(logits)}, then {logit_text(again)}",
+        "leave dropout out of the forward: the model's layers already hold their own",
+    )
+
+
 def _finite(tensor: torch.Tensor) -> bool:
     return bool(torch.isfinite(tensor).all())
 
@@ -659,6 +698,7 @@ def _check_forward(student, model, check: str, positions: str, mistakes) -> None
     if failure is None:
         return
     (ids, padding), logits, expected = failure
+    fail_if_random(call, model, ids, padding, logits)
     where = (
         f" (on the smallest input that fails: ids of shape {shape_text(ids)}, "
         f"{int(padding.sum())} padding position(s))"

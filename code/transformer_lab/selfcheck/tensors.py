@@ -7,6 +7,7 @@ import secrets
 from collections.abc import Callable, Sequence
 
 import torch
+from torch import nn
 
 from transformer_lab.selfcheck.core import article, fail
 from transformer_lab.selfcheck.execution import StudentFunction, execute_gradient, type_name
@@ -16,6 +17,51 @@ from transformer_lab.selfcheck.transport import bounded_repr
 # same function differ in the last digits; a part left out of autograd differs in the first.
 GRADIENT_RTOL = 1e-4
 GRADIENT_ATOL = 1e-5
+
+
+# --------------------------------------------------------------------------- probes every CPU draws alike
+
+# The sum of four uniform integers in [-64, 64] has this standard deviation, √(4 (129² − 1) / 12).
+_SPREAD = math.sqrt(4 * (129**2 - 1) / 12)
+
+
+def exact_normal(generator: torch.Generator, *shape: int, std: float = 1.0) -> torch.Tensor:
+    """float32 numbers of the given shape, spread like N(0, std²), that every CPU draws bit for bit.
+
+    A stored answer is found by the exact bytes of its input, so a probe must not depend on the
+    CPU. ``torch.randn`` computes its numbers with logarithms and cosines whose vectorised
+    kernels round differently with and without AVX2, and on ARM; and a probe drawn from the
+    global generator changes when another thread draws from it. Here only integers are drawn,
+    from ``generator`` alone: the sum of four uniform integers in [-64, 64] (bell-shaped), times
+    one float (a single, correctly rounded multiplication)."""
+    counts = torch.randint(-64, 65, (4, *shape), generator=generator).sum(dim=0)
+    return counts.to(torch.float32) * (std / _SPREAD)
+
+
+def draw_parameters(module: nn.Module, generator: torch.Generator) -> nn.Module:
+    """Refill every parameter of ``module`` in place from ``generator`` by :func:`exact_normal`;
+    returns ``module``. Hand it a copy (of a layer built once, e.g. with ``functools.cache``):
+    its numbers then owe nothing to the global generator, which other threads share.
+
+    An embedding table gets std 1 and a zero padding row (as ``nn.Embedding`` starts); a
+    LayerNorm its ones and zeros; any other matrix or bias std 1/√(3·fan_in), the spread of
+    PyTorch's default start, fan_in being the last axis of its module's matrix."""
+    with torch.no_grad():
+        for part in module.modules():
+            if isinstance(part, nn.LayerNorm):
+                part.reset_parameters()
+                continue
+            own = dict(part.named_parameters(recurse=False))
+            matrices = [p for p in own.values() if p.dim() >= 2]
+            for parameter in own.values():
+                if isinstance(part, nn.Embedding):
+                    std = 1.0
+                else:
+                    std = 1.0 / math.sqrt(3 * matrices[0].shape[-1])
+                parameter.copy_(exact_normal(generator, *parameter.shape, std=std))
+            if isinstance(part, nn.Embedding) and part.padding_idx is not None:
+                part.weight[part.padding_idx] = 0.0
+    return module
 
 
 def shape_text(value) -> str:

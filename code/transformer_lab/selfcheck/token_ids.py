@@ -2,11 +2,13 @@
 ids a byte-level BPE tokenizer gives each comment, cut and padded for chapter 4's model.
 
 The right ids and each known mistake's ids come from :mod:`transformer_lab.selfcheck.answers`
-(keyed by the comments and the length: the tokenizer is always :func:`probe_tokenizer`)."""
+(keyed by the comments and the length: the tokenizer is always :func:`probe_tokenizer`, whose
+[PAD] is not id 0)."""
 
 from __future__ import annotations
 
 import functools
+import json
 import random
 
 import torch
@@ -27,10 +29,25 @@ TEXTS = [
 
 @functools.cache
 def probe_tokenizer():
-    """A small byte-level BPE tokenizer ([PAD] = id 0) trained on the check's own sentences."""
+    """A small byte-level BPE tokenizer trained on the check's own sentences, with its [PAD] moved
+    from id 0 (where chapter 5's tokenizer keeps it) to the last id, so that a hard-coded 0 shows;
+    every other token moves down by one."""
+    from tokenizers import Tokenizer
+
     from transformer_lab.tokenizer import train_byte_level_bpe_tokenizer
 
-    return train_byte_level_bpe_tokenizer(TEXTS * 3, vocab_size=300)
+    trained = train_byte_level_bpe_tokenizer(TEXTS * 3, vocab_size=300)
+    data = json.loads(trained.to_str())
+    vocab = data["model"]["vocab"]
+    pad, last = vocab["[PAD]"], len(vocab) - 1
+    data["model"]["vocab"] = {
+        token: last if token == "[PAD]" else index - (index > pad)
+        for token, index in vocab.items()
+    }
+    for added in data["added_tokens"]:
+        if added["content"] == "[PAD]":
+            added["id"] = last
+    return Tokenizer.from_str(json.dumps(data))
 
 
 def _bpe(code: str, message: str, advice: str) -> Mistake:
@@ -42,12 +59,18 @@ MISTAKES: list[Mistake] = [
         "left_padding",
         "the padding was put in front of the ids (left padding); chapter 4's model and its "
         "position table expect the ids first, then the padding",
-        "ids + [pad] * (length - len(ids))",
+        "the ids first, then the padding up to `length`",
     ),
     _bpe(
         "kept_the_end",
         "a long comment kept its last ids instead of its first",
-        "cut with ids[:length]: the model reads the beginning of each comment",
+        "keep the first `length` ids: the model reads the beginning of each comment",
+    ),
+    _bpe(
+        "pad_id_hard_coded",
+        "the padding is a hard-coded id 0, where chapter 5's tokenizer happens to keep [PAD]; "
+        "this tokenizer keeps it elsewhere, so the model would read the padding as text",
+        "ask the tokenizer for its [PAD] id instead of writing a number",
     ),
     _bpe(
         "padded_with_another_id",
@@ -59,7 +82,7 @@ MISTAKES: list[Mistake] = [
         "the text was cut to `length` characters before it was encoded: `length` counts "
         "tokens, and a token holds several characters, so the comments lose words they have "
         "room for",
-        "encode the whole comment, then cut its ids: tokenizer.encode(text).ids[:length]",
+        "encode the whole comment first, then cut its list of ids",
     ),
     _bpe(
         "cut_one_short",
@@ -104,7 +127,7 @@ def _explain(tokenizer, texts, length, ids, expected) -> None:
                 f"comment {n} has the right ids but its padding sits elsewhere: the ids come "
                 "first, then [PAD] up to `length`",
                 *shown,
-                "row = ids[:length] + [pad] * (length - len(ids[:length]))",
+                "each row: the comment's ids first, then [PAD] up to `length`",
             )
         if real_got and real_got == real_want[: len(real_got)]:
             fail(
@@ -147,7 +170,7 @@ def check_encode_with_bpe(function) -> CheckResult:
                 "the ids are not one row of `length` per comment: cut long comments, pad short ones",
                 f"shape ({n}, {length})",
                 f"shape {shape_text(result)}",
-                "ids[:length] + [pad] * (length - len(ids[:length]))",
+                "the first `length` ids, then [PAD] until the row holds `length`",
             )
         if result.dtype != torch.long:
             fail(

@@ -95,30 +95,53 @@ def _fresh_word(draw: random.Random, letters, shortest: int, longest: int) -> st
 
 
 def tokenizer_inputs() -> TokenizerInputs:
-    """The public inputs; or (hidden checks) inputs drawn afresh with the same properties: two
-    reachable sizes, a second corpus of made-up words that runs out of pairs before the first
-    size, sentences of the corpus's words and made-up ones, and words to count."""
+    """The public inputs; or (hidden checks) :func:`drawn_inputs` from a seed drawn afresh."""
     if answers.mode() != answers.HIDDEN:
         return PUBLIC_INPUTS
-    draw = random.Random(answers.fresh_seed(0))
+    return drawn_inputs(answers.fresh_seed(0))
+
+
+def _new_word(draw: random.Random, letters, shortest: int, longest: int, taken) -> str:
+    """A made-up word not in ``taken``: a word that happens to exist grows by a letter until it
+    is longer than every taken word, so this ends without redrawing."""
+    word = _fresh_word(draw, letters, shortest, longest)
+    while word in taken:
+        word += draw.choice(letters)
+    return word
+
+
+def drawn_inputs(seed: int) -> TokenizerInputs:
+    """Inputs drawn from ``seed`` with the properties the checks rely on, each one by
+    construction (no draw is rejected and redrawn):
+
+    - the second corpus has a capital: one of its words, chosen by the draw, is capitalised (and
+      each other one with chance 0.3);
+    - it runs out of pairs before the first size: its 3 lines of 2-4 words of 3-6 letters reach
+      at most 2 special tokens + 52 letters + 60 merges (each merge shortens a word, and 12
+      words of 6 letters can be shortened 60 times) = 114 tokens, and the first size is drawn
+      above what it reaches; TINY_CORPUS reaches more (``_reachable``, 183 today), which
+      ``test_tokenizer.py`` checks;
+    - the two sizes and the two counting sizes are reachable on TINY_CORPUS, in order;
+    - the unseen sentence mixes the corpus's words and made-up ones; the unseen characters hold
+      two characters TINY_CORPUS never contains;
+    - seven distinct words to count: four of the corpus, three made up and new."""
+    draw = random.Random(seed)
     ref = _ref()
     corpus = list(ref.TINY_CORPUS)
     known = sorted({word for line in corpus for word in line.split()})
     letters = [c for c in ref.alphabet(corpus) if c in LETTERS]
     most, fewest = _reachable(corpus), ref.minimum_vocab_size(corpus)
-    while True:
-        other = tuple(
-            " ".join(
-                _fresh_word(draw, LETTERS, 3, 6).capitalize()
-                if draw.random() < 0.3
-                else _fresh_word(draw, LETTERS, 3, 6)
-                for _ in range(draw.randint(2, 4))
-            )
-            for _ in range(3)
+    counts = [draw.randint(2, 4) for _ in range(3)]
+    capital = draw.randrange(sum(counts))
+    made_up = [
+        word.capitalize() if n == capital or draw.random() < 0.3 else word
+        for n, word in enumerate(
+            _fresh_word(draw, LETTERS, 3, 6) for _ in range(sum(counts))
         )
-        other_most = _reachable(other)
-        if other_most < most - 10:
-            break
+    ]
+    starts = [sum(counts[:n]) for n in range(3)]
+    other = tuple(" ".join(made_up[a : a + n]) for a, n in zip(starts, counts))
+    other_most = _reachable(other)
     first = draw.randint(max(other_most + 1, fewest + 10), most)
     second = draw.randint(fewest + 3, first - 5)
     small = draw.randint(fewest + 3, (fewest + most) // 2)
@@ -129,13 +152,15 @@ def tokenizer_inputs() -> TokenizerInputs:
     strange = draw.sample(UNSEEN_POOL, 2)
     characters = [draw.choice(known), _fresh_word(draw, letters, 2, 4) + strange[0]]
     characters += [draw.choice(known), strange[1]]
-    words = [*draw.sample(known, 4), *(_fresh_word(draw, letters, 3, 9) for _ in range(3))]
+    words = draw.sample(known, 4)
+    for _ in range(3):
+        words.append(_new_word(draw, letters, 3, 9, words))
     return TokenizerInputs(
         sizes=(first, second),
         other_corpus=other,
         unseen_sentence=" ".join(sentence),
         unseen_characters=" ".join(characters),
-        words=tuple(dict.fromkeys(words)),
+        words=tuple(words),
         count_sizes=(small, large),
     )
 
