@@ -8,7 +8,7 @@ source inside one, a code cell of a MyST page or a notebook of the edition, nor 
 block of the built HTML. The hidden checks' inputs, drawn afresh, occur nowhere either. The
 same scan of the tree as it was at 6d18159 finds the answers, so the test can fail.
 
-Answers in other forms (issue 45), for the stretch exercises and Week 20: the stored outputs
+Answers in other forms, for the stretch exercises and Week 20: the stored outputs
 decoded at each task's own inputs (the page's own instance, e.g. login / failed / again with
 seed 5), the strings of each check's module holding every line of its answer that the student
 must find (or, for Task 4, a fix of a planted bug), package functions holding every such line
@@ -336,7 +336,7 @@ def test_every_target_of_the_student_makefile_works_there(edition):
     assert (edition / "tests" / "nbval_sanitize.cfg").is_file()
 
 
-# ------------------------------------------------------------------ answers in other forms (issue 45)
+# ------------------------------------------------------------------ answers in other forms
 #
 # The scans above find an answer's *code*. These find it in the other forms the issue names:
 # the stored outputs decoded at a task's own inputs, advice strings that hold a complete answer
@@ -870,7 +870,7 @@ def findings_in_other_forms(edition: Path) -> dict[str, list[str]]:
     }
 
 
-FORMS_TREE = "1bb8d3d"  # the tree issue 45 measured: answers in every other form
+FORMS_TREE = "1bb8d3d"  # the last tree with answers in every other form (measured there)
 
 
 def test_the_tree_of_1bb8d3d_holds_answers_in_other_forms(tmp_path):
