@@ -74,7 +74,11 @@ def clone(tmp_path_factory) -> Path:
     clone = tmp / "clone"
     subprocess.run(["git", "clone", "-q", "-b", "main", str(bare), str(clone)], check=True)
     # The set-up's caches (see the module's docstring): the edition's package and the stamps go.
-    subprocess.run(["cp", "-al", str(ROOT / ".venv"), str(clone / ".venv")], check=True)
+    # hard links where the clone is on the same file system, a copy elsewhere
+    linked = subprocess.run(["cp", "-al", str(ROOT / ".venv"), str(clone / ".venv")])
+    if linked.returncode != 0:
+        shutil.rmtree(clone / ".venv", ignore_errors=True)
+        shutil.copytree(ROOT / ".venv", clone / ".venv", symlinks=True)
     site = next((clone / ".venv" / "lib").glob("python3.*/site-packages"))
     for path in [
         *site.glob("__editable__*transformer_lab*"),
