@@ -45,7 +45,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDENT_BRANCH = "student"
 # What the student edition leaves out: folders (a trailing /) and files, relative to the root.
 EXCLUDED = (
     "instructor/",
