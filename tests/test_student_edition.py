@@ -29,12 +29,14 @@ import pytest
 import editions
 
 ROOT = Path(__file__).resolve().parents[1]
-INSTRUCTOR = "cloudwave-academy/week20-transformers"
+SETTINGS = editions.student_repository({})  # this tree's repositories, outside a GitHub run
+INSTRUCTOR = f"{SETTINGS['owner']}/{SETTINGS['name']}"
+STUDENT = f"{SETTINGS['student_owner']}/{SETTINGS['student_name']}"
 # The instructor's repository, its Pages and its raw files, but not the student repository
-# (whose name begins with the instructor's).
+# (whose name may begin with the instructor's).
 NAMES_INSTRUCTOR = re.compile(
-    r"(?:cloudwave-academy/week20-transformers|cloudwave-academy\.github\.io/week20-transformers)"
-    r"(?!-student)",
+    rf"(?:{re.escape(INSTRUCTOR)}|{re.escape(SETTINGS['owner'])}\.github\.io/"
+    rf"{re.escape(SETTINGS['name'])})(?![\w-])",
     re.I,
 )
 # What a student's machine does not set: a GitHub run's variables would name the run's repository.
@@ -62,9 +64,8 @@ def _student_env() -> dict[str, str]:
 def clone(tmp_path_factory) -> Path:
     """A clean clone of the published student repository, set up as described above."""
     tmp = tmp_path_factory.mktemp("student-repository")
-    settings = editions.student_repository({})
     sources = tmp / "edition"
-    editions.assemble_student(sources, settings=settings)
+    editions.assemble_student(sources, settings=SETTINGS)
     html = tmp / "html"
     html.mkdir()
     (html / "index.html").write_text("<html></html>", encoding="utf-8")
@@ -125,7 +126,7 @@ def test_the_readme_is_the_students(readme):
     for topic in ("## The exercises", "## The self-check", "Binder"):
         assert topic in readme
     assert NAMES_INSTRUCTOR.search(readme) is None
-    assert "https://cloudwave-academy.github.io/week20-transformers-student/" in readme
+    assert SETTINGS["html"] + "/" in readme
 
 
 def test_its_makefile_ci_and_contributing_agree_with_the_readme(clone, readme):
@@ -144,7 +145,7 @@ def test_its_makefile_ci_and_contributing_agree_with_the_readme(clone, readme):
     assert os.access(clone / ".ci" / "run", os.X_OK)
     assert run.rstrip().splitlines()[-1] == readme_commands(readme)[0]
     contributing = (clone / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    assert "week20-transformers-student/issues" in contributing
+    assert f"{STUDENT}/issues" in contributing
     assert not re.search(r"tests/|MAINTAINING|make test|instructor/", contributing)
     for document in ("MAINTAINING.md", "instructor", ".github", "tools/editions.py"):
         assert not (clone / document).exists(), f"{document} ships in the student edition"
@@ -215,14 +216,11 @@ def test_no_page_notebook_or_link_names_the_instructors_repository(built, clone)
     page = (clone / "_build" / "html" / "chapters" / "01-soft-join.html").read_text(
         encoding="utf-8"
     )
-    assert (
-        "https://mybinder.org/v2/gh/cloudwave-academy/week20-transformers-student/main?"
-        in page
-    )
-    assert 'href="https://github.com/cloudwave-academy/week20-transformers-student"' in page
+    assert f"https://mybinder.org/v2/gh/{STUDENT}/{SETTINGS['launch_branch']}?" in page
+    assert f'href="https://github.com/{STUDENT}"' in page
     notebooks = list((clone / "notebooks").rglob("*.ipynb"))
     assert notebooks
     preamble = "".join(
         json.loads(notebooks[0].read_text(encoding="utf-8"))["cells"][0]["source"]
     )
-    assert "week20-transformers-student" in preamble
+    assert STUDENT in preamble and not NAMES_INSTRUCTOR.search(preamble)

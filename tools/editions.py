@@ -9,16 +9,17 @@
 **Student edition**: the repository's files minus everything that holds an answer: ``instructor/``
 (references, known mistakes, solutions, hidden checks, the autograder), ``tests/`` except the
 pages' executed references (Binder's reader notebooks and the downloads are made from those),
-the tools that build classes of solved submissions (``classroom``, ``bench``), the CI workflow
-(the student repository is published by the instructor's CI, it does not run its own) and the
-instructor's documents (``MAINTAINING.md``). It has its own front door, written from
+the tools that build classes of solved submissions (``classroom``, ``bench``), this tool and its
+templates, the CI workflow (the student repository is published by the instructor's CI, it does
+not run its own) and the instructor's documents (``MAINTAINING.md``). It has its own front door, written from
 ``tools/student_edition/``: a README for students, a CONTRIBUTING for reporting mistakes, a
 ``.ci/run`` that runs the README's build, and a Makefile without the instructor's targets and
 with ``make check``. Its ``_config.yml`` and ``CITATION.cff`` name the student repository (its
 own public repository, ``reader_notebooks.repository_settings``) and its ``_toc.yml`` is its own;
 then its HTML is built from that tree alone (the kernels import the edition's own package).
 ``tests/test_editions.py`` fingerprints every answer against every ``.py`` file and code cell of
-the edition, and checks that nothing in it names the instructor's repository.
+the edition; ``tests/test_student_edition.py`` runs its README's commands in a clone of it and
+checks that nothing in its HTML or notebooks names the instructor's repository.
 
 **Publishing** (``publish``, run by CI): the edition's sources become one new commit on top of the
 student repository's own branch (made from the edition's tree alone, so the student repository's
