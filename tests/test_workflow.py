@@ -329,6 +329,14 @@ def test_a_page_leaves_out_the_widget_state_of_its_explorers(book_html_extension
     assert context["script_files"] == kept
 
 
+def _checkout(main: Path) -> None:
+    """The job's checkout as far as its push step reads it: the venv (the one running these
+    tests) and tools/ (nothing else runs)."""
+    venv = Path(sys.executable).parents[1]
+    main.joinpath(".venv").symlink_to(venv, target_is_directory=True)
+    main.joinpath("tools").symlink_to(ROOT / "tools", target_is_directory=True)
+
+
 def _rehearse_push(workflow: dict, tmp_path: Path, repository: str, edits: int = 2):
     """The student job's push step, its script run as GitHub runs it (bash -e), with GitHub
     replaced by bare repositories (git's ``insteadOf``, so the script itself is not edited).
@@ -342,11 +350,7 @@ def _rehearse_push(workflow: dict, tmp_path: Path, repository: str, edits: int =
     ]
     main = tmp_path / "main"
     main.mkdir()
-    for name in (
-        ".venv",
-        "tools",
-    ):  # the job's checkout: its venv and tools (nothing else runs)
-        (main / name).symlink_to(ROOT / name, target_is_directory=True)
+    _checkout(main)
     github = tmp_path / "github"
     config = tmp_path / "gitconfig"
     config.write_text(f'[url "{github}/"]\n\tinsteadOf = git@github.com:\n')
@@ -438,8 +442,7 @@ def test_the_student_job_refuses_to_run_without_its_deploy_key(workflow, tmp_pat
     ]
     main = tmp_path / "main"
     main.mkdir()
-    for name in (".venv", "tools"):
-        (main / name).symlink_to(ROOT / name, target_is_directory=True)
+    _checkout(main)
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DEPLOY_KEY": "", "SHA": "0"}
     result = subprocess.run(
         ["bash", "-e", "-c", push["run"]], cwd=main, env=env, capture_output=True, text=True
