@@ -22,9 +22,11 @@ download button offer each page's *reader notebook* (tools/reader_notebooks.py) 
 page's MyST source and MyST-NB's executed copy: the Binder link's ``urlpath`` opens
 ``notebooks/<page>.ipynb`` (written there by binder/postBuild), and ``_sources/<page>.ipynb``
 (the ".ipynb" download) is the reader notebook whose links go to the published HTML. In a GitHub
-Actions run, the repository and branch of the launch links, the repository button and the
-notebooks' links are the run's (``reader_notebooks.repository_settings``), so a fork's book
-launches the fork; elsewhere ``_config.yml``'s ``repository`` decides.
+Actions run, the repository and branch of the repository button are the run's
+(``reader_notebooks.repository_settings``); elsewhere ``_config.yml``'s ``repository`` decides.
+The launch links, the downloads and the notebooks' links name the student edition's public
+repository (its own in the student edition, ``<repository>-student`` beside the instructor's), so
+a fork's book launches the fork's student repository.
 
 Long lines of code outside executed cells. Code shown from the package (``literalinclude``) and
 in exercise hints may be wider than the page's code column; ``static/book_code.css`` wraps it
@@ -186,10 +188,15 @@ def offer_reader_notebook(
         for button in group.get("buttons", []):
             if "url" in button and "?urlpath=" in button["url"]:
                 url = re.sub(r"\?urlpath=.*$", f"?urlpath={urlpath}", button["url"])
-                # Binder builds the student edition (tools/editions.py), never main.
+                # Binder builds the student edition's repository (tools/editions.py), never
+                # the instructor's.
                 button["url"] = re.sub(
-                    r"(/v2/gh/[^/]+/[^/]+/)[^?]+",
-                    lambda m: m.group(1) + settings["launch_branch"],
+                    r"/v2/gh/[^/]+/[^/]+/[^?]+",
+                    lambda m: (
+                        "/v2/gh/{student_owner}/{student_name}/{launch_branch}".format(
+                            **settings
+                        )
+                    ),
                     url,
                 )
     if context.get("ipynb_source"):

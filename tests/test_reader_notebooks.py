@@ -284,11 +284,18 @@ def test_a_page_whose_code_changed_is_stale(tmp_path, book):
         )
 
 
+STUDENT = "https://github.com/cloudwave-academy/week20-transformers-student"
+
+
 def test_the_repository_follows_the_github_run_and_else_the_config():
+    """The repository button names this repository; what readers open names the student one."""
     local = rn.repository_settings({})
     assert local["url"] == "https://github.com/cloudwave-academy/week20-transformers"
     assert local["branch"] == "main"
-    assert local["html"] == "https://cloudwave-academy.github.io/week20-transformers"
+    assert (local["student_url"], local["launch_branch"]) == (STUDENT, "main")
+    assert (
+        local["html"] == "https://cloudwave-academy.github.io/week20-transformers-student"
+    )
     fork = rn.repository_settings(
         {
             "GITHUB_ACTIONS": "true",
@@ -296,10 +303,11 @@ def test_the_repository_follows_the_github_run_and_else_the_config():
             "GITHUB_REF_NAME": "fix",
         }
     )
-    assert (fork["url"], fork["branch"], fork["html"]) == (
+    assert (fork["url"], fork["branch"], fork["student_url"], fork["html"]) == (
         "https://github.com/Student/w20",
         "fix",
-        "https://student.github.io/w20",
+        "https://github.com/Student/w20-student",
+        "https://student.github.io/w20-student",
     )
     # Not in a GitHub run: a stray variable changes nothing.
     assert rn.repository_settings({"GITHUB_REPOSITORY": "x/y"}) == local
@@ -316,22 +324,46 @@ def test_a_pull_request_names_a_branch_of_the_base_repository():
             "GITHUB_REF_NAME": "17/merge",
         }
     )
-    assert (pull["url"], pull["branch"], pull["launch_branch"]) == (
+    assert (pull["url"], pull["branch"], pull["student_url"], pull["launch_branch"]) == (
         "https://github.com/cloudwave-academy/week20-transformers",
         "main",
-        "student",
+        STUDENT,
+        "main",
     )
 
 
-def test_a_binder_session_links_to_the_repository_it_was_launched_from():
-    """BinderHub's variables in a launched session (binder/start rewrites the notebooks)."""
+@pytest.fixture()
+def student_edition_config(tmp_path, monkeypatch):
+    """``repository_settings`` reading the student edition's ``_config.yml`` (tools/editions.py)."""
+    import editions
+
+    (tmp_path / "_config.yml").write_text(
+        editions.student_config(
+            (ROOT / "_config.yml").read_text(encoding="utf-8"), rn.repository_settings({})
+        ),
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(rn, "ROOT", tmp_path)
+
+
+def test_the_student_edition_names_only_its_own_repository(student_edition_config):
+    local = rn.repository_settings({})
+    assert local["url"] == local["student_url"] == STUDENT
+    assert "week20-transformers-student" in local["html"]
+
+
+def test_a_binder_session_links_to_the_repository_it_was_launched_from(
+    student_edition_config,
+):
+    """BinderHub's variables in a launched session of the student edition (binder/start
+    rewrites the notebooks): a fork of the student repository links to the fork."""
     fork = rn.repository_settings(
         {
             "BINDER_REPO_URL": "https://github.com/Student/w20",
             "BINDER_REF_URL": "https://github.com/Student/w20/tree/0123abc",
         }
     )
-    assert (fork["url"], fork["branch"], fork["launch_branch"], fork["html"]) == (
+    assert (fork["student_url"], fork["branch"], fork["launch_branch"], fork["html"]) == (
         "https://github.com/Student/w20",
         "0123abc",
         "0123abc",
@@ -345,9 +377,9 @@ def test_a_binder_session_links_to_the_repository_it_was_launched_from():
             "BINDER_REF_URL": "https://github.com/x/y/tree/main",
         }
     )
-    assert (odd["url"], odd["launch_branch"]) == (
+    assert (odd["student_url"], odd["launch_branch"]) == (
         "https://github.com/Student/w20",
-        "student",
+        "main",
     )
 
 
@@ -358,13 +390,10 @@ def test_the_install_command_is_one_pip_install_with_cpu_torch_and_jupyterlab():
     assert words[words.index("--extra-index-url") + 1] == rn.TORCH_CPU_INDEX
     lock = words[words.index("-c") + 1]
     assert lock == (
-        "https://raw.githubusercontent.com/cloudwave-academy/week20-transformers/"
-        "student/requirements.txt"
+        "https://raw.githubusercontent.com/cloudwave-academy/week20-transformers-student/"
+        "main/requirements.txt"
     )
-    assert words[-1] == (
-        "transformer-lab[notebook] @ "
-        "https://github.com/cloudwave-academy/week20-transformers/archive/student.zip"
-    )
+    assert words[-1] == (f"transformer-lab[notebook] @ {STUDENT}/archive/main.zip")
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert pyproject["project"]["name"] == "transformer-lab"
     assert "jupyterlab" in pyproject["project"]["optional-dependencies"]["notebook"]

@@ -149,20 +149,26 @@ def test_it_tests_every_push_and_pull_request_and_publishes_only_main(workflow):
         f"the workflow's default permissions must be `contents: read`, got {workflow.get('permissions')}"
     )
     writers = {name for name, job in workflow["jobs"].items() if job.get("permissions")}
-    # deploy writes Pages; student pushes the student edition's branch (contents: write)
-    assert writers == {"deploy", "student"}, (
-        f"only deploy and student may widen their permissions, these do: {sorted(writers)}"
+    # Nothing is published from this repository (the instructor's, which may be private): the
+    # student job writes the student repository with its own deploy key, never with this run's token.
+    assert writers == set(), (
+        f"no job may widen its permissions, these do: {sorted(writers)}"
     )
-    deploy = workflow["jobs"]["deploy"]
-    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}, (
-        f"the deploy job needs exactly pages: write and id-token: write, got {deploy['permissions']}"
+    assert "deploy" not in workflow["jobs"], (
+        "GitHub Pages is the student repository's, not this one's"
     )
-    assert all(part in deploy.get("if", "") for part in MAIN_PUSH), (
-        f"the deploy job must run only on pushes to main, its condition is {deploy.get('if')!r}"
+    student = workflow["jobs"]["student"]
+    assert all(part in student.get("if", "") for part in MAIN_PUSH), (
+        f"the student job must run only on pushes to main, its condition is {student.get('if')!r}"
     )
-    assert deploy.get("concurrency", {}).get("cancel-in-progress") is False, (
-        "a Pages deployment under way must never be cancelled (deploy: concurrency: cancel-in-progress: false)"
+    assert student.get("needs") == "test", "only a tested main is published"
+    assert student.get("concurrency", {}).get("cancel-in-progress") is False, (
+        "a publication under way must never be cancelled (cancel-in-progress: false)"
     )
+    checkouts = [step for _, step in steps(workflow) if "checkout" in step.get("uses", "")]
+    assert all(
+        step.get("with", {}).get("persist-credentials") is False for step in checkouts
+    ), "no checkout may keep this run's token in .git/config (persist-credentials: false)"
 
 
 def test_the_readme_badge_is_built_from_the_configured_repository():
@@ -242,8 +248,10 @@ def test_the_launch_link_opens_the_reader_notebook(book_html_extension, tmp_path
     book_html_extension.offer_reader_notebook(
         app, "chapters/01-soft-join", "page.html", context, None
     )
+    # The student repository (never the instructor's o/n), at its launch branch.
     assert context["header_buttons"][0]["buttons"][0]["url"] == (
-        "https://mybinder.org/v2/gh/o/n/student?urlpath=lab/tree/notebooks/chapters/01-soft-join.ipynb"
+        "https://mybinder.org/v2/gh/cloudwave-academy/week20-transformers-student/main"
+        "?urlpath=lab/tree/notebooks/chapters/01-soft-join.ipynb"
     )
     offered = (tmp_path / "_sources" / "chapters" / "01-soft-join.ipynb").read_text(
         encoding="utf-8"
@@ -284,7 +292,9 @@ def test_publishing_refuses_a_site_without_every_page(workflow, tmp_path):
         for _, step in steps(workflow)
         if step.get("name") == "Refuse to publish an empty site"
     ]
-    assert deploy_guard and "check-site _build/html" in deploy_guard[0]["run"]
+    assert (
+        deploy_guard and "check-site _build/student/_build/html" in deploy_guard[0]["run"]
+    )
     assert book_pages.main(["check-site", str(tmp_path)]) == 1
     for name in book_pages.missing_html(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -319,48 +329,124 @@ def test_a_page_leaves_out_the_widget_state_of_its_explorers(book_html_extension
     assert context["script_files"] == kept
 
 
-def test_the_student_job_pushes_the_edition_to_a_student_branch(workflow, tmp_path):
-    """A local rehearsal of the student job's push step, its script run as GitHub runs it
-    (bash -e), with GitHub replaced by a bare repository (git's ``insteadOf``, so the script
-    itself is not edited): the student branch then holds the edition, and a second run
-    replaces it (a force push of a fresh history)."""
+def _checkout(main: Path) -> None:
+    """The job's checkout as far as its push step reads it: the venv (the one running these
+    tests) and tools/ (nothing else runs)."""
+    venv = Path(sys.executable).parents[1]
+    main.joinpath(".venv").symlink_to(venv, target_is_directory=True)
+    main.joinpath("tools").symlink_to(ROOT / "tools", target_is_directory=True)
+
+
+def _rehearse_push(workflow: dict, tmp_path: Path, repository: str, edits: int = 2):
+    """The student job's push step, its script run as GitHub runs it (bash -e), with GitHub
+    replaced by bare repositories (git's ``insteadOf``, so the script itself is not edited).
+    Each run publishes the edition once more, with one page changed after the first."""
     import editions
 
-    steps = workflow["jobs"]["student"]["steps"]
-    (push,) = [step for step in steps if step.get("name", "").startswith("Push")]
+    (push,) = [
+        step
+        for step in workflow["jobs"]["student"]["steps"]
+        if step.get("name", "").startswith("Push")
+    ]
     main = tmp_path / "main"
-    subprocess.run(["git", "init", "-q", str(main)], check=True)
+    main.mkdir()
+    _checkout(main)
     github = tmp_path / "github"
-    bare = github / "owner" / "course.git"
-    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
     config = tmp_path / "gitconfig"
-    config.write_text(f'[url "{github}/"]\n\tinsteadOf = https://github.com/\n')
+    config.write_text(f'[url "{github}/"]\n\tinsteadOf = git@github.com:\n')
     env = {
         "PATH": "/usr/bin:/bin",
         "HOME": str(tmp_path),
         "GIT_CONFIG_GLOBAL": str(config),
-        "REPOSITORY": "owner/course",
-        "SHA": "0123abc",
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_REPOSITORY": repository,
+        "GITHUB_REF_NAME": "main",
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "RUNNER_TEMP": str(tmp_path),
+        "SHA": "0123456789abcdef0123",
+        "DEPLOY_KEY": "not a key: the rehearsal's remote is a local path",
+        **{k: v for k, v in push["env"].items() if "${{" not in str(v)},
     }
-    for _ in range(2):
-        editions.assemble_student(main / "_build" / "student")
+    settings = editions.student_repository(env)
+    student = f"{settings['student_owner']}/{settings['student_name']}"
+    bare = github / f"{student}.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    edition = main / "_build" / "student"
+    for run in range(edits):
+        editions.assemble_student(edition, settings=settings)
+        if run:
+            with (edition / "intro.md").open("a", encoding="utf-8") as page:
+                page.write("\nA change of the book.\n")
+        html = edition / "_build" / "html"
+        html.mkdir(parents=True)
+        (html / "index.html").write_text(f"<html>build {run}</html>", encoding="utf-8")
         subprocess.run(["bash", "-e", "-c", push["run"]], cwd=main, env=env, check=True)
+    return bare, student, env
 
-    def on_branch(*command: str) -> str:
-        return subprocess.run(
-            ["git", "-C", str(bare), *command, "student"],
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
 
-    files = on_branch("ls-tree", "-r", "--name-only").split()
-    assert (
-        "Makefile" in files
-        and "_toc.yml" in files
-        and "code/transformer_lab/__init__.py" in files
+def _git_out(bare: Path, *command: str) -> str:
+    return subprocess.run(
+        ["git", "-C", str(bare), *command], capture_output=True, text=True, check=True
+    ).stdout
+
+
+def test_the_student_job_pushes_the_edition_to_its_own_repository(workflow, tmp_path):
+    """The configured repository publishes to the configured student repository; its branch
+    holds the edition and only commits made from it, one per publication, its gh-pages the HTML."""
+    bare, student, env = _rehearse_push(
+        workflow, tmp_path, "cloudwave-academy/week20-transformers"
     )
-    assert not [name for name in files if name.startswith(("instructor/", ".github/"))]
-    assert on_branch("log", "--format=%s").splitlines() == [
-        "Student edition of owner/course@0123abc"
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))[
+        "repository"
     ]
+    assert student == f"cloudwave-academy/{config['student_repository']}"
+    files = _git_out(bare, "ls-tree", "-r", "--name-only", "main").split()
+    assert {"Makefile", "README.md", "_toc.yml", "code/transformer_lab/__init__.py"} <= set(
+        files
+    )
+    assert not [n for n in files if n.startswith(("instructor/", ".github/", "_build/"))]
+    assert "MAINTAINING.md" not in files and "node_modules" not in files
+    # Its own history: one commit per publication, each the parent of the next.
+    log = _git_out(bare, "log", "--format=%H %P|%s", "main").splitlines()
+    assert len(log) == 2 and log[0].split("|")[0].split()[1] == log[1].split()[0]
+    assert all(line.endswith("|Student edition, from source 0123456789ab") for line in log)
+    # No commit of the instructor's history is in the student repository.
+    ours = set(_git_out(ROOT, "rev-list", "--all").split())
+    theirs = set(_git_out(bare, "rev-list", "--all").split())
+    assert ours and theirs and not ours & theirs
+    # GitHub Pages: gh-pages holds only the last HTML, as one commit.
+    assert _git_out(bare, "log", "--format=%s", "gh-pages").splitlines() == [
+        "Student edition, from source 0123456789ab"
+    ]
+    assert set(_git_out(bare, "ls-tree", "--name-only", "gh-pages").split()) == {
+        ".nojekyll",
+        "index.html",
+    }
+    assert _git_out(bare, "show", "gh-pages:index.html") == "<html>build 1</html>"
+    assert "https://github.com/" + student in (tmp_path / "summary.md").read_text()
+
+
+def test_a_forks_student_job_publishes_the_forks_student_repository(workflow, tmp_path):
+    bare, student, _ = _rehearse_push(workflow, tmp_path, "a-teacher/w20", edits=1)
+    assert student == "a-teacher/w20-student"
+    config = _git_out(bare, "show", "main:_config.yml")
+    assert "url: https://github.com/a-teacher/w20-student\n" in config
+    assert "cloudwave-academy" not in config
+
+
+def test_the_student_job_refuses_to_run_without_its_deploy_key(workflow, tmp_path):
+    (push,) = [
+        step
+        for step in workflow["jobs"]["student"]["steps"]
+        if step.get("name", "").startswith("Push")
+    ]
+    main = tmp_path / "main"
+    main.mkdir()
+    _checkout(main)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "DEPLOY_KEY": "", "SHA": "0"}
+    result = subprocess.run(
+        ["bash", "-e", "-c", push["run"]], cwd=main, env=env, capture_output=True, text=True
+    )
+    assert result.returncode == 1
+    assert "no secret STUDENT_DEPLOY_KEY" in result.stdout
+    assert "cloudwave-academy/week20-transformers-student" in result.stdout

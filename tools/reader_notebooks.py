@@ -95,8 +95,11 @@ class StaleReference(ReaderError):
 
 
 def repository_settings(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The repository the links and launch buttons name: ``url``, ``branch``, ``html`` (Pages),
-    and ``launch_branch``, the ref that launches and downloads install from.
+    """The repositories the links and launch buttons name: ``url`` and ``branch`` (this
+    repository: the repository button), and the student edition's public repository, which
+    everything a reader opens names: ``student_url`` (``student_owner``, ``student_name``), its
+    ``launch_branch`` (the ref that launches and downloads install from) and ``html``, its GitHub
+    Pages address.
 
     In a GitHub Actions run (``GITHUB_ACTIONS=true``) the run decides: ``GITHUB_SERVER_URL`` /
     ``GITHUB_REPOSITORY`` and ``GITHUB_REF_NAME``, so a fork's book launches the fork. A pull
@@ -104,15 +107,26 @@ def repository_settings(environ: dict[str, str] | None = None) -> dict[str, str]
     repository, where the branch of a fork's pull request does not exist. In a session launched on
     Binder, BinderHub names the repository and the commit it built (``BINDER_REPO_URL``,
     ``BINDER_REF_URL``; ``binder/start`` writes the notebooks then), so a fork's launch links to the
-    fork. Elsewhere ``_config.yml``'s ``repository`` (url, branch). The published HTML is GitHub
-    Pages' address of that repository.
+    fork. Elsewhere ``_config.yml``'s ``repository`` (url, branch).
+
+    The student repository is ``repository.student_repository`` (``NAME`` beside the repository,
+    or ``OWNER/NAME``; unset: the repository's name with ``-student``) for the configured
+    repository, and ``<run's repository>-student`` for any other (a fork's). In the student
+    edition (tools/editions.py) the two are the same repository: it is its own student repository.
     """
     environ = dict(os.environ if environ is None else environ)
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     url = config["repository"]["url"].rstrip("/")
     branch = str(config["repository"].get("branch", "main"))
-    # Launches and downloads open the student edition, which CI publishes to its own branch.
-    launch = str(config["repository"].get("student_branch", "student"))
+    # Launches and downloads open the student edition, which CI publishes to its own repository.
+    launch = str(config["repository"].get("student_branch", "main"))
+    configured = _owner_and_name(url)
+    student = str(
+        config["repository"].get("student_repository") or f"{configured[1]}-student"
+    )
+    student_configured = (
+        tuple(student.split("/")) if "/" in student else (configured[0], student)
+    )
     if environ.get("GITHUB_ACTIONS") == "true" and environ.get("GITHUB_REPOSITORY"):
         server = environ.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
         url = f"{server}/{environ['GITHUB_REPOSITORY']}"
@@ -127,21 +141,35 @@ def repository_settings(environ: dict[str, str] | None = None) -> dict[str, str]
         )
         if built:
             branch = launch = built["ref"]
+    owner, name = _owner_and_name(url)
+    if (
+        student_configured == configured
+    ):  # the student edition is its own student repository
+        student_owner, student_name = owner, name
+    elif (owner.lower(), name.lower()) == tuple(part.lower() for part in configured):
+        student_owner, student_name = student_configured
+    else:  # a fork's run: the fork's student repository
+        student_owner, student_name = owner, f"{name}-student"
+    return {
+        "url": url,
+        "branch": branch,
+        "owner": owner,
+        "name": name,
+        "student_url": f"https://github.com/{student_owner}/{student_name}",
+        "student_owner": student_owner,
+        "student_name": student_name,
+        "launch_branch": launch,
+        "html": f"https://{student_owner.lower()}.github.io/{student_name}",
+    }
+
+
+def _owner_and_name(url: str) -> tuple[str, str]:
     match = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+?)(?:\.git)?", url)
     if not match:
         raise ReaderError(
             f"the repository URL {url!r} is not https://github.com/OWNER/NAME"
         )
-    owner, name = match.groups()
-    html = f"https://{owner.lower()}.github.io/{name}"
-    return {
-        "url": url,
-        "branch": branch,
-        "launch_branch": launch,
-        "owner": owner,
-        "name": name,
-        "html": html,
-    }
+    return match[1], match[2]
 
 
 # PyTorch's index of CPU-only wheels. On Linux x86-64 PyPI's torch is the CUDA build (about 15
@@ -156,16 +184,17 @@ def install_command(
 ) -> str:
     """The one command a notebook gives to install what it needs, on Linux, macOS and Windows.
 
-    The package from the repository's archive of ``settings["launch_branch"]``, with JupyterLab
+    The package from the student repository's archive of ``settings["launch_branch"]``, with JupyterLab
     (its ``notebook`` extra), every version held to the lock of that branch (``-c``), and torch's
     CPU build (``TORCH_CPU_INDEX``). ``lock`` and ``archive`` replace the two addresses (the
     Binder rehearsal runs the command on local copies).
     """
-    owner, name, ref = settings["owner"], settings["name"], settings["launch_branch"]
+    owner, name = settings["student_owner"], settings["student_name"]
+    ref = settings["launch_branch"]
     lock = (
         lock or f"https://raw.githubusercontent.com/{owner}/{name}/{ref}/requirements.txt"
     )
-    archive = archive or f"{settings['url']}/archive/{ref}.zip"
+    archive = archive or f"{settings['student_url']}/archive/{ref}.zip"
     return (
         f"python -m pip install --extra-index-url {TORCH_CPU_INDEX} -c {lock} "
         f'"transformer-lab[notebook] @ {archive}"'
@@ -782,7 +811,7 @@ def preamble(page: Path, context: Context, page_source: str) -> str:
         "explorers. It needs only the book's package `transformer_lab` and its dependencies: on "
         "Binder they are installed. Elsewhere, with Python 3.11, this one command installs them "
         "and JupyterLab (Linux, macOS or Windows; on Linux it takes PyTorch's CPU build), then "
-        f"`jupyter lab` opens this notebook (or clone [the repository]({settings['url']}) and "
+        f"`jupyter lab` opens this notebook (or clone [the repository]({settings['student_url']}) and "
         "run `make book`):*",
         f"```\n{install_command(settings)}\n```",
     ]

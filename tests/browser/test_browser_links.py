@@ -74,8 +74,8 @@ def test_internal_links_resolve(visit, server, relative):
 
 def expected_launch_url(page) -> str:
     """The page's reader notebook (notebooks/<page>.ipynb, written by binder/postBuild) on the
-    repository and branch being built (``reader_notebooks.repository_settings``: the GitHub run's
-    in CI, else ``_config.yml``'s)."""
+    student repository of the repository being built (``reader_notebooks.repository_settings``:
+    the GitHub run's in CI, else ``_config.yml``'s)."""
     config = book_config()
     settings = repository_settings()
     binderhub = config["launch_buttons"]["binderhub_url"].rstrip("/")
@@ -83,7 +83,8 @@ def expected_launch_url(page) -> str:
     assert interface == "jupyterlab", "launch in JupyterLab"
     notebook = Path("notebooks") / Path(page_id(page)).with_suffix(".ipynb")
     return (
-        f"{binderhub}/v2/gh/{settings['owner']}/{settings['name']}/{settings['launch_branch']}"
+        f"{binderhub}/v2/gh/{settings['student_owner']}/{settings['student_name']}/"
+        f"{settings['launch_branch']}"
         f"?urlpath=lab/tree/{notebook.as_posix()}"
     )
 
