@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import os
+
+import numpy as np
 import sys
 import time
 from datetime import UTC, datetime
@@ -62,8 +64,7 @@ def set_classifier_run(split: int, seed: int, patience: int) -> dict:
     from transformer_lab.set_classifier import (
         ARCHITECTURES,
         RECHECK_MAX_EPOCHS,
-        build_set_classifier,
-        train_set_classifier,
+        train_architecture,
     )
     from transformer_lab.set_task import CLOSE_CALL_GAP, largest_key_gap, make_split
 
@@ -72,16 +73,11 @@ def set_classifier_run(split: int, seed: int, patience: int) -> dict:
     half = len(train_data[2]) // 2
     settings = {"seed": seed, "patience": patience, "epochs": RECHECK_MAX_EPOCHS}
     trained = {
-        name: train_set_classifier(
-            build_set_classifier(name, seed=seed), train_data, val_data, **settings
-        )
+        name: train_architecture(name, train_data, val_data, **settings)
         for name in ARCHITECTURES
     }
-    trained["transformer, half data"] = train_set_classifier(
-        build_set_classifier("transformer", seed=seed),
-        tuple(part[:half] for part in train_data),
-        val_data,
-        **settings,
+    trained["transformer, half data"] = train_architecture(
+        "transformer", tuple(part[:half] for part in train_data), val_data, **settings
     )
 
     def score_all(x, padding, y):
@@ -130,6 +126,7 @@ def set_classifier_run(split: int, seed: int, patience: int) -> dict:
             "epochs": len(run.history),
             "stopped_early": run.stopped_early,
             "validation_loss": min(run.validation_loss),
+            "validation_losses": run.validation_loss,
             "validation_accuracy": run.accuracy,
             "test_accuracy": right[name].mean().item(),
         }
@@ -193,8 +190,18 @@ def recheck_ch3() -> dict:
         PATIENCE,
         RECHECK_PATIENCE_FACTORS,
         RECHECK_RUNS,
+        learning_rate_search,
     )
+    from transformer_lab.set_task import make_split
 
+    started = time.perf_counter()
+    train_data, val_data, _ = make_split(RECHECK_RUNS[0][0])  # the test split stays unread
+    search = learning_rate_search(train_data, val_data, seed=RECHECK_RUNS[0][1])
+    tuning = {
+        name: {repr(rate): loss for rate, loss in losses.items()}
+        for name, losses in search.items()
+    }
+    print(f"ch3 learning rates: {time.perf_counter() - started:.0f} s", flush=True)
     runs = []
     for split, seed in RECHECK_RUNS:
         for factor in RECHECK_PATIENCE_FACTORS:
@@ -205,7 +212,7 @@ def recheck_ch3() -> dict:
                 f"{time.perf_counter() - started:.0f} s",
                 flush=True,
             )
-    return {"runs": runs}
+    return {"learning_rate_search": tuning, "runs": runs}
 
 
 # --- chapter 4: position embeddings -----------------------------------------------------------
@@ -215,19 +222,24 @@ def position_runs(runs, probe, pairs, sample, **options) -> dict:
     """Chapter 4's experiment on ``runs``: every model's stopping record, and the page's two
     claims over the runs (the natural-split gap, the mirrored pairs' net share)."""
     from transformer_lab.char_transformer import position_experiment
-    from transformer_lab.mirrored_pairs import pair_outcomes
+    from transformer_lab.mirrored_pairs import balanced_net, pair_outcomes, template_nets
     from transformer_lab.protocol import seed_interval
 
     results = position_experiment(runs, sample, probe=probe, **options)
-    models, gaps, nets = [], [], []
+    models, gaps, nets, by_template, balanced = [], [], [], [], []
     for r in results:
         seed = int(r.scores["seed"].iloc[0])
         scores = r.scores.set_index("positions")
         gaps.append(scores.loc["with", "accuracy"] - scores.loc["without", "accuracy"])
-        nets.append(
-            pair_outcomes(r.probe_logits[seed, True], pairs).net
-            - pair_outcomes(r.probe_logits[seed, False], pairs).net
+        outcomes = {
+            flag: pair_outcomes(r.probe_logits[seed, flag], pairs) for flag in (True, False)
+        }
+        nets.append(outcomes[True].net - outcomes[False].net)
+        per_pair = (outcomes[True].read - outcomes[True].reversed) - (
+            outcomes[False].read - outcomes[False].reversed
         )
+        by_template.append({str(k): v for k, v in template_nets(per_pair, pairs).items()})
+        balanced.append(balanced_net(per_pair, pairs))
         for row in r.scores.to_dict("records"):
             models.append(
                 {
@@ -249,6 +261,8 @@ def position_runs(runs, probe, pairs, sample, **options) -> dict:
         "natural_gap": interval(seed_interval(gaps)),
         "pair_nets": [float(n) for n in nets],
         "pair_net": interval(seed_interval(nets)),
+        "template_nets": by_template,
+        "balanced_nets": [float(n) for n in balanced],
     }
 
 
@@ -283,7 +297,32 @@ def recheck_ch4() -> dict:
         )
         found[label]["patience"] = patience
         print(f"ch4 {label}: {time.perf_counter() - started:.0f} s", flush=True)
+    found["pooled"] = pooled_runs(found["page"], found["other_runs"])
+    found["pair_counts"] = {
+        str(k): int(v) for k, v in zip(*np.unique(pairs.template, return_counts=True))
+    }
     return found
+
+
+def pooled_runs(*parts: dict) -> dict:
+    """Chapter 4's primary comparison, stated before the runs: the natural-split accuracy gap
+    (with − without positions) over every run of the page's recipe (its own and the other
+    splits), with a t interval and a sign test; the mirrored pairs' nets likewise, by pair and
+    with every template weighted alike."""
+    from transformer_lab.protocol import seed_interval, sign_test
+
+    gaps = [g for part in parts for g in part["accuracy_gaps"]]
+    nets = [n for part in parts for n in part["pair_nets"]]
+    balanced = [n for part in parts for n in part["balanced_nets"]]
+    return {
+        "runs": len(gaps),
+        "accuracy_gaps": gaps,
+        "natural_gap": interval(seed_interval(gaps)),
+        "natural_sign_p": sign_test(gaps),
+        "pair_net": interval(seed_interval(nets)),
+        "balanced_net": interval(seed_interval(balanced)),
+        "balanced_sign_p": sign_test(balanced),
+    }
 
 
 # --- chapter 6: the bake-off -------------------------------------------------------------------
