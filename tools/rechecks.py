@@ -10,6 +10,9 @@ fails when the recipe has changed since.
 
     python tools/rechecks.py            # every chapter (ch3, ch4, ch6), one after another
     python tools/rechecks.py ch4 ch6    # some of them
+    python tools/rechecks.py --check    # re-run, write nothing, exit 1 if a committed record's
+                                        # recipe or results differ (CI, when the package, the
+                                        # data or the lock changed)
 
 What each re-check costs (one thread, canonical mode) is in its record ("wall_seconds").
 """
@@ -17,6 +20,7 @@ What each re-check costs (one thread, canonical mode) is in its record ("wall_se
 from __future__ import annotations
 
 import argparse
+import json
 import os
 
 import numpy as np
@@ -28,7 +32,10 @@ import transformer_lab  # noqa: F401  (first: the canonical numeric mode, before
 from machine import cpu_info
 from transformer_lab.rechecks import (
     EXPERIMENTS,
+    RERUN_COMMAND,
+    StaleRecordError,
     fingerprint,
+    load_record,
     recipe_changes,
     recipe_of,
     write_record,
@@ -434,6 +441,35 @@ def provenance(chapter: str, seconds: float, load_before: str) -> dict:
     }
 
 
+def differences(committed: object, fresh: object, where: str = "results") -> list[str]:
+    """Where two records' results differ, one path each (``results.runs[0].models...``); exact:
+    the records are made in the canonical numeric mode, where a re-run repeats every bit."""
+    if isinstance(committed, dict) and isinstance(fresh, dict):
+        return [
+            line
+            for key in sorted(set(committed) | set(fresh), key=str)
+            for line in differences(committed.get(key), fresh.get(key), f"{where}.{key}")
+        ]
+    if isinstance(committed, list) and isinstance(fresh, list) and len(committed) == len(fresh):
+        return [
+            line
+            for i, (a, b) in enumerate(zip(committed, fresh))
+            for line in differences(a, b, f"{where}[{i}]")
+        ]
+    return [] if committed == fresh else [f"{where}: {committed!r} -> {fresh!r}"]
+
+
+def check(chapter: str, results: dict) -> list[str]:
+    """What differs between ``chapter``'s committed record and a fresh re-run's ``results``:
+    a stale recipe (the record must be re-made) or other numbers (the code does not repeat)."""
+    try:
+        committed = load_record(chapter, strict_versions=True)
+    except StaleRecordError as error:
+        return [str(error)]
+    # through JSON, as a written record is: tuples become lists, keys strings
+    return differences(committed["results"], json.loads(json.dumps(results)))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -443,6 +479,12 @@ def main(argv: list[str] | None = None) -> int:
         "--any-mode",
         action="store_true",
         help="record even outside the canonical numeric mode (the pages say theirs is canonical)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="re-run and compare with the committed records instead of writing them "
+        "(exit 1 when a recipe is stale or a result differs)",
     )
     args = parser.parse_args(argv)
     unknown = sorted(set(args.chapters) - set(EXPERIMENTS))
@@ -454,6 +496,7 @@ def main(argv: list[str] | None = None) -> int:
             "so run this there, or pass --any-mode to record anyway"
         )
     chapters = args.chapters or list(EXPERIMENTS)
+    failed = []
     for chapter in chapters:
         load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         recipe = recipe_of(chapter)
@@ -466,8 +509,22 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(
                 1, f"{chapter}: the recipe changed while it ran ({changed}); no record\n"
             )
+        if args.check:
+            found = check(chapter, results)
+            for line in found[:20]:
+                print(f"{chapter}: {line}")
+            if found:
+                failed.append(chapter)
+            print(f"{chapter}: {seconds:.0f} s; " + ("DIFFERS" if found else "same results"))
+            continue
         path = write_record(chapter, results, provenance(chapter, seconds, load_before))
         print(f"{chapter}: {seconds:.0f} s (load before {load_before}); wrote {path}")
+    if failed:
+        parser.exit(
+            1,
+            f"the committed re-check records of {', '.join(failed)} differ from a re-run: if the "
+            f"change was meant, run `{RERUN_COMMAND}` and commit the records\n",
+        )
     return 0
 
 
