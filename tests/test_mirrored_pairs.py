@@ -81,7 +81,9 @@ def test_template_nets_average_within_each_template_and_balanced_net_over_them()
     pairs = mirrored_pairs([], n_pairs=N_PAIRS)
     big = int(np.bincount(pairs.template).argmax())
     per_pair = torch.zeros(len(pairs))
-    per_pair[torch.as_tensor(pairs.template == big)] = 1.0  # one template read, the rest not
+    per_pair[torch.as_tensor(pairs.template == big)] = (
+        1.0  # one template read, the rest not
+    )
     nets = template_nets(per_pair, pairs)
     assert set(nets) == set(np.unique(pairs.template).tolist())
     assert nets[big] == 1.0 and sum(nets.values()) == 1.0

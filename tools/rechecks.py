@@ -22,11 +22,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-
-import numpy as np
 import sys
 import time
 from datetime import UTC, datetime
+
+import numpy as np
 
 import transformer_lab  # noqa: F401  (first: the canonical numeric mode, before torch)
 from machine import cpu_info
@@ -450,7 +450,11 @@ def differences(committed: object, fresh: object, where: str = "results") -> lis
             for key in sorted(set(committed) | set(fresh), key=str)
             for line in differences(committed.get(key), fresh.get(key), f"{where}.{key}")
         ]
-    if isinstance(committed, list) and isinstance(fresh, list) and len(committed) == len(fresh):
+    if (
+        isinstance(committed, list)
+        and isinstance(fresh, list)
+        and len(committed) == len(fresh)
+    ):
         return [
             line
             for i, (a, b) in enumerate(zip(committed, fresh))
@@ -515,7 +519,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{chapter}: {line}")
             if found:
                 failed.append(chapter)
-            print(f"{chapter}: {seconds:.0f} s; " + ("DIFFERS" if found else "same results"))
+            print(
+                f"{chapter}: {seconds:.0f} s; " + ("DIFFERS" if found else "same results")
+            )
             continue
         path = write_record(chapter, results, provenance(chapter, seconds, load_before))
         print(f"{chapter}: {seconds:.0f} s (load before {load_before}); wrote {path}")

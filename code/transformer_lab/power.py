@@ -52,7 +52,9 @@ def power_over_runs(effect: float, sd: float, runs: int, level: float = 0.95) ->
     sd, level, _ = _check(sd, level, 0.5)
     runs = require_int("runs", runs, minimum=2)
     if sd == 0:
-        raise ValueError("sd must be above 0: with no spread every nonzero effect is certain")
+        raise ValueError(
+            "sd must be above 0: with no spread every nonzero effect is certain"
+        )
     dof, shift = runs - 1, effect * math.sqrt(runs) / sd
     critical = float(stdtrit(dof, (1 + level) / 2))
     # each tail alone: SciPy returns NaN for a far tail, whose probability is 0 to float precision
