@@ -73,3 +73,22 @@ def test_pair_outcomes_by_hand():
     assert outcomes.read.tolist() == [1.0, 0.0, 0.0]
     assert outcomes.reversed.tolist() == [0.0, 1.0, 0.0]
     assert outcomes.net == 0.0
+
+
+def test_template_nets_average_within_each_template_and_balanced_net_over_them():
+    from transformer_lab.mirrored_pairs import balanced_net, template_nets
+
+    pairs = mirrored_pairs([], n_pairs=N_PAIRS)
+    big = int(np.bincount(pairs.template).argmax())
+    per_pair = torch.zeros(len(pairs))
+    per_pair[torch.as_tensor(pairs.template == big)] = (
+        1.0  # one template read, the rest not
+    )
+    nets = template_nets(per_pair, pairs)
+    assert set(nets) == set(np.unique(pairs.template).tolist())
+    assert nets[big] == 1.0 and sum(nets.values()) == 1.0
+    assert balanced_net(per_pair, pairs) == pytest.approx(1 / len(nets))
+    # weighted by pair the one big template counts for its share of the pairs
+    assert per_pair.mean().item() == pytest.approx(np.mean(pairs.template == big))
+    with pytest.raises(ValueError, match="one value per pair"):
+        template_nets(per_pair[:-1], pairs)

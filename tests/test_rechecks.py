@@ -160,3 +160,28 @@ def test_a_record_whose_recipe_was_edited_by_hand_is_stale(tmp_path):
     path.write_text(json.dumps(record))
     with pytest.raises(StaleRecordError, match="does not match its own recipe"):
         load_record("ch3", path)
+
+
+def test_chapter_3s_learning_rates_are_the_outcome_of_the_recorded_search():
+    search = load_record("ch3", strict_versions=True)["results"]["learning_rate_search"]
+    assert set(search) == set(set_classifier.ARCHITECTURES)
+    for name, losses in search.items():
+        assert sorted(map(float, losses)) == sorted(set_classifier.LEARNING_RATE_CANDIDATES)
+        assert float(min(losses, key=losses.get)) == set_classifier.LEARNING_RATES[name]
+
+
+def test_chapter_4s_primary_comparison_pools_every_run_of_the_recipe():
+    import transformer_lab.char_transformer as char_transformer
+    from transformer_lab.protocol import seed_interval
+
+    found = load_record("ch4", strict_versions=True)["results"]
+    pooled = found["pooled"]
+    runs = char_transformer.RUNS + char_transformer.RECHECK_OTHER_RUNS
+    assert pooled["runs"] == len(runs)
+    gaps = found["page"]["accuracy_gaps"] + found["other_runs"]["accuracy_gaps"]
+    assert pooled["accuracy_gaps"] == gaps
+    assert pooled["natural_gap"]["estimate"] == pytest.approx(seed_interval(gaps).estimate)
+    # every run's per-template nets cover the templates of the pairs, counted once
+    for part in ("page", "other_runs"):
+        for nets in found[part]["template_nets"]:
+            assert set(nets) == set(found["pair_counts"])

@@ -80,3 +80,29 @@ def test_the_error_profile_reads_the_groups_of_chapter_3s_table():
     assert isinstance(found["holds"], bool)
     # an untrained model's loss does not sit on the hard sets: the pattern is not there
     assert found["holds"] is False
+
+
+def test_check_names_every_result_that_differs():
+    committed = {"runs": [{"best_epoch": 12, "loss": 0.25}], "n": 3}
+    fresh = {"runs": [{"best_epoch": 14, "loss": 0.25}], "n": 3}
+    assert tool.differences(committed, committed) == []
+    assert tool.differences(committed, fresh) == ["results.runs[0].best_epoch: 12 -> 14"]
+    assert tool.differences({"a": [1, 2]}, {"a": [1]}) == ["results.a: [1, 2] -> [1]"]
+
+
+def test_check_mode_fails_on_other_results_and_writes_nothing(monkeypatch, capsys):
+    monkeypatch.setitem(tool.RECHECKS, "ch6", lambda: {"page": "other numbers"})
+    monkeypatch.setattr(tool, "write_record", lambda *args: pytest.fail("wrote a record"))
+    with pytest.raises(SystemExit) as stopped:
+        tool.main(["ch6", "--check"])
+    assert stopped.value.code == 1
+    out = capsys.readouterr()
+    assert "ch6: results.page:" in out.out and "DIFFERS" in out.out
+    assert "run `make rechecks` and commit the records" in out.err
+
+
+def test_check_mode_passes_when_the_results_repeat(monkeypatch, capsys):
+    committed = load_record("ch6")["results"]
+    monkeypatch.setitem(tool.RECHECKS, "ch6", lambda: committed)
+    assert tool.main(["ch6", "--check"]) == 0
+    assert "ch6: " in capsys.readouterr().out

@@ -381,3 +381,34 @@ def test_largest_key_attention_refuses_a_nan_key_before_the_model_reads_it():
     x[1, 0, 0] = float("nan")
     with pytest.raises(ValueError, match=r"x holds NaN or infinite values, first at"):
         largest_key_attention(SetClassifier(), x, padding)
+
+
+def test_every_architecture_trains_at_its_own_learning_rate():
+    from transformer_lab.set_classifier import LEARNING_RATES, train_architecture
+
+    assert set(LEARNING_RATES) == set(ARCHITECTURES)
+    assert LEARNING_RATES["transformer"] == LEARNING_RATE  # the homework's transformer
+    train, val = make_sets(256, seed=41), make_sets(64, seed=42)
+    ours = train_architecture("DeepSets", train, val, epochs=3)
+    theirs = train_set_classifier(
+        build_set_classifier("DeepSets"),
+        train,
+        val,
+        learning_rate=LEARNING_RATES["DeepSets"],
+        epochs=3,
+    )
+    assert ours.history == theirs.history
+    other = train_architecture("DeepSets", train, val, epochs=3, learning_rate=1e-3)
+    assert other.history != ours.history  # a setting overrides the recipe's rate
+
+
+def test_the_learning_rate_search_trains_every_architecture_at_every_candidate():
+    from transformer_lab.set_classifier import learning_rate_search
+
+    train, val = make_sets(128, seed=41), make_sets(64, seed=42)
+    found = learning_rate_search(train, val, candidates=(1e-3, 1e-2), epochs=2)
+    assert set(found) == set(ARCHITECTURES)
+    for losses in found.values():
+        assert set(losses) == {1e-3, 1e-2}
+        assert all(loss > 0 for loss in losses.values())
+    assert found["DeepSets"][1e-3] != found["DeepSets"][1e-2]

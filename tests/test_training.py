@@ -262,3 +262,27 @@ def test_bad_patience_is_refused_before_training(patience, error, message):
     with pytest.raises(error, match=message):
         train_classifier(model, TRAIN, VAL, epochs=2, patience=patience)
     assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())
+
+
+def test_evaluation_turns_the_fast_path_off_and_restores_it():
+    from transformer_lab.training import evaluation
+
+    torch.manual_seed(0)
+    model = SetClassifier().eval()
+    x, padding, _ = make_sets(64, seed=3)
+    before = torch.backends.mha.get_fastpath_enabled()
+    with evaluation():
+        assert not torch.backends.mha.get_fastpath_enabled()
+        assert torch.is_inference_mode_enabled()
+        quiet = model(x, padding)
+    assert torch.backends.mha.get_fastpath_enabled() == before
+    with torch.no_grad():  # the ordinary path, as in training's forward pass
+        torch.backends.mha.set_fastpath_enabled(False)
+        try:
+            ordinary = model(x, padding)
+        finally:
+            torch.backends.mha.set_fastpath_enabled(before)
+    assert torch.equal(quiet, ordinary)
+    with pytest.raises(RuntimeError), evaluation():
+        raise RuntimeError("an error inside")
+    assert torch.backends.mha.get_fastpath_enabled() == before

@@ -10,6 +10,9 @@ fails when the recipe has changed since.
 
     python tools/rechecks.py            # every chapter (ch3, ch4, ch6), one after another
     python tools/rechecks.py ch4 ch6    # some of them
+    python tools/rechecks.py --check    # re-run, write nothing, exit 1 if a committed record's
+                                        # recipe or results differ (CI, when the package, the
+                                        # data or the lock changed)
 
 What each re-check costs (one thread, canonical mode) is in its record ("wall_seconds").
 """
@@ -17,16 +20,22 @@ What each re-check costs (one thread, canonical mode) is in its record ("wall_se
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
 from datetime import UTC, datetime
 
+import numpy as np
+
 import transformer_lab  # noqa: F401  (first: the canonical numeric mode, before torch)
 from machine import cpu_info
 from transformer_lab.rechecks import (
     EXPERIMENTS,
+    RERUN_COMMAND,
+    StaleRecordError,
     fingerprint,
+    load_record,
     recipe_changes,
     recipe_of,
     write_record,
@@ -62,8 +71,7 @@ def set_classifier_run(split: int, seed: int, patience: int) -> dict:
     from transformer_lab.set_classifier import (
         ARCHITECTURES,
         RECHECK_MAX_EPOCHS,
-        build_set_classifier,
-        train_set_classifier,
+        train_architecture,
     )
     from transformer_lab.set_task import CLOSE_CALL_GAP, largest_key_gap, make_split
 
@@ -72,16 +80,11 @@ def set_classifier_run(split: int, seed: int, patience: int) -> dict:
     half = len(train_data[2]) // 2
     settings = {"seed": seed, "patience": patience, "epochs": RECHECK_MAX_EPOCHS}
     trained = {
-        name: train_set_classifier(
-            build_set_classifier(name, seed=seed), train_data, val_data, **settings
-        )
+        name: train_architecture(name, train_data, val_data, **settings)
         for name in ARCHITECTURES
     }
-    trained["transformer, half data"] = train_set_classifier(
-        build_set_classifier("transformer", seed=seed),
-        tuple(part[:half] for part in train_data),
-        val_data,
-        **settings,
+    trained["transformer, half data"] = train_architecture(
+        "transformer", tuple(part[:half] for part in train_data), val_data, **settings
     )
 
     def score_all(x, padding, y):
@@ -130,6 +133,7 @@ def set_classifier_run(split: int, seed: int, patience: int) -> dict:
             "epochs": len(run.history),
             "stopped_early": run.stopped_early,
             "validation_loss": min(run.validation_loss),
+            "validation_losses": run.validation_loss,
             "validation_accuracy": run.accuracy,
             "test_accuracy": right[name].mean().item(),
         }
@@ -193,8 +197,18 @@ def recheck_ch3() -> dict:
         PATIENCE,
         RECHECK_PATIENCE_FACTORS,
         RECHECK_RUNS,
+        learning_rate_search,
     )
+    from transformer_lab.set_task import make_split
 
+    started = time.perf_counter()
+    train_data, val_data, _ = make_split(RECHECK_RUNS[0][0])  # the test split stays unread
+    search = learning_rate_search(train_data, val_data, seed=RECHECK_RUNS[0][1])
+    tuning = {
+        name: {repr(rate): loss for rate, loss in losses.items()}
+        for name, losses in search.items()
+    }
+    print(f"ch3 learning rates: {time.perf_counter() - started:.0f} s", flush=True)
     runs = []
     for split, seed in RECHECK_RUNS:
         for factor in RECHECK_PATIENCE_FACTORS:
@@ -205,7 +219,7 @@ def recheck_ch3() -> dict:
                 f"{time.perf_counter() - started:.0f} s",
                 flush=True,
             )
-    return {"runs": runs}
+    return {"learning_rate_search": tuning, "runs": runs}
 
 
 # --- chapter 4: position embeddings -----------------------------------------------------------
@@ -215,19 +229,24 @@ def position_runs(runs, probe, pairs, sample, **options) -> dict:
     """Chapter 4's experiment on ``runs``: every model's stopping record, and the page's two
     claims over the runs (the natural-split gap, the mirrored pairs' net share)."""
     from transformer_lab.char_transformer import position_experiment
-    from transformer_lab.mirrored_pairs import pair_outcomes
+    from transformer_lab.mirrored_pairs import balanced_net, pair_outcomes, template_nets
     from transformer_lab.protocol import seed_interval
 
     results = position_experiment(runs, sample, probe=probe, **options)
-    models, gaps, nets = [], [], []
+    models, gaps, nets, by_template, balanced = [], [], [], [], []
     for r in results:
         seed = int(r.scores["seed"].iloc[0])
         scores = r.scores.set_index("positions")
         gaps.append(scores.loc["with", "accuracy"] - scores.loc["without", "accuracy"])
-        nets.append(
-            pair_outcomes(r.probe_logits[seed, True], pairs).net
-            - pair_outcomes(r.probe_logits[seed, False], pairs).net
+        outcomes = {
+            flag: pair_outcomes(r.probe_logits[seed, flag], pairs) for flag in (True, False)
+        }
+        nets.append(outcomes[True].net - outcomes[False].net)
+        per_pair = (outcomes[True].read - outcomes[True].reversed) - (
+            outcomes[False].read - outcomes[False].reversed
         )
+        by_template.append({str(k): v for k, v in template_nets(per_pair, pairs).items()})
+        balanced.append(balanced_net(per_pair, pairs))
         for row in r.scores.to_dict("records"):
             models.append(
                 {
@@ -249,6 +268,8 @@ def position_runs(runs, probe, pairs, sample, **options) -> dict:
         "natural_gap": interval(seed_interval(gaps)),
         "pair_nets": [float(n) for n in nets],
         "pair_net": interval(seed_interval(nets)),
+        "template_nets": by_template,
+        "balanced_nets": [float(n) for n in balanced],
     }
 
 
@@ -283,7 +304,32 @@ def recheck_ch4() -> dict:
         )
         found[label]["patience"] = patience
         print(f"ch4 {label}: {time.perf_counter() - started:.0f} s", flush=True)
+    found["pooled"] = pooled_runs(found["page"], found["other_runs"])
+    found["pair_counts"] = {
+        str(k): int(v) for k, v in zip(*np.unique(pairs.template, return_counts=True))
+    }
     return found
+
+
+def pooled_runs(*parts: dict) -> dict:
+    """Chapter 4's primary comparison, stated before the runs: the natural-split accuracy gap
+    (with − without positions) over every run of the page's recipe (its own and the other
+    splits), with a t interval and a sign test; the mirrored pairs' nets likewise, by pair and
+    with every template weighted alike."""
+    from transformer_lab.protocol import seed_interval, sign_test
+
+    gaps = [g for part in parts for g in part["accuracy_gaps"]]
+    nets = [n for part in parts for n in part["pair_nets"]]
+    balanced = [n for part in parts for n in part["balanced_nets"]]
+    return {
+        "runs": len(gaps),
+        "accuracy_gaps": gaps,
+        "natural_gap": interval(seed_interval(gaps)),
+        "natural_sign_p": sign_test(gaps),
+        "pair_net": interval(seed_interval(nets)),
+        "balanced_net": interval(seed_interval(balanced)),
+        "balanced_sign_p": sign_test(balanced),
+    }
 
 
 # --- chapter 6: the bake-off -------------------------------------------------------------------
@@ -395,6 +441,39 @@ def provenance(chapter: str, seconds: float, load_before: str) -> dict:
     }
 
 
+def differences(committed: object, fresh: object, where: str = "results") -> list[str]:
+    """Where two records' results differ, one path each (``results.runs[0].models...``); exact:
+    the records are made in the canonical numeric mode, where a re-run repeats every bit."""
+    if isinstance(committed, dict) and isinstance(fresh, dict):
+        return [
+            line
+            for key in sorted(set(committed) | set(fresh), key=str)
+            for line in differences(committed.get(key), fresh.get(key), f"{where}.{key}")
+        ]
+    if (
+        isinstance(committed, list)
+        and isinstance(fresh, list)
+        and len(committed) == len(fresh)
+    ):
+        return [
+            line
+            for i, (a, b) in enumerate(zip(committed, fresh))
+            for line in differences(a, b, f"{where}[{i}]")
+        ]
+    return [] if committed == fresh else [f"{where}: {committed!r} -> {fresh!r}"]
+
+
+def check(chapter: str, results: dict) -> list[str]:
+    """What differs between ``chapter``'s committed record and a fresh re-run's ``results``:
+    a stale recipe (the record must be re-made) or other numbers (the code does not repeat)."""
+    try:
+        committed = load_record(chapter, strict_versions=True)
+    except StaleRecordError as error:
+        return [str(error)]
+    # through JSON, as a written record is: tuples become lists, keys strings
+    return differences(committed["results"], json.loads(json.dumps(results)))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -404,6 +483,12 @@ def main(argv: list[str] | None = None) -> int:
         "--any-mode",
         action="store_true",
         help="record even outside the canonical numeric mode (the pages say theirs is canonical)",
+    )
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="re-run and compare with the committed records instead of writing them "
+        "(exit 1 when a recipe is stale or a result differs)",
     )
     args = parser.parse_args(argv)
     unknown = sorted(set(args.chapters) - set(EXPERIMENTS))
@@ -415,6 +500,7 @@ def main(argv: list[str] | None = None) -> int:
             "so run this there, or pass --any-mode to record anyway"
         )
     chapters = args.chapters or list(EXPERIMENTS)
+    failed = []
     for chapter in chapters:
         load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
         recipe = recipe_of(chapter)
@@ -427,8 +513,24 @@ def main(argv: list[str] | None = None) -> int:
             parser.exit(
                 1, f"{chapter}: the recipe changed while it ran ({changed}); no record\n"
             )
+        if args.check:
+            found = check(chapter, results)
+            for line in found[:20]:
+                print(f"{chapter}: {line}")
+            if found:
+                failed.append(chapter)
+            print(
+                f"{chapter}: {seconds:.0f} s; " + ("DIFFERS" if found else "same results")
+            )
+            continue
         path = write_record(chapter, results, provenance(chapter, seconds, load_before))
         print(f"{chapter}: {seconds:.0f} s (load before {load_before}); wrote {path}")
+    if failed:
+        parser.exit(
+            1,
+            f"the committed re-check records of {', '.join(failed)} differ from a re-run: if the "
+            f"change was meant, run `{RERUN_COMMAND}` and commit the records\n",
+        )
     return 0
 
 

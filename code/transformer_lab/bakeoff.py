@@ -56,7 +56,7 @@ from transformer_lab.protocol import (
 )
 from transformer_lab.reproducibility import seed_everything
 from transformer_lab.timing import stopwatch
-from transformer_lab.training import adam, train_epoch
+from transformer_lab.training import adam, evaluation, train_epoch
 from transformer_lab.validation import (
     describe,
     require_binary_labels,
@@ -390,7 +390,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
 
         def validation_loss() -> float:
             self.module_.eval()
-            with torch.inference_mode():
+            with evaluation():
                 return loss_fn(self.module_(x_val).reshape(-1), target_val).item()
 
         self.stopping_ = fit_with_early_stopping(
@@ -402,7 +402,7 @@ class TorchClassifier(ClassifierMixin, BaseEstimator):
 
     def decision_function(self, X) -> np.ndarray:
         """Logits (N,): positive means 'churn' is more likely than not."""
-        with torch.inference_mode():
+        with evaluation():
             return self.module_(_as_matrix(X)).reshape(-1).numpy().astype(np.float64)
 
     def predict_proba(self, X) -> np.ndarray:

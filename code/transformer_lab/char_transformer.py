@@ -44,7 +44,7 @@ from transformer_lab.protocol import (
     three_way_split,
 )
 from transformer_lab.reproducibility import seed_everything
-from transformer_lab.training import adam, check_settings, train_epoch
+from transformer_lab.training import adam, check_settings, evaluation, train_epoch
 from transformer_lab.validation import (
     describe,
     require_binary_labels,
@@ -430,11 +430,12 @@ def position_std_search(
     return pd.DataFrame(rows).set_index("position_std")
 
 
-@torch.inference_mode()
 def predict_logits(model: PraiseClassifier, ids: torch.Tensor) -> torch.Tensor:
-    """Logits (N,) for ids (N, L), in eval mode (no dropout)."""
+    """Logits (N,) for ids (N, L), in eval mode (no dropout), without the fast path
+    (``training.evaluation``)."""
     model.eval()
-    return model(ids)
+    with evaluation():
+        return model(ids)
 
 
 def majority_baseline(y_train: torch.Tensor, y_test: torch.Tensor) -> float:

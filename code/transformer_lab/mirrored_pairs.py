@@ -156,3 +156,28 @@ def pair_outcomes(logits: torch.Tensor, pairs: MirroredPairs) -> PairOutcomes:
     """Outcomes of one model from its ``logits`` (2 P,) on ``pairs.texts``."""
     hits = correct(logits, pairs.labels).reshape(len(pairs), 2)  # (P, 2)
     return PairOutcomes((hits.sum(1) == 2).float(), (hits.sum(1) == 0).float())
+
+
+def template_nets(net_per_pair: torch.Tensor, pairs: MirroredPairs) -> dict[int, float]:
+    """The mean of ``net_per_pair`` (P,) within each template of ``pairs``, by template index.
+
+    ``net_per_pair`` is ``read − reversed`` per pair (for one model, or a difference of two
+    models). The draw takes the templates in turn, but some templates have few candidates, so
+    a few templates supply most pairs: the per-template means show whether one template carries
+    a result, and their plain mean (``balanced_net``) weighs every template alike.
+    """
+    if net_per_pair.shape != (len(pairs),):
+        raise ValueError(
+            f"net_per_pair should have shape ({len(pairs)},), one value per pair, "
+            f"got {tuple(net_per_pair.shape)}"
+        )
+    return {
+        int(index): net_per_pair[torch.as_tensor(pairs.template == index)].mean().item()
+        for index in np.unique(pairs.template)
+    }
+
+
+def balanced_net(net_per_pair: torch.Tensor, pairs: MirroredPairs) -> float:
+    """``net_per_pair`` (P,) averaged per template, then over templates (each weighs the same)."""
+    nets = template_nets(net_per_pair, pairs)
+    return float(np.mean(list(nets.values())))

@@ -4,7 +4,8 @@ Data come as ``(x, padding, y)`` triples: x (N, L, F), padding (N, L) bool with 
 y (N,) float labels in {0, 1}. Models map ``(x, padding)`` to logits (N,).
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -27,6 +28,25 @@ from transformer_lab.validation import (
 Data = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 # accuracy_fn(logits (N,), labels (N,)) -> share classified correctly, as a float
 AccuracyFn = Callable[[torch.Tensor, torch.Tensor], float]
+
+
+@contextmanager
+def evaluation() -> Iterator[None]:
+    """Inference mode (no autograd bookkeeping) with the encoder layer's fast path turned off.
+
+    In eval mode without gradients, ``nn.TransformerEncoderLayer`` switches to a fused "fast
+    path" kernel. On the book's 2-vCPU machines it was slower (chapter 4's validation pass took
+    1.64 times as long) and its logits differ from the ordinary path's by up to about 1e-7, so
+    every evaluation in the package runs the ordinary path: one path, the same numbers whether a
+    model is scored while training or afterwards. The global switch is restored on exit.
+    """
+    was_enabled = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        torch.backends.mha.set_fastpath_enabled(was_enabled)
 
 
 @dataclass
@@ -227,9 +247,9 @@ def evaluate(
     loss_fn = loss_fn or nn.BCEWithLogitsLoss()
     accuracy_fn = accuracy if accuracy_fn is None else accuracy_fn
     model.eval()
-    # Inference mode: no autograd bookkeeping. The scoring stays inside it, where a student's
-    # accuracy_fn may even change the logits in place.
-    with torch.inference_mode():
+    # Inference mode, no fast path (``evaluation``). The scoring stays inside it, where a
+    # student's accuracy_fn may even change the logits in place.
+    with evaluation():
         logits = model(x, padding)
         if torch.isnan(logits).any():
             return float("nan"), float("nan")
