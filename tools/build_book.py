@@ -197,13 +197,31 @@ def record_failure(
     return failure
 
 
-def save_executed(page: Path | str, notebook) -> Path | None:
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's finished children, the page kernels."""
+    try:
+        import resource
+    except ImportError:  # Windows: no getrusage, no figure
+        return 0.0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# The executed copy's notebook metadata key holding how long its page ran (``make bench`` reads it).
+TIMING_KEY = "book_execution"
+
+
+def save_executed(
+    page: Path | str, notebook, kernel_cpu_s: float | None = None
+) -> Path | None:
     """Save the executed ``notebook`` of ``page`` under ``BOOK_EXECUTED_DIR`` (if set), at the
     page's path relative to the book's folder, with the suffix ``.ipynb``.
 
     Saved before MyST-NB takes the glued outputs out of the cells, so the copy holds every output
     the reference holds. Widget state and execution timestamps change on every run and no test
-    reads them (as ``book_pages.execute_page``), so they are dropped.
+    reads them (as ``book_pages.execute_page``), so they are dropped. ``kernel_cpu_s``, the CPU
+    time of the page's kernel (0 for a page read from the cache), is kept in the notebook's
+    metadata (``TIMING_KEY``).
     """
     folder, source = os.environ.get(EXECUTED_VARIABLE), os.environ.get(SOURCE_VARIABLE)
     if not folder or not source or page is None:
@@ -214,6 +232,8 @@ def save_executed(page: Path | str, notebook) -> Path | None:
     executed.metadata.pop("widgets", None)
     for cell in executed.cells:
         cell.metadata.pop("execution", None)
+    if kernel_cpu_s is not None:
+        executed.metadata[TIMING_KEY] = {"kernel_cpu_s": round(kernel_cpu_s, 2)}
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(executed, target)
     return target
@@ -228,6 +248,7 @@ def watch_page_execution() -> None:
             continue
 
         def start_and_watch(self, start_client=start_client) -> None:
+            before = children_cpu_s()
             try:
                 start_client(self)
             except Exception as error:
@@ -239,7 +260,8 @@ def watch_page_execution() -> None:
                         self.nb_config.execution_timeout,
                     )
                 raise
-            save_executed(self.path, self.notebook)
+            # The kernel has been stopped and reaped: its CPU time is now this worker's children's.
+            save_executed(self.path, self.notebook, children_cpu_s() - before)
 
         functools.update_wrapper(start_and_watch, start_client)
         start_and_watch.watched = True
