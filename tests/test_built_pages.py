@@ -93,3 +93,16 @@ def test_a_cell_whose_code_is_not_the_references_fails(tmp_path):
     completed = page_tests(executed, INTACT)
     assert completed.returncode == 1
     assert "the build executed other code in this cell" in completed.stdout
+
+
+def test_one_page_executed_by_book_pages_is_compared_without_a_build(tmp_path):
+    """`python tools/book_pages.py execute PAGE` saves the page where its page tests look."""
+    from book_pages import execute_for_tests
+
+    executed = tmp_path / "executed"
+    (executed / "stale.ipynb").parent.mkdir(parents=True)
+    (executed / "stale.ipynb").write_text("{}")  # an older build's, with no fingerprint
+    execute_for_tests([ROOT / "intro.md"], executed)
+    assert not (executed / "stale.ipynb").exists()
+    completed = page_tests(executed, INTACT)
+    assert completed.returncode == 0, completed.stdout[-3000:]

@@ -3,17 +3,18 @@
     python tools/bench.py [--output _build/bench.md]
     python tools/bench.py --grading 300 [--jobs 2] [--time-limit 2]   # the grader alone
 
-Builds the book exactly as `make book` does (``build_book.BOOK_FLAGS``, every page executed)
+Builds the book exactly as `make test` does (``build_book.BOOK_FLAGS``, every page executed)
 into a fresh temporary folder, so nothing cached is reused and ``_build/html`` is left alone. It
 reads myst-nb's "Executed notebook in N seconds" log line of each page, times the whole build,
 and records peak memory two ways: the largest single process (``getrusage`` of the finished
 children: the build or one page's kernel) and the whole process tree at its largest (sampled with
 psutil), each page's kernel CPU time (measured by the build in the worker that ran the page and
 kept in its executed copy, ``build_book.TIMING_KEY``; close to the page's wall time on an idle
-machine, since torch runs on one thread) and the whole build's CPU time. Then it times the rest of
-`make test` (the test suite, against this build's HTML and executed pages), wall and CPU. Then it runs each exercise starter the way its page
-tells students to (``python exercises/…/starter.py``, no options) and times it, and grades a fixed
-class of 100 submissions (``tools/classroom.py``) with the self-check: submissions per minute.
+machine, since torch runs on one thread) and the whole build's CPU time. Then it runs each
+exercise starter the way its page tells students to (``python exercises/…/starter.py``, no
+options) and times it, grades a fixed class of 100 submissions (``tools/classroom.py``) with the
+self-check (submissions per minute), and times the rest of `make test` (the test suite, against
+this build's HTML and executed pages), wall and CPU.
 
 The report starts with the machine (CPU model, vector instruction sets, PyTorch's CPU kernel
 level, cores) and gives a verdict per line against the budgets below, then names every budget
