@@ -392,7 +392,7 @@ def test_every_notebook_gives_the_install_command(links, notebooks):
         assert f"```\n{command}\n```" in notebook.cells[0].source
         # The first code cell installs the package if missing and makes the data.
         assert code[0].metadata["reader"] == rn.SETUP
-        assert rn.setup_source(rn.repository_settings({})) == code[0].source
+        assert code[0].source.startswith("# Set-up, run first")
 
 
 def test_an_explorer_is_kept_as_its_text_line_until_the_notebook_runs(notebooks):
@@ -458,9 +458,16 @@ def set_up_makes_the_data(tmp_path: Path) -> None:
     environment = {**os.environ, "PYTHONPATH": str(site)}
     environment.pop("CLOUDWAVE_DATA_DIR", None)
 
+    settings = rn.repository_settings({})
+    starter = "exercises/homework/starter.py"
+    # The repository's files served from the clone instead of GitHub (no network here).
+    setup = rn.setup_source(settings, [starter]).replace(
+        rn.raw_files_url(settings), ROOT.as_uri()
+    )
+
     def run():
         return subprocess.run(
-            [sys.executable, "-c", rn.setup_source(rn.repository_settings({})) + check],
+            [sys.executable, "-c", setup + check],
             cwd=folder,
             env=environment,
             capture_output=True,
@@ -472,8 +479,12 @@ def set_up_makes_the_data(tmp_path: Path) -> None:
     assert first.returncode == 0, first.stderr[-2000:]
     lines = first.stdout.strip().splitlines()
     assert lines[0] == f"made the book's CloudWave data in {folder / 'data'}"
-    assert lines[1] == str(site / "transformer_lab" / "__init__.py")  # not the clone's
-    assert lines[2] == str(folder / "data") and lines[3] == "[]"
+    assert lines[2] == str(site / "transformer_lab" / "__init__.py")  # not the clone's
+    assert lines[3] == str(folder / "data") and lines[4] == "[]"
     assert (folder / "data" / "feedback.json").is_file()
-    again = run()  # the data are there now: nothing to make
+    # The homework's starter, which the package finds from the notebook's folder upwards.
+    assert first.stdout.count(f"downloaded {starter} from the repository") == 1
+    assert (folder / starter).read_bytes() == (ROOT / starter).read_bytes()
+    again = run()  # the data and the starter are there now: nothing to make or download
     assert again.returncode == 0 and "made" not in again.stdout, again.stdout
+    assert "downloaded" not in again.stdout

@@ -1386,6 +1386,11 @@ def run_standalone(pages: list[Path]) -> list[tuple[str, float, str]]:
             for cell in notebook.cells:
                 if cell.cell_type == "code":
                     cell.outputs = []
+                if cell.metadata.get("reader") == rn.SETUP:
+                    # A starter the set-up cell downloads comes from the staged copy (no network).
+                    cell.source = cell.source.replace(
+                        rn.raw_files_url(rn.repository_settings()), HOME.as_uri()
+                    )
             client = NotebookClient(
                 notebook,
                 timeout=CELL_TIMEOUT_S,

@@ -800,25 +800,57 @@ def preamble(page: Path, context: Context, page_source: str, has_code: bool = Tr
         "package, and makes the book's synthetic CloudWave data in a `data/` folder next to this "
         "notebook if the package finds none (a few seconds, once).*",
     ]
-    starters = sorted(set(re.findall(r"exercises/[\w./-]+?\.py", page_source)))
+    starters = starter_files(page_source)
     if starters:
         files = ", ".join(f"`{name}`" for name in starters)
         lines.append(
             f"*Your own code goes in {files} of the repository. The package finds it from this "
             "notebook's folder upwards, or next to the package when it is installed with "
-            "`pip install -e .` from the clone; a downloaded notebook outside the clone cannot see "
-            "it: download the file from the repository and keep it at that path.*"
+            "`pip install -e .` from the clone. Where it finds none (a downloaded notebook), the "
+            "set-up cell downloads the repository's copy to that path next to this notebook: "
+            "write your code there.*"
         )
     return "\n\n".join(lines)
 
 
-def setup_source(settings: dict[str, str]) -> str:
+def starter_files(page_source: str) -> list[str]:
+    """The exercise files a page's code reads (``exercises/.../starter.py``), as named there."""
+    return sorted(set(re.findall(r"exercises/[\w./-]+?\.py", page_source)))
+
+
+def raw_files_url(settings: dict[str, str]) -> str:
+    """Where the launch branch's files are served one by one (a starter the set-up downloads)."""
+    return (
+        f"https://raw.githubusercontent.com/{settings['owner']}/{settings['name']}/"
+        f"{settings['launch_branch']}"
+    )
+
+
+def setup_source(settings: dict[str, str], starters: list[str] | None = None) -> str:
     """The set-up cell's code (the notebook's first code cell): install the package with
     ``install_command`` if this kernel's
     Python lacks it, then make the CloudWave data in ``./data`` (the notebook's folder, where
-    ``transformer_lab.datasets.find_data_dir`` looks first) if the package finds no data. It runs
-    as a function, so the page's namespace is left as the page expects."""
+    ``transformer_lab.datasets.find_data_dir`` looks first) if the package finds no data, and
+    download each of ``starters`` (the exercise files the page reads) from the repository to the
+    same path under the notebook's folder if no folder above holds it. It runs as a function, so
+    the page's namespace is left as the page expects."""
     words = shlex.split(install_command(settings))[4:]  # after "python -m pip install"
+    fetch = ""
+    if starters:
+        base = raw_files_url(settings)
+        fetch = textwrap.indent(
+            textwrap.dedent(
+                f"""\
+                for name in {starters!r}:
+                    here = Path.cwd()
+                    if not any((folder / name).is_file() for folder in (here, *here.parents)):
+                        (here / name).parent.mkdir(parents=True, exist_ok=True)
+                        urllib.request.urlretrieve({base!r} + "/" + name, name)
+                        print(f"downloaded {{name}} from the repository: write your code there")
+                """
+            ),
+            "    ",
+        )
     return textwrap.dedent(
         f"""\
         # Set-up, run first: installs the book's package `transformer_lab` if this Python lacks
@@ -828,6 +860,7 @@ def setup_source(settings: dict[str, str]) -> str:
             import importlib.util
             import subprocess
             import sys
+            import urllib.request
             import warnings
             from pathlib import Path
 
@@ -845,12 +878,12 @@ def setup_source(settings: dict[str, str]) -> str:
                 command = [sys.executable, "-m", "transformer_lab.cloudwave", "--out", "data"]
                 subprocess.run(command, check=True, capture_output=True, text=True)
                 print(f"made the book's CloudWave data in {{Path('data').resolve()}}")
-
+        FETCH
 
         _set_up()
         del _set_up
         """
-    )
+    ).replace("FETCH\n", fetch + "\n")
 
 
 def make_reader_notebook(
@@ -964,7 +997,8 @@ def make_reader_notebook(
     if runs_code:
         # The set-up cell goes just before the first code cell: the first one Run All runs.
         first = next(index for index, cell in enumerate(cells) if cell.cell_type == "code")
-        cells.insert(first, nbformat.v4.new_code_cell(setup_source(settings)))
+        setup = setup_source(settings, starter_files(page_text(page)))
+        cells.insert(first, nbformat.v4.new_code_cell(setup))
         cells[first].metadata["reader"] = SETUP
     unused = sorted(set(context.glue) - context.used_glue)
     notebook = nbformat.v4.new_notebook(cells=cells)
