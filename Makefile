@@ -9,7 +9,9 @@ NPM_STAMP := node_modules/.installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 # `jupyter-book build` with the pages executed in parallel, one per core; `book` adds the strict
-# flags (-W -n --keep-going --all: BOOK_FLAGS in tools/build_book.py, their one home).
+# flags (-W -n --keep-going --all: BOOK_FLAGS in tools/build_book.py, their one home) and keeps
+# the pages that finished for the next `make book` (MyST-NB's cache); `book --fresh` executes
+# every page again, as `make test` does.
 JUPYTER_BOOK := $(PY) tools/build_book.py
 # torch's CPU-only build. On Linux x86-64 PyPI's torch wheel is the CUDA build (several GB of
 # nvidia-* packages), so torch alone (--no-deps) comes from PyTorch's CPU index first. --retries 0:
@@ -18,13 +20,17 @@ JUPYTER_BOOK := $(PY) tools/build_book.py
 TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
 TORCH_VERSION := $(shell sed -n 's/^torch==//p' requirements.txt)
 
-.PHONY: help setup browser sandbox book test refresh bench rechecks data lock clean binder-check linkcheck pdf student autograder
+.PHONY: help setup browser sandbox book test test-portability refresh bench rechecks data lock clean binder-check linkcheck pdf student autograder
 
 help:
 	@echo "make setup    create .venv with the pinned packages, the npm packages and bubblewrap (book and test do it first)"
-	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html"
-	@echo "make test     set up (and Debian's chromium and emoji font), build the book with -W, then run every test"
-	@echo "              (pages via nbval, package, Binder pins, browser tests of the built HTML)"
+	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html;"
+	@echo "              after a stopped or failed build, pages that finished are kept and only the rest run"
+	@echo "make test     set up (and Debian's chromium and emoji font), build the book with -W, every page executed"
+	@echo "              afresh, then run every test (each page's outputs against its reference, cell by cell;"
+	@echo "              package, Binder pins, browser tests of the built HTML)"
+	@echo "make test-portability  every page run off the canonical numeric mode (native kernels, no AVX2):"
+	@echo "              slow, so not in make test; CI runs it on every push, and .ci/run after make test"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
 	@echo "make rechecks  the slow re-checks of chapters 3, 4 and 6 (longer patience, other splits and seeds:"
@@ -76,9 +82,18 @@ sandbox:
 book: setup
 	$(JUPYTER_BOOK) book
 
+# The build executes every page afresh (--fresh: nothing from `make book`'s cache) and saves each
+# executed page in _build/executed/; the page tests compare those with tests/references/ (strict
+# nbval, cell by cell: tests/built_pages.py) instead of executing every page a second time.
 # --durations: the slowest tests close the run, for the speed budget (make bench measures it).
-test: browser book
+test: browser setup
+	$(JUPYTER_BOOK) book --fresh
 	$(PY) -m pytest -n auto --dist loadfile --durations=15
+
+# The tests marked `portability` (tests/conftest.py), which `make test` leaves out: every page
+# executed off the canonical numeric mode, natively and as on a CPU without AVX2. They need no build.
+test-portability: setup
+	$(PY) -m pytest -n auto --dist loadfile --durations=15 --portability
 
 refresh: setup
 	$(PY) tools/book_pages.py refresh

@@ -1,5 +1,7 @@
 """Session-wide hooks: which numeric mode ran (header, failing page cells), and what to do where
-the references cannot be reproduced; nbval's cell time limit; the work units of -n."""
+the references cannot be reproduced; the page tests (the build's executed pages against the
+references, tests/built_pages.py); the portability tests, left to `make test-portability`;
+the work units of -n."""
 
 import os
 
@@ -14,16 +16,46 @@ from session_rules import (
 )
 from transformer_lab.reproducibility import numeric_mode_problem, numeric_mode_summary
 
+# The tests that run pages or the package off the canonical numeric mode (every CPU): slow, so
+# `make test` leaves them out and `make test-portability` (CI's job of its own) runs them alone.
+PORTABILITY = "portability"
+PORTABILITY_OPTION = "--portability"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        PORTABILITY_OPTION,
+        action="store_true",
+        help="run only the portability tests (marked `portability`), which are otherwise left out",
+    )
+
+
+def pytest_collect_file(file_path, parent):
+    """Each reference notebook under tests/references/ is a page test: its cells are compared
+    with the build's executed page (tests/built_pages.py), under nbval's strict rules."""
+    from built_pages import collect_page_test
+
+    return collect_page_test(file_path, parent)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Without ``--portability`` the portability tests are left out (deselected: pytest's last
+    line counts them); with it, only they run."""
+    wanted = config.getoption(PORTABILITY_OPTION)
+    kept, left_out = [], []
+    for item in items:
+        (kept if bool(item.get_closest_marker(PORTABILITY)) == wanted else left_out).append(
+            item
+        )
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept
+
 
 def pytest_configure(config):
-    """nbval's per-cell limit is the book's (``execute.timeout`` in _config.yml), not its 2000 s;
-    where the numeric mode is not canonical (no AVX2, ARM, opted out) the pages still run and are
+    """Where the numeric mode is not canonical (no AVX2, ARM, opted out) the pages are still
     compared, without the warning that says why their numbers may differ."""
     grade_at_the_process_level_where_it_is_all_there_is()
-    if hasattr(config.option, "nbval_cell_timeout"):
-        from book_pages import CELL_TIMEOUT_SECONDS
-
-        config.option.nbval_cell_timeout = CELL_TIMEOUT_SECONDS
     if numeric_mode_problem() is not None:
         from nbval.plugin import IPyNbCell
 
@@ -50,7 +82,19 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """On a machine that cannot match the references, say in one line why page cells differ."""
+    """Say which tests were left to `make test-portability`; on a machine that cannot match the
+    references, say in one line why page cells differ."""
+    if not config.getoption(PORTABILITY_OPTION):
+        left = [
+            item
+            for item in terminalreporter.stats.get("deselected", [])
+            if item.get_closest_marker(PORTABILITY)
+        ]
+        if left:
+            terminalreporter.write_line(
+                f"{len(left)} portability tests (pages and the package off the canonical "
+                "numeric mode) were left out: `make test-portability` runs them."
+            )
     failed = terminalreporter.stats.get("failed", []) + terminalreporter.stats.get(
         "error", []
     )

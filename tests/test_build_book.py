@@ -2,6 +2,7 @@
 each page's kernel stopped as soon as its last cell has replied, kernels on Unix sockets (no TCP
 warning in the log), and a failing page named in the build's last lines."""
 
+import os
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ from book_pages import ROOT, has_code, toc_pages
 from build_book import (
     BOOK_FLAGS,
     SLOWEST_FIRST,
+    TIMING_KEY,
     failure_report,
     one_page_per_chunk,
     record_failure,
@@ -158,13 +160,121 @@ def test_book_is_build_dot_with_the_strict_flags():
     assert book_arguments(["build", "here"]) == ["build", "here"]
 
 
-def test_one_cell_time_limit_everywhere(request):
+def test_one_cell_time_limit_everywhere():
+    """The build reads execute.timeout itself; `make refresh`, the portability tests and the
+    Binder rehearsal read it through book_pages (the page tests execute nothing)."""
     import yaml
 
     from book_pages import CELL_TIMEOUT_SECONDS
 
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     assert CELL_TIMEOUT_SECONDS == config["execute"]["timeout"]
-    assert request.config.option.nbval_cell_timeout == CELL_TIMEOUT_SECONDS
     binder_check = (ROOT / "tools" / "binder_check.py").read_text(encoding="utf-8")
     assert "CELL_TIMEOUT_S = CELL_TIMEOUT_SECONDS" in binder_check
+
+
+def test_a_time_out_names_the_page_the_cell_the_limit_and_what_to_do(tmp_path):
+    """A busy machine can push a long cell past the limit: the report says it is a time-out,
+    not an error of the page, names the page, the cell and the limit, and what to do."""
+    tiny_book(tmp_path, "import time\ntime.sleep(120)")
+    config = tmp_path / "_config.yml"
+    config.write_text(config.read_text().replace("force\n", "force\n  timeout: 3\n"))
+    completed = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_book.py"), "build", str(tmp_path)]
+        + list(BOOK_FLAGS),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 1
+    assert "The book did not build" in completed.stderr, completed.stderr[-3000:]
+    report = completed.stderr[completed.stderr.rindex("The book did not build") :]
+    assert report.startswith("The book did not build: a cell timed out."), report
+    assert "  page:  breaks.md" in report, report
+    assert "  cell:  code cell 2 of 2, which starts: import time" in report, report
+    assert "  error: time-out: the cell was still running after 3 seconds" in report, report
+    flat = " ".join(report.split())
+    assert "time limit of 3 seconds per cell (execute.timeout in _config.yml)" in flat, flat
+    assert "run `make book` again; the pages that finished are kept" in flat, flat
+    assert "raise execute.timeout in _config.yml" in flat, flat
+    assert "Fix what the error says" not in flat
+
+
+RUNS = "runs.txt"
+COUNTED = (
+    "from pathlib import Path\n"
+    "with Path({runs!r}).open('a') as runs:\n"
+    "    runs.write({name!r} + '\\n')"
+)
+
+
+def test_make_book_resumes_keeping_the_pages_that_finished(tmp_path):
+    """`make book` (``book``) after a failed build executes only the pages that did not finish;
+    ``book --fresh`` (`make test`) executes every page. Each executed page is saved, its glued
+    values included, under _build/executed/."""
+    tiny_book(tmp_path, "")
+    (tmp_path / "_toc.yml").write_text(
+        "format: jb-book\nroot: intro\nchapters:\n  - file: a_works\n  - file: b_breaks\n"
+    )
+    cell = "```{code-cell} ipython3\n%s\n```\n"
+    (tmp_path / "a_works.md").write_text(
+        PAGE_HEADER
+        + "# Works\n\n"
+        + cell
+        % (
+            COUNTED.format(runs=RUNS, name="works")
+            + "\nfrom myst_nb import glue\nglue('answer', 42, display=False)"
+        )
+    )
+    (tmp_path / "b_breaks.md").write_text(
+        PAGE_HEADER
+        + "# Breaks\n\n"
+        + cell
+        % (
+            COUNTED.format(runs=RUNS, name="breaks")
+            + "\nassert not Path('broken').exists()"
+        )
+    )
+    broken = tmp_path / "broken"
+    broken.write_text("")
+
+    def book(*options):
+        return subprocess.run(
+            [sys.executable, str(ROOT / "tools" / "build_book.py"), "book", *options],
+            cwd=tmp_path,
+            # One page at a time, in Sphinx's order: a_works.md has finished when b_breaks.md fails.
+            env={**os.environ, "BOOK_JOBS": "1"},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    def runs():
+        return sorted((tmp_path / RUNS).read_text().split())
+
+    first = book()
+    assert first.returncode == 1, first.stderr[-2000:]
+    assert "  page:  b_breaks.md" in first.stderr, first.stderr[-2000:]
+    assert runs() == ["breaks", "works"]
+    executed = tmp_path / "_build" / "executed"
+    assert not (executed / "b_breaks.ipynb").exists()  # a failed page has no executed copy
+
+    broken.unlink()
+    second = book()
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert runs() == ["breaks", "breaks", "works"]  # a_works.md came from the cache
+    saved = nbformat.read(executed / "a_works.ipynb", as_version=4)
+    glued = [
+        output
+        for cell in saved.cells
+        for output in cell.get("outputs", [])
+        if "scrapbook" in output.get("metadata", {})
+    ]
+    assert [output["metadata"]["scrapbook"]["name"] for output in glued] == ["answer"]
+    # The page executed by this build records its kernel's CPU time (make bench reads it).
+    timing = nbformat.read(executed / "b_breaks.ipynb", as_version=4).metadata[TIMING_KEY]
+    assert timing["kernel_cpu_s"] > 0
+
+    fresh = book("--fresh")
+    assert fresh.returncode == 0, fresh.stderr[-2000:]
+    assert runs() == ["breaks", "breaks", "breaks", "works", "works"]

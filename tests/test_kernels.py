@@ -1,26 +1,38 @@
 """tools/kernels.py: the tools' kernels listen on Unix sockets (no TCP warning), are stopped at
-once, and leave no socket folder behind."""
+once, leave no socket folder behind, and start with the imports no page needs blocked."""
 
-import glob
 import os
-import tempfile
 
 import nbclient
 import nbformat
 import pytest
 
-from kernels import IPCKernelManager, kernel_options
+from kernels import BLOCKED_IMPORTS, IPCKernelManager, blocking_line, kernel_options
+
+
+class WatchedKernelManager(IPCKernelManager):
+    """The kernel manager of the test's own kernel: it records its socket folder, so that the
+    test looks at that folder only (other kernels on the machine have folders of their own)."""
+
+    folders: list[str] = []
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        WatchedKernelManager.folders.append(self._socket_folder)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="Unix sockets")
 def test_a_notebook_runs_on_unix_sockets_and_leaves_nothing_behind(capfd):
-    pattern = os.path.join(tempfile.gettempdir(), "book-kernel-*")
-    before = set(glob.glob(pattern))
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", **kernel_options())
+    options = {**kernel_options(), "kernel_manager_class": WatchedKernelManager}
+    WatchedKernelManager.folders.clear()
+    client = nbclient.NotebookClient(notebook, kernel_name="python3", **options)
     client.execute()
     assert notebook.cells[0].outputs[0]["text"] == "42\n"
-    assert set(glob.glob(pattern)) == before
+    assert len(WatchedKernelManager.folders) == 1
+    (folder,) = WatchedKernelManager.folders
+    assert os.path.basename(folder).startswith("book-kernel-")
+    assert not os.path.exists(folder), f"{folder} was left behind"
     # The kernel's own log (its stderr is this process's) has no TCP warning.
     assert "without encryption" not in capfd.readouterr().err
 
@@ -30,3 +42,49 @@ def test_kernels_are_stopped_at_once_and_managed_over_unix_sockets():
     assert options["shutdown_kernel"] == "immediate"
     if os.name == "posix":
         assert options["kernel_manager_class"] is IPCKernelManager
+
+
+def test_the_kernel_starts_with_the_unneeded_imports_blocked():
+    """A page's ``glue()`` imports jsonschema, which would compile rfc3987_syntax's grammars."""
+    assert "rfc3987_syntax" in BLOCKED_IMPORTS
+    notebook = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                "import sys\nfrom myst_nb import glue\nimport jsonschema\n"
+                "print(sys.modules.get('rfc3987_syntax'))\n"
+                "print(sorted(name for name in dir() if not name.startswith('_')))"
+            )
+        ]
+    )
+    nbclient.NotebookClient(notebook, kernel_name="python3", **kernel_options()).execute()
+    text = notebook.cells[0].outputs[0]["text"].splitlines()
+    assert text[0] == "None", "rfc3987_syntax was imported"
+    # The start-up line leaves nothing in the page's namespace.
+    assert text[1] == str(
+        sorted(
+            [
+                "In",
+                "Out",
+                "exit",
+                "get_ipython",
+                "glue",
+                "jsonschema",
+                "open",
+                "quit",
+                "sys",
+            ]
+        )
+    )
+
+
+def test_the_blocking_line_blocks_what_it_names():
+    namespace: dict = {}
+    exec(blocking_line(("a_module_nobody_has",)), namespace)
+    import sys
+
+    try:
+        with pytest.raises(ImportError):
+            import a_module_nobody_has  # noqa: F401
+    finally:
+        sys.modules.pop("a_module_nobody_has", None)
+    assert "_sys" not in namespace

@@ -16,6 +16,10 @@ executes it (``book_pages.execute_page``):
 - ``no AVX2``: the package reads a cpuinfo without AVX2 (``TRANSFORMER_LAB_CPUINFO``) and so
   asks for ATen's default kernels (``ATEN_CPU_CAPABILITY=default``), as on such a CPU.
 
+These runs execute every page twice more than the build does, so they are portability tests
+(``pytestmark`` below): `make test` leaves them out and `make test-portability` runs them, on its
+own and in CI's job of its own on every push.
+
 The test requires no error and nothing else. **It does not compare outputs with the
 references**: off the canonical mode they are expected to differ, so a comparison could only
 fail. It needs no reference and no AVX2, so it passes on such a CPU too. Each page and setting
@@ -35,6 +39,8 @@ from transformer_lab.reproducibility import (
     OPT_OUT_VARIABLE,
     is_x86_64,
 )
+
+pytestmark = pytest.mark.portability
 
 PAGES_WITH_CODE = [page for page in toc_pages() if has_code(page)]
 SETTINGS = ("native", "no AVX2")

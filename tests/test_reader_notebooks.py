@@ -171,7 +171,7 @@ def test_no_bookkeeping_in_view_and_every_visible_cell_kept(page, notebooks):
         for c in read_page(page).cells
         if c.cell_type == "code" and "remove-cell" not in c.metadata.get("tags", [])
     ]
-    shown = [c for c in code if c.metadata.get("reader") != rn.BOOKKEEPING]
+    shown = [c for c in code if c.metadata.get("reader") not in rn.NOT_THE_PAGES]
     assert len(shown) == len(visible)
     for cell in shown:
         if set(cell.metadata.get("tags", [])) & {"remove-input", "hide-input"}:
@@ -400,11 +400,28 @@ def test_the_install_command_is_one_pip_install_with_cpu_torch_and_jupyterlab():
     assert "anywidget" in pyproject["project"]["dependencies"]
 
 
+def test_the_intro_needs_nothing_it_cannot_find(notebooks):
+    """Its reading times are glued when the book is built; its notebook has no code to run (the
+    book-keeping cell's guard for the book's _toc.yml is a check, left out like an assert)."""
+    for links in ("notebook", "html"):
+        intro = notebooks[links]["intro.md"]
+        assert not [cell for cell in intro.cells if cell.cell_type == "code"]
+        assert "_toc.yml" not in "".join(cell.source for cell in intro.cells)
+
+
 @pytest.mark.parametrize("links", ["notebook", "html"])
 def test_every_notebook_gives_the_install_command(links, notebooks):
     command = rn.install_command(rn.repository_settings({}))
     for notebook in notebooks[links].values():
+        code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+        if not code:  # book-keeping only (the intro, the Week 20 page): it needs nothing
+            assert "no code to run" in notebook.cells[0].source
+            assert "pip install" not in notebook.cells[0].source
+            continue
         assert f"```\n{command}\n```" in notebook.cells[0].source
+        # The first code cell installs the package if missing and makes the data.
+        assert code[0].metadata["reader"] == rn.SETUP
+        assert code[0].source.startswith("# Set-up, run first")
 
 
 def test_an_explorer_is_kept_as_its_text_line_until_the_notebook_runs(notebooks):
@@ -436,3 +453,67 @@ def test_a_loop_of_asserts_is_bookkeeping():
     source = "total = 1\nfor x in [1, 2]:\n    assert x > 0\nprint(total)"
     assert "assert" not in rn.needed_part(source, {"total"})
     assert "total = 1" in rn.needed_part(source, {"total"})
+
+
+def test_the_set_up_cell_makes_the_data_where_the_package_finds_it():
+    """A downloaded notebook of chapter 4 or 6 stopped at its first data load ("no data/
+    folder"): the package installed outside the clone finds none. The set-up cell makes it next
+    to the notebook, where the package looks first, and leaves no name behind."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="reader-download-") as outside:
+        set_up_makes_the_data(Path(outside))
+
+
+def set_up_makes_the_data(tmp_path: Path) -> None:
+    """The test above, in ``tmp_path``: a folder outside the clone."""
+    import os
+    import shutil
+    import subprocess
+
+    site = tmp_path / "site-packages"  # the package as pip installs it: no data/ above it
+    shutil.copytree(
+        ROOT / "code" / "transformer_lab",
+        site / "transformer_lab",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    folder = tmp_path / "downloads"
+    folder.mkdir()
+    check = (
+        "\nimport transformer_lab\nfrom transformer_lab.datasets import find_data_dir\n"
+        "print(transformer_lab.__file__)\nprint(find_data_dir())\n"
+        "print([name for name in dir() if 'set_up' in name])\n"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(site)}
+    environment.pop("CLOUDWAVE_DATA_DIR", None)
+
+    settings = rn.repository_settings({})
+    starter = "exercises/homework/starter.py"
+    # The repository's files served from the clone instead of GitHub (no network here).
+    setup = rn.setup_source(settings, [starter]).replace(
+        rn.raw_files_url(settings), ROOT.as_uri()
+    )
+
+    def run():
+        return subprocess.run(
+            [sys.executable, "-c", setup + check],
+            cwd=folder,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    first = run()
+    assert first.returncode == 0, first.stderr[-2000:]
+    lines = first.stdout.strip().splitlines()
+    assert lines[0] == f"made the book's CloudWave data in {folder / 'data'}"
+    assert lines[2] == str(site / "transformer_lab" / "__init__.py")  # not the clone's
+    assert lines[3] == str(folder / "data") and lines[4] == "[]"
+    assert (folder / "data" / "feedback.json").is_file()
+    # The homework's starter, which the package finds from the notebook's folder upwards.
+    assert first.stdout.count(f"downloaded {starter} from the repository") == 1
+    assert (folder / starter).read_bytes() == (ROOT / starter).read_bytes()
+    again = run()  # the data and the starter are there now: nothing to make or download
+    assert again.returncode == 0 and "made" not in again.stdout, again.stdout
+    assert "downloaded" not in again.stdout

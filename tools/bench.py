@@ -3,15 +3,18 @@
     python tools/bench.py [--output _build/bench.md]
     python tools/bench.py --grading 300 [--jobs 2] [--time-limit 2]   # the grader alone
 
-Builds the book exactly as `make book` does (``build_book.BOOK_FLAGS``, every page executed)
+Builds the book exactly as `make test` does (``build_book.BOOK_FLAGS``, every page executed)
 into a fresh temporary folder, so nothing cached is reused and ``_build/html`` is left alone. It
 reads myst-nb's "Executed notebook in N seconds" log line of each page, times the whole build,
 and records peak memory two ways: the largest single process (``getrusage`` of the finished
 children: the build or one page's kernel) and the whole process tree at its largest (sampled with
-psutil), and each page's kernel CPU time (sampled; close to the page's wall time on an idle
-machine, since torch runs on one thread). Then it runs each exercise starter the way its page
-tells students to (``python exercises/…/starter.py``, no options) and times it, and grades a fixed
-class of 100 submissions (``tools/classroom.py``) with the self-check: submissions per minute.
+psutil), each page's kernel CPU time (measured by the build in the worker that ran the page and
+kept in its executed copy, ``build_book.TIMING_KEY``; close to the page's wall time on an idle
+machine, since torch runs on one thread) and the whole build's CPU time. Then it runs each
+exercise starter the way its page tells students to (``python exercises/…/starter.py``, no
+options) and times it, grades a fixed class of 100 submissions (``tools/classroom.py``) with the
+self-check (submissions per minute), and times the rest of `make test` (the test suite, against
+this build's HTML and executed pages), wall and CPU.
 
 The report starts with the machine (CPU model, vector instruction sets, PyTorch's CPU kernel
 level, cores) and gives a verdict per line against the budgets below, then names every budget
@@ -37,7 +40,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from book_pages import ROOT, has_code, toc_pages
-from build_book import BOOK_FLAGS
+from build_book import BOOK_FLAGS, EXECUTED_FOLDER, EXECUTED_VARIABLE, TIMING_KEY
 from machine import cpu_info, torch_kernels
 
 # Budgets on a 2-vCPU AVX2 machine without a GPU (a CI runner or a student's laptop).
@@ -155,18 +158,36 @@ def run_build(
                     executed[page.relative_to(ROOT).as_posix()] = float(match["seconds"])
             status = process.wait()
     wall_s = time.perf_counter() - start
-    kernels = monitor.kernels_in_start_order()
-    # Executed one after another, kernels pair with pages in start order; in parallel the log
-    # arrives in order of completion, so only the total CPU time of all kernels is reported.
-    if parallel_jobs() == 1 and len(kernels) == len(executed):
-        cpu = dict(zip(executed, kernels))
-    else:
-        cpu = {"(all kernels)": sum(kernels)}
+    cpu = kernel_cpu(output / "_build" / EXECUTED_FOLDER)
+    if not cpu:
+        # No executed copies (the build failed early): the kernels' total, as sampled.
+        cpu = {"(all kernels)": sum(monitor.kernels_in_start_order())}
     return status, wall_s, executed, cpu, monitor.peak_bytes
 
 
-def time_tests(html: Path) -> tuple[int, float, str]:
-    """Run the test suite as `make test` does, against the benchmark's build: (status, wall s, summary)."""
+def kernel_cpu(executed: Path) -> dict[str, float]:
+    """page -> CPU seconds of its kernel, as the build recorded them in each executed page
+    (``build_book.TIMING_KEY``: measured exactly in the worker that ran the page, in parallel too)."""
+    import nbformat
+
+    cpu = {}
+    for copy in sorted(executed.rglob("*.ipynb")):
+        timing = nbformat.read(copy, as_version=4).metadata.get(TIMING_KEY, {})
+        if "kernel_cpu_s" in timing:
+            page = copy.relative_to(executed).with_suffix(".md").as_posix()
+            cpu[page] = float(timing["kernel_cpu_s"])
+    return cpu
+
+
+def children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's finished children and their descendants."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_tests(build: Path) -> tuple[int, float, float, str]:
+    """Run the test suite as `make test` does, against the benchmark's build (its HTML and its
+    executed pages): (status, wall s, CPU s of the suite and everything it started, summary)."""
     command = [
         sys.executable,
         "-m",
@@ -179,21 +200,26 @@ def time_tests(html: Path) -> tuple[int, float, str]:
         "-p",
         "no:cacheprovider",
     ]
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), children_cpu_s()
     completed = subprocess.run(
         command,
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env={**os.environ, "BOOK_HTML": str(html), "NO_COLOR": "1"},
+        env={
+            **os.environ,
+            "BOOK_HTML": str(build / "html"),
+            EXECUTED_VARIABLE: str(build / EXECUTED_FOLDER),
+            "NO_COLOR": "1",
+        },
     )
-    wall_s = time.perf_counter() - start
+    wall_s, cpu_s = time.perf_counter() - start, children_cpu_s() - cpu_start
     summary = (
         completed.stdout.strip().splitlines()[-1]
         if completed.stdout.strip()
         else "no output"
     )
-    return completed.returncode, wall_s, summary
+    return completed.returncode, wall_s, cpu_s, summary
 
 
 def mebibytes(n_bytes: float) -> str:
@@ -338,8 +364,9 @@ def report(
     largest_kib: int,
     starters: dict[str, tuple[int, float, float]],
     kernels: str,
-    tests: tuple[int, float, str] | None = None,
+    tests: tuple[int, float, float, str] | None = None,
     grading: tuple[int, float, int, str] | None = None,
+    build_cpu_s: float | None = None,
 ) -> str:
     when = started.strftime("%Y-%m-%d %H:%M UTC")
     machine = cpu_info()
@@ -360,7 +387,7 @@ def report(
         name = page.relative_to(ROOT).as_posix()
         if name in executed:
             seconds = executed[name]
-            cpu_text = f"{cpu[name]:.1f}" if name in cpu else "(parallel)"
+            cpu_text = f"{cpu[name]:.1f}" if name in cpu else "—"
             mark = verdict(seconds, PAGE_BUDGET_S, name, failures)
             lines.append(f"| `{name}` | {seconds:.1f} | {cpu_text} | {mark} |")
         elif has_code(page):
@@ -370,9 +397,13 @@ def report(
             lines.append(f"| `{name}` | no code | — | — |")
     page_sum = sum(executed.values())
     total_mark = verdict(wall_s, TOTAL_BUDGET_S, "whole clean build", failures)
+    build_cpu = f"{build_cpu_s:.1f}" if build_cpu_s is not None else ""
     lines += [
-        f"| **whole clean build** | **{wall_s:.1f}** | | {total_mark} |",
+        f"| **whole clean build** | **{wall_s:.1f}** | {build_cpu} | {total_mark} |",
         f"| sum over pages | {page_sum:.1f} | {sum(cpu.values()):.1f} | |",
+        "",
+        "CPU: user + system seconds, which a busy machine hardly inflates (wall time it does). The "
+        "whole build's CPU counts Sphinx, its workers and every page's kernel.",
         "",
     ]
     if page_sum:
@@ -400,7 +431,7 @@ def report(
         "",
     ]
     if tests is not None:
-        code, test_s, summary = tests
+        code, test_s, test_cpu_s, summary = tests
         whole = wall_s + test_s
         mark = verdict(
             whole, TEST_BUDGET_S, "make test (build + tests)", failures if code == 0 else []
@@ -409,9 +440,11 @@ def report(
             mark = f"**failed (exit status {code})**"
         lines += [
             "",
-            "| `make test`, set-up already done | wall (s) | budget |",
-            "|---|---:|---|",
-            f"| clean build (above) + test suite ({summary}; {test_s:.1f} s) | {whole:.1f} | {mark} |",
+            "| `make test`, set-up already done | wall (s) | CPU (s) | budget (wall) |",
+            "|---|---:|---:|---|",
+            f"| test suite alone ({summary}) | {test_s:.1f} | {test_cpu_s:.1f} | |",
+            f"| clean build (above) + test suite | {whole:.1f} | "
+            f"{(build_cpu_s or 0.0) + test_cpu_s:.1f} | {mark} |",
             "",
         ]
         if code != 0:
@@ -470,16 +503,14 @@ def main(argv: list[str]) -> int:
     started, load = datetime.now(UTC), os.getloadavg()
     kernels = torch_kernels()
     with tempfile.TemporaryDirectory(prefix="book-bench-") as scratch:
+        cpu_start = children_cpu_s()
         status, wall_s, executed, cpu, tree_peak = run_build(Path(scratch), log_path)
+        build_cpu_s = children_cpu_s() - cpu_start
         # KiB on Linux.
         largest_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         starters = {script: time_starter(script) for script in STARTERS}
         grading = time_grading()
-        tests = (
-            time_tests(Path(scratch) / "_build" / "html")
-            if args.tests and status == 0
-            else None
-        )
+        tests = time_tests(Path(scratch) / "_build") if args.tests and status == 0 else None
     text = report(
         started,
         load,
@@ -493,6 +524,7 @@ def main(argv: list[str]) -> int:
         kernels,
         tests,
         grading,
+        build_cpu_s,
     )
     args.output.write_text(text, encoding="utf-8")
     print(text)

@@ -43,6 +43,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -643,7 +644,7 @@ def judge_view(
     if opened:
         problems.append(f"{opened} dropdowns open on load (they start closed)")
     for cell in drawn["code"]:
-        if cell["input_hidden"]:
+        if cell["input_hidden"] or cell["reader"] == rn.SETUP:
             continue
         if (
             cell["reader"] == rn.BOOKKEEPING
@@ -1236,7 +1237,7 @@ def compare_with_reference(page: Path, cells: list[dict]) -> Comparison:
     shown = [
         cell
         for cell in cells
-        if (cell.get("metadata") or {}).get("reader") != rn.BOOKKEEPING
+        if (cell.get("metadata") or {}).get("reader") not in rn.NOT_THE_PAGES
     ]
     shown_sources = [
         "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
@@ -1274,8 +1275,22 @@ def compare_with_reference(page: Path, cells: list[dict]) -> Comparison:
 # --------------------------------------------------------------------------- standalone
 
 
-STANDALONE = WORK / "standalone-venv"
+# Outside the clone, as a reader's download is: a venv inside it would find the clone's data/ by
+# walking up from the installed package, and so pass where a download fails ("no data/ folder").
+STANDALONE = Path(tempfile.gettempdir()) / "book-reader-standalone-venv"
 STANDALONE_KERNEL = "reader-standalone"
+
+
+def outside_the_clone(folder: Path) -> str | None:
+    """Why ``folder`` cannot stand for a reader's machine (inside the clone, or below a ``data/``
+    folder the package would find by walking up), or None."""
+    folder = folder.resolve()
+    if folder.is_relative_to(ROOT.resolve()):
+        return f"{folder} is inside the clone {ROOT}: the rehearsal would see the clone's data/"
+    for parent in (folder, *folder.parents):
+        if (parent / "data").is_dir():
+            return f"{parent / 'data'} lies above {folder}: the package would find it"
+    return None
 
 
 def standalone_environment() -> tuple[float, str]:
@@ -1284,6 +1299,8 @@ def standalone_environment() -> tuple[float, str]:
     local copies: the package, its runtime dependencies at the lock's versions, JupyterLab and
     torch's CPU build. Seconds, and its packages. Fails on a CUDA package or a missing JupyterLab."""
     start = time.perf_counter()
+    if outside_the_clone(STANDALONE) is not None:
+        raise RehearsalError(outside_the_clone(STANDALONE))
     shutil.rmtree(STANDALONE, ignore_errors=True)
     python = runtime_python()
     run([python, "-m", "venv", str(STANDALONE)], what="creating the standalone venv")
@@ -1353,20 +1370,27 @@ def standalone_environment() -> tuple[float, str]:
 def run_standalone(pages: list[Path]) -> list[tuple[str, float, str]]:
     """Run All on each page's downloadable reader notebook (links to the HTML) in the standalone
     venv, from a folder outside the repository; compare its outputs with the reference."""
-    import tempfile
-
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     os.environ["JUPYTER_PATH"] = str(STANDALONE / "share" / "jupyter")
+    # A reader's machine has no variable pointing at the clone's data.
+    os.environ.pop("CLOUDWAVE_DATA_DIR", None)
     results = []
     with tempfile.TemporaryDirectory(prefix="reader-standalone-") as folder:
+        if outside_the_clone(Path(folder)) is not None:
+            raise RehearsalError(outside_the_clone(Path(folder)))
         for page in pages:
             start = time.perf_counter()
             notebook = rn.make_reader_notebook(page, links="html")
             for cell in notebook.cells:
                 if cell.cell_type == "code":
                     cell.outputs = []
+                if cell.metadata.get("reader") == rn.SETUP:
+                    # A starter the set-up cell downloads comes from the staged copy (no network).
+                    cell.source = cell.source.replace(
+                        rn.raw_files_url(rn.repository_settings()), HOME.as_uri()
+                    )
             client = NotebookClient(
                 notebook,
                 timeout=CELL_TIMEOUT_S,

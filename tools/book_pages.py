@@ -6,6 +6,7 @@ same relative path. Those copies are the reviewed outputs that CI compares every
 against; `make refresh` rewrites them after a deliberate change.
 
     python tools/book_pages.py refresh [PAGE.md ...]   # re-execute and rewrite references
+    python tools/book_pages.py execute PAGE.md ...     # execute pages for their page tests
     python tools/book_pages.py list                    # pages in the table of contents
     python tools/book_pages.py record-outputs          # rewrite the visible-outputs floor (deliberately)
     python tools/book_pages.py check-site SITE         # every page has its HTML in SITE (before publishing)
@@ -16,7 +17,9 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import os
 import re
+import shutil
 import sys
 import time
 from collections.abc import Mapping
@@ -194,6 +197,46 @@ def refresh(pages: list[Path]) -> None:
         )
 
 
+def execute_for_tests(pages: list[Path], folder: Path | None = None) -> None:
+    """Execute ``pages`` and save them where the page tests read the build's executed pages, so
+    that ``pytest tests/references/<page>.ipynb`` checks one page without building the book
+    (``folder``: ``BOOK_EXECUTED_DIR`` or ``_build/executed``, where the page tests look).
+
+    Copies there from an earlier build with other inputs (package, data, lock, config) are stale
+    and removed first; the others are kept."""
+    from build_book import (
+        EXECUTED_FOLDER,
+        EXECUTED_VARIABLE,
+        FINGERPRINT_FILE,
+        inputs_fingerprint,
+    )
+
+    if folder is None:
+        folder = Path(
+            os.environ.get(EXECUTED_VARIABLE) or ROOT / "_build" / EXECUTED_FOLDER
+        )
+    fingerprint = inputs_fingerprint(ROOT)
+    marker = folder / FINGERPRINT_FILE
+    if folder.exists() and (
+        not marker.is_file() or marker.read_text(encoding="utf-8").strip() != fingerprint
+    ):
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    marker.write_text(fingerprint + "\n", encoding="utf-8")
+    for page in pages:
+        if not has_code(page):
+            continue
+        start = time.perf_counter()
+        target = folder / page.resolve().relative_to(ROOT).with_suffix(".ipynb")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.unlink(missing_ok=True)
+        nbformat.write(execute_page(page), target)
+        print(
+            f"executed {page.relative_to(ROOT)} in {time.perf_counter() - start:.1f} s: "
+            f"`pytest {reference_path(page).relative_to(ROOT)}` compares it with its reference"
+        )
+
+
 def missing_html(site: Path) -> list[str]:
     """The pages of the table of contents (and the site's index) whose HTML is not in ``site``."""
     expected = ["index.html"] + [
@@ -203,7 +246,13 @@ def missing_html(site: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in {"refresh", "list", "record-outputs", "check-site"}:
+    if not argv or argv[0] not in {
+        "refresh",
+        "execute",
+        "list",
+        "record-outputs",
+        "check-site",
+    }:
         print(__doc__)
         return 2
     if argv[0] == "check-site":
@@ -227,6 +276,12 @@ def main(argv: list[str]) -> int:
         if page not in listed:
             print(f"{page} is not in _toc.yml; add it there first")
             return 2
+    if argv[0] == "execute":
+        if not argv[1:]:
+            print("name the pages to execute, for example chapters/01-soft-join.md")
+            return 2
+        execute_for_tests(pages)
+        return 0
     refresh(pages)
     return 0
 

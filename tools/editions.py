@@ -62,7 +62,7 @@ EXCLUDED = (
 KEPT_UNDER_EXCLUDED = ("tests/references/", "tests/nbval_sanitize.cfg")
 # Makefile targets that need what the edition leaves out (the tests, the bench's tool, the
 # instructor's package): the edition's Makefile has the others (student_makefile).
-MAIN_ONLY_TARGETS = ("test", "bench", "student", "autograder")
+MAIN_ONLY_TARGETS = ("test", "test-portability", "bench", "student", "autograder")
 STUDENT_MAKEFILE_HEADER = (
     "# The student edition's Makefile (written by tools/editions.py from the main Makefile):\n"
     f"# the same targets but {', '.join(MAIN_ONLY_TARGETS)}, and `make check` (the README's).\n"

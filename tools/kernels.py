@@ -5,8 +5,17 @@ By default its kernels listen on TCP on 127.0.0.1, and each one logs "Kernel is 
 without encryption ... susceptible to eavesdropping", which reads like a security problem to a
 newcomer reading the build log. Over Unix sockets in a private temporary folder the kernel has no
 reason to warn, and nothing leaves the machine either way.
+
+Each kernel starts with the imports it never needs blocked (``BLOCKED_IMPORTS``). A page's first
+``glue()`` imports ``myst_nb``, whose ``nbformat`` imports ``jsonschema``, which imports
+``rfc3987_syntax`` when it is installed (JupyterLab's ``jupyter-events`` needs it, so the lock
+keeps it) and compiles its 38 grammars: about 1.1 s of CPU per page, for a check of IRIs that
+nothing in a page ever makes. A module set to ``None`` in ``sys.modules`` raises ImportError on
+import, which ``jsonschema`` expects and skips. The line runs in the kernel before the page's first
+cell (IPython's ``exec_lines``) and leaves no name behind in the page's namespace.
 """
 
+import json
 import os
 import shutil
 import tempfile
@@ -36,9 +45,27 @@ class IPCKernelManager(AsyncKernelManager):
     cleanup_resources = _async_cleanup_resources
 
 
+# Imports no page needs that cost a page's kernel CPU time (see the module's docstring).
+BLOCKED_IMPORTS = ("rfc3987_syntax",)
+
+
+def blocking_line(modules: tuple[str, ...] = BLOCKED_IMPORTS) -> str:
+    """One line of Python that makes importing each of ``modules`` raise ImportError."""
+    blocked = "; ".join(f"_sys.modules.setdefault({name!r}, None)" for name in modules)
+    return f"import sys as _sys; {blocked}; del _sys"
+
+
+def kernel_arguments() -> list[str]:
+    """The kernel's command-line options: IPython runs ``blocking_line`` at start-up."""
+    return [f"--IPKernelApp.exec_lines={json.dumps([blocking_line()])}"]
+
+
 def kernel_options() -> dict[str, object]:
     """The NotebookClient options the build adds to MyST-NB's execution of every page."""
-    options: dict[str, object] = {"shutdown_kernel": "immediate"}
+    options: dict[str, object] = {
+        "shutdown_kernel": "immediate",
+        "extra_arguments": kernel_arguments(),
+    }
     # Unix sockets; elsewhere the kernel keeps TCP on 127.0.0.1.
     if os.name == "posix":
         options["kernel_manager_class"] = IPCKernelManager

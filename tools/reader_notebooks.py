@@ -40,6 +40,7 @@ import ast
 import json
 import os
 import re
+import shlex
 import sys
 import textwrap
 from ast import literal_eval
@@ -56,6 +57,10 @@ from book_pages import ROOT, has_code, read_page, reference_path, toc_pages  # n
 NOTEBOOKS = ROOT / "notebooks"
 # What the generated cells are, in ``cell.metadata["reader"]`` (the rehearsal reads it).
 PREAMBLE, CAPTION, BOOKKEEPING = "preamble", "caption", "bookkeeping"
+# The set-up code cell, first of the code cells: installs the package if missing, makes the data.
+SETUP = "setup"
+# Code cells that are not a visible cell of the page.
+NOT_THE_PAGES = {BOOKKEEPING, SETUP}
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 HIDE_INPUT_TAGS = {"remove-input", "hide-input"}
 HIDE_OUTPUT_TAGS = {"remove-output", "hide-output"}
@@ -751,9 +756,10 @@ def strip_glue(source: str) -> str:
 
 
 def only_asserts(node: ast.stmt) -> bool:
-    """True for an assert, or a loop, ``if`` or ``with`` whose every statement is one (a check
-    of the prose run over several results)."""
-    if isinstance(node, ast.Assert):
+    """True for an assert or a ``raise``, or a loop, ``if`` or ``with`` whose every statement is
+    one (a check of the prose run over several results, or a guard such as ``if not found:
+    raise ...`` that protects only the book-keeping)."""
+    if isinstance(node, ast.Assert | ast.Raise):
         return True
     if isinstance(node, ast.For | ast.While | ast.If | ast.With):
         return all(
@@ -801,30 +807,112 @@ def needed_part(source: str, needed: set[str]) -> str:
 # --------------------------------------------------------------------------- the notebook
 
 
-def preamble(page: Path, context: Context, page_source: str) -> str:
+def preamble(page: Path, context: Context, page_source: str, has_code: bool = True) -> str:
     """The first cell: what this notebook is, where it comes from, how to run it."""
     settings = context.settings
     html = f"{settings['html']}/{page.resolve().relative_to(ROOT).with_suffix('.html').as_posix()}"
+    title = context.book.titles.get(page_id(page), page_id(page))
+    if not has_code:
+        return (
+            f"*This notebook is the page [{title}]({html}) of the book. It has no code to run: "
+            "its numbers were computed when the book was built.*"
+        )
     lines = [
-        f"*This notebook is the page [{context.book.titles.get(page_id(page), page_id(page))}]({html}) "
-        "of the book, made to be run: Run All reproduces the page's outputs and starts its "
-        "explorers. It needs only the book's package `transformer_lab` and its dependencies: on "
-        "Binder they are installed. Elsewhere, with Python 3.11, this one command installs them "
-        "and JupyterLab (Linux, macOS or Windows; on Linux it takes PyTorch's CPU build), then "
-        f"`jupyter lab` opens this notebook (or clone [the repository]({settings['student_url']}) and "
-        "run `make book`):*",
+        f"*This notebook is the page [{title}]({html}) of the book, made to be run: Run All "
+        "reproduces the page's outputs and starts its explorers. It needs only the book's "
+        "package `transformer_lab` and its dependencies: on Binder they are installed. "
+        "Elsewhere, with Python 3.11, this one command installs them and JupyterLab (Linux, "
+        "macOS or Windows; on Linux it takes PyTorch's CPU build), then `jupyter lab` opens this "
+        f"notebook (or clone [the repository]({settings['student_url']}) and run `make book`):*",
         f"```\n{install_command(settings)}\n```",
+        "*The first code cell does the rest: it runs that command if this Python lacks the "
+        "package, and makes the book's synthetic CloudWave data in a `data/` folder next to this "
+        "notebook if the package finds none (a few seconds, once).*",
     ]
-    starters = sorted(set(re.findall(r"exercises/[\w./-]+?\.py", page_source)))
+    starters = starter_files(page_source)
     if starters:
         files = ", ".join(f"`{name}`" for name in starters)
         lines.append(
             f"*Your own code goes in {files} of the repository. The package finds it from this "
             "notebook's folder upwards, or next to the package when it is installed with "
-            "`pip install -e .` from the clone; a downloaded notebook outside the clone cannot see "
-            "it: download the file from the repository and keep it at that path.*"
+            "`pip install -e .` from the clone. Where it finds none (a downloaded notebook), the "
+            "set-up cell downloads the repository's copy to that path next to this notebook: "
+            "write your code there.*"
         )
     return "\n\n".join(lines)
+
+
+def starter_files(page_source: str) -> list[str]:
+    """The exercise files a page's code reads (``exercises/.../starter.py``), as named there."""
+    return sorted(set(re.findall(r"exercises/[\w./-]+?\.py", page_source)))
+
+
+def raw_files_url(settings: dict[str, str]) -> str:
+    """Where the launch branch's files are served one by one (a starter the set-up downloads)."""
+    return (
+        f"https://raw.githubusercontent.com/{settings['owner']}/{settings['name']}/"
+        f"{settings['launch_branch']}"
+    )
+
+
+def setup_source(settings: dict[str, str], starters: list[str] | None = None) -> str:
+    """The set-up cell's code (the notebook's first code cell): install the package with
+    ``install_command`` if this kernel's
+    Python lacks it, then make the CloudWave data in ``./data`` (the notebook's folder, where
+    ``transformer_lab.datasets.find_data_dir`` looks first) if the package finds no data, and
+    download each of ``starters`` (the exercise files the page reads) from the repository to the
+    same path under the notebook's folder if no folder above holds it. It runs as a function, so
+    the page's namespace is left as the page expects."""
+    words = shlex.split(install_command(settings))[4:]  # after "python -m pip install"
+    fetch = ""
+    if starters:
+        base = raw_files_url(settings)
+        fetch = textwrap.indent(
+            textwrap.dedent(
+                f"""\
+                for name in {starters!r}:
+                    here = Path.cwd()
+                    if not any((folder / name).is_file() for folder in (here, *here.parents)):
+                        (here / name).parent.mkdir(parents=True, exist_ok=True)
+                        urllib.request.urlretrieve({base!r} + "/" + name, name)
+                        print(f"downloaded {{name}} from the repository: write your code there")
+                """
+            ),
+            "    ",
+        )
+    return textwrap.dedent(
+        f"""\
+        # Set-up, run first: installs the book's package `transformer_lab` if this Python lacks
+        # it, and makes the book's synthetic CloudWave data in ./data if the package finds none.
+        def _set_up():
+            import importlib
+            import importlib.util
+            import subprocess
+            import sys
+            import urllib.request
+            import warnings
+            from pathlib import Path
+
+            if importlib.util.find_spec("transformer_lab") is None:
+                print("installing the book's package and its dependencies (minutes: PyTorch is large)")
+                subprocess.run([sys.executable, "-m", "pip", "install", *{words!r}], check=True)
+                importlib.invalidate_caches()
+            from transformer_lab.datasets import find_data_dir
+
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    find_data_dir()
+            except FileNotFoundError:
+                command = [sys.executable, "-m", "transformer_lab.cloudwave", "--out", "data"]
+                subprocess.run(command, check=True, capture_output=True, text=True)
+                print(f"made the book's CloudWave data in {{Path('data').resolve()}}")
+        FETCH
+
+        _set_up()
+        del _set_up
+        """
+    ).replace("FETCH\n", fetch + "\n")
 
 
 def make_reader_notebook(
@@ -876,7 +964,14 @@ def make_reader_notebook(
         free, binds = free_and_bound(code)
         reads = (reads - binds) | free
 
-    cells = [nbformat.v4.new_markdown_cell(preamble(page, context, page_text(page)))]
+    runs_code = any(
+        "remove-cell" not in cell.metadata.get("tags", []) or kept_code[index].strip()
+        for index, cell in enumerate(source.cells)
+        if cell.cell_type == "code"
+    )
+    cells = [
+        nbformat.v4.new_markdown_cell(preamble(page, context, page_text(page), runs_code))
+    ]
     cell_ids: dict[int, str] = {}  # a labelled cell's id is its label (link_to)
     cells[0].metadata["reader"] = PREAMBLE
     for index, cell in enumerate(source.cells):
@@ -928,6 +1023,12 @@ def make_reader_notebook(
             cells[-1].metadata["reader"] = CAPTION
             if caption[1]:
                 cell_ids[id(cells[-1])] = caption[1]
+    if runs_code:
+        # The set-up cell goes just before the first code cell: the first one Run All runs.
+        first = next(index for index, cell in enumerate(cells) if cell.cell_type == "code")
+        setup = setup_source(settings, starter_files(page_text(page)))
+        cells.insert(first, nbformat.v4.new_code_cell(setup))
+        cells[first].metadata["reader"] = SETUP
     unused = sorted(set(context.glue) - context.used_glue)
     notebook = nbformat.v4.new_notebook(cells=cells)
     notebook.metadata = {
@@ -993,7 +1094,9 @@ def main(argv: list[str]) -> int:
             book = read_book()
             for page in pages:
                 notebook = make_reader_notebook(page, args.links, book)
-                shown = sum(c.metadata.get("reader") != BOOKKEEPING for c in notebook.cells)
+                shown = sum(
+                    c.metadata.get("reader") not in NOT_THE_PAGES for c in notebook.cells
+                )
                 print(
                     f"{page_id(page)}: {len(notebook.cells)} cells ({shown} in view), "
                     f"{json.dumps(notebook.metadata['reader']['glue_not_in_prose'])} glued "

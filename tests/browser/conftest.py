@@ -110,7 +110,14 @@ SET_THEME = """(theme) => theme === null
 class OpenPage:
     """A page open in its own browser context, with everything it did recorded."""
 
-    def __init__(self, browser, server, relative: str, from_disk: bool = False) -> None:
+    def __init__(
+        self,
+        browser,
+        server,
+        relative: str,
+        from_disk: bool = False,
+        viewport: dict | None = None,
+    ) -> None:
         self.relative = relative
         self.console: list[str] = []
         self.failed: list[str] = []
@@ -119,7 +126,7 @@ class OpenPage:
         self._server = server
         self._served = len(server.served)
         self.context = browser.new_context(
-            viewport=VIEWPORT, color_scheme="light", reduced_motion="reduce"
+            viewport=viewport or VIEWPORT, color_scheme="light", reduced_motion="reduce"
         )
         self.context.set_default_timeout(TIMEOUT_MS)
         block_third_party(self.context, self.third_party)
@@ -174,18 +181,22 @@ class OpenPage:
 def open_page(browser, server):
     """Open a built page in a fresh context that aborts and records requests leaving 127.0.0.1.
 
-    ``from_disk=True`` opens the HTML file itself (file://) instead of the served copy.
+    ``from_disk=True`` opens the HTML file itself (file://) instead of the served copy;
+    ``viewport`` (default ``VIEWPORT``) is the window the page is loaded in, a phone's for what a
+    phone reader meets (resizing a loaded page instead sets the theme's sidebar sliding away).
 
     The caller must ``close()`` what it gets (use try/finally).
     """
 
-    def opener(relative: str, from_disk: bool = False) -> OpenPage:
+    def opener(
+        relative: str, from_disk: bool = False, viewport: dict | None = None
+    ) -> OpenPage:
         if not (html_dir() / relative).exists():
             pytest.fail(
                 f"{relative} is listed in _toc.yml but not built in {html_dir()}: run `make book`",
                 pytrace=False,
             )
-        return OpenPage(browser, server, relative, from_disk=from_disk)
+        return OpenPage(browser, server, relative, from_disk=from_disk, viewport=viewport)
 
     return opener
 
