@@ -220,7 +220,12 @@ def test_no_page_notebook_or_link_names_the_instructors_repository(built, clone)
     assert f'href="https://github.com/{STUDENT}"' in page
     notebooks = list((clone / "notebooks").rglob("*.ipynb"))
     assert notebooks
-    preamble = "".join(
-        json.loads(notebooks[0].read_text(encoding="utf-8"))["cells"][0]["source"]
-    )
-    assert STUDENT in preamble and not NAMES_INSTRUCTOR.search(preamble)
+    # Every notebook's first cell names the student edition (its repository, or its Pages for
+    # a page with no code), never the instructor's.
+    student_pages = f"{SETTINGS['student_owner'].lower()}.github.io/{SETTINGS['student_name']}/"
+    for notebook in notebooks:
+        preamble = "".join(
+            json.loads(notebook.read_text(encoding="utf-8"))["cells"][0]["source"]
+        )
+        assert STUDENT in preamble or student_pages in preamble, notebook.name
+        assert not NAMES_INSTRUCTOR.search(preamble), notebook.name

@@ -191,11 +191,19 @@ SAMPLE = [
 # A mutant that calls the book's own code (the book's mask, a tokenizer the catalogue trains with
 # the book at import) is a different case in a worker: the book is not there (test_isolation.py).
 BOOK_BUILT = ("transformer_lab", "GLOBAL_TOKENIZER")
-SAMPLE = [
-    m
-    for m in SAMPLE
-    if not any(book in inspect.getsource(m.function) for book in BOOK_BUILT)
-]
+
+
+def calls_the_book(function) -> bool:
+    """Whether a mutant's code names the book; one made with exec from the book's own source
+    (chapter 3's function pasted into the homework) has no file of its own, and is the book's."""
+    try:
+        source = inspect.getsource(function)
+    except OSError:
+        return True
+    return any(book in source for book in BOOK_BUILT)
+
+
+SAMPLE = [m for m in SAMPLE if not calls_the_book(m.function)]
 # The worker cannot import the tests: each file is the catalogue's source itself, without its
 # imports of the self-check, and with the sampled mutants bound to the checks' names.
 CATALOGUE = (
