@@ -16,7 +16,8 @@ from session_rules import (
 )
 from transformer_lab.reproducibility import numeric_mode_problem, numeric_mode_summary
 
-# The tests that run pages or the package off the canonical numeric mode (every CPU): slow, so
+# The tests of other places the book must work: pages or the package off the canonical numeric
+# mode (every CPU), and the student edition built in its own clone. Slow, so
 # `make test` leaves them out and `make test-portability` (CI's job of its own) runs them alone.
 PORTABILITY = "portability"
 PORTABILITY_OPTION = "--portability"

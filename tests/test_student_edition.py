@@ -28,6 +28,10 @@ import pytest
 
 import editions
 
+# The edition builds the whole book once more, in its own clone (minutes): a test of another
+# place the book must work, so it runs with the portability tests (`make test-portability`).
+pytestmark = pytest.mark.portability
+
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = editions.student_repository({})  # this tree's repositories, outside a GitHub run
 INSTRUCTOR = f"{SETTINGS['owner']}/{SETTINGS['name']}"
