@@ -18,7 +18,7 @@ def statuses(report):
     return {result.name: result.status for result in report.results}
 
 
-def test_a_function_that_never_returns_is_stopped_and_the_others_still_run(tmp_path, start):
+def test_a_function_that_never_returns_is_stopped_and_the_others_still_run(tmp_path):
     source = with_body(SOLUTION + STRETCH, "masked_mean", "while True: pass")
     source = with_body(source, "accuracy", "import time; time.sleep(60)")
     report = check_file(write(tmp_path, "student.py", source), limits=FAST)
@@ -44,7 +44,7 @@ STOPS = {
 }
 
 
-def test_exits_interrupts_and_crashes_end_only_that_check(tmp_path, start):
+def test_exits_interrupts_and_crashes_end_only_that_check(tmp_path):
     source = SOLUTION
     for function, (line, _, _) in STOPS.items():
         source = with_body(source, function, line)
@@ -56,7 +56,7 @@ def test_exits_interrupts_and_crashes_end_only_that_check(tmp_path, start):
     assert got["train_bpe_tokenizer"].status == PASSED and not report.all_passed
 
 
-def test_a_crash_in_native_code_ends_only_that_check(tmp_path, level, start):
+def test_a_crash_in_native_code_ends_only_that_check(tmp_path, level):
     """In a sandbox the crash happens and ends the worker; at the process level the audit hook
     refuses ctypes before it can."""
     line = "import ctypes; ctypes.string_at(0)"
@@ -74,7 +74,7 @@ def test_a_crash_in_native_code_ends_only_that_check(tmp_path, level, start):
     assert other.status == PASSED
 
 
-def test_a_flood_of_output_is_cut_off_and_kept_out_of_the_report(tmp_path, start):
+def test_a_flood_of_output_is_cut_off_and_kept_out_of_the_report(tmp_path):
     path = write(
         tmp_path,
         "student.py",
@@ -98,7 +98,7 @@ def test_printed_lines_are_shown_with_their_check(tmp_path):
     assert report.results[0].output.splitlines() == ["debug 80", "debug 50000", "debug 7"]
 
 
-def test_too_much_memory_is_an_error_not_a_swapping_machine(tmp_path, start):
+def test_too_much_memory_is_an_error_not_a_swapping_machine(tmp_path):
     path = write(
         tmp_path,
         "student.py",
@@ -135,14 +135,14 @@ def test_changing_the_book_references_does_not_make_wrong_code_pass(tmp_path):
     ],
     ids=["exit", "loop", "os-exit"],
 )
-def test_a_file_that_stops_while_loading_is_one_line(tmp_path, top, text, start):
+def test_a_file_that_stops_while_loading_is_one_line(tmp_path, top, text):
     path = write(tmp_path, "student.py", "import math\n" + top + SOLUTION)
     report = check_file(path, limits=FAST)
     assert report.load_error is not None and text in report.load_error
     assert "\n" not in report.load_error
 
 
-def test_a_prepared_worker_runs_no_student_code_before_it_is_started(tmp_path, start):
+def test_a_prepared_worker_runs_no_student_code_before_it_is_started(tmp_path):
     """``Worker.prepare`` starts the interpreter ahead of the checks; the file loads at ``start``."""
     import time
 

@@ -386,8 +386,9 @@ def find_worker(root: int, timeout: float = 0.0) -> int | None:
             pid = todo.pop()
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                    if WORKER_MARK.encode() in handle.read():
-                        return pid
+                    argv = handle.read().split(b"\0")
+                if argv[1:3] == [b"-I", b"-c"] and WORKER_MARK.encode() in argv[3]:
+                    return pid
             except OSError:
                 pass
             todo += children.get(pid, [])
