@@ -203,7 +203,8 @@ ATTACKS = {
                 loop = ("import time, json\\n"
                         "for _ in range(400):\\n"
                         "    try:\\n"
-                        "        open({results!r}, 'w').write(json.dumps({{'score': 6, 'max_score': 6, 'tests': []}}))\\n"
+                        "        forged = {{'score': 6, 'max_score': 6, 'tests': []}}\\n"
+                        "        open({results!r}, 'w').write(json.dumps(forged))\\n"
                         "    except OSError:\\n"
                         "        pass\\n"
                         "    time.sleep(0.05)\\n")

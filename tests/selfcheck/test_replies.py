@@ -33,7 +33,7 @@ def _forged_reply(self, message):
     _Connection(int(_sys.argv[1])).send_bytes(data)  # about 16 MB
 
 
-_sys.modules["transformer_lab.selfcheck.sandbox"].Server.reply = _forged_reply
+_sys.modules["transformer_lab.selfcheck.worker.serve"].Server.reply = _forged_reply
 """
 
 SAME_HASH_ENCODED = """

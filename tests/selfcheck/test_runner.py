@@ -21,8 +21,8 @@ from transformer_lab.selfcheck import (
     format_report,
 )
 from transformer_lab.selfcheck.cli import _split_only, main
-from transformer_lab.selfcheck.isolation import BUBBLEWRAP, isolation
 from transformer_lab.selfcheck.runner import _loaded_here
+from transformer_lab.selfcheck.worker.isolation import BUBBLEWRAP, isolation
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -243,16 +243,3 @@ def test_a_file_loaded_through_a_link_of_another_name_counts_as_loaded(
     monkeypatch.setitem(sys.modules, "mine", loaded)
     assert _loaded_here(real)
     assert not _loaded_here(write(tmp_path, "other.py", SOLUTION))
-
-
-def test_prepared_workers_change_no_result_of_a_file_that_needs_two(tmp_path):
-    """A week-20 file needs two workers (the book's model, and plain code): ``prestart`` starts
-    the second while the first runs, and the report is the same."""
-    from selfcheck.solutions import WEEK20
-
-    path = write(tmp_path, "w20.py", WEEK20)
-    reports = [
-        check_file(path, page="week-20", prestart=prestart) for prestart in (False, True)
-    ]
-    rows = [[(r.name, r.status, r.summary) for r in report.results] for report in reports]
-    assert rows[0] == rows[1] and {status for _, status, _ in rows[0]} == {PASSED}

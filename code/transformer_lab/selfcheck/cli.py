@@ -12,12 +12,6 @@ from pathlib import Path
 
 from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import NOT_RUN, CheckResult
-from transformer_lab.selfcheck.worker.isolation import (
-    PROCESS,
-    end_worker_users,
-    grading_problem,
-    isolation,
-)
 from transformer_lab.selfcheck.registry import EVERY_CHECK, HOMEWORK, PAGES
 from transformer_lab.selfcheck.report import (
     Report,
@@ -33,6 +27,12 @@ from transformer_lab.selfcheck.runner import (
     starter_path,
 )
 from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
+from transformer_lab.selfcheck.worker.isolation import (
+    PROCESS,
+    end_worker_users,
+    grading_problem,
+    isolation,
+)
 
 PROG = "python -m transformer_lab.selfcheck"
 NAMES = [check.name for check in EVERY_CHECK]
