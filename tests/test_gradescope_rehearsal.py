@@ -52,10 +52,13 @@ def runtime(tmp_path_factory) -> dict[str, str]:
     (venv / "bin").mkdir(parents=True)
     (venv / "lib" / version).mkdir(parents=True)
     subprocess.run(
-        ["cp", "-al", sysconfig.get_paths()["purelib"], str(venv / "lib" / version)], check=True
+        ["cp", "-al", sysconfig.get_paths()["purelib"], str(venv / "lib" / version)],
+        check=True,
     )
     (venv / "bin" / "python").symlink_to(base / "bin" / version)
-    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\ninclude-system-site-packages = false\n")
+    (venv / "pyvenv.cfg").write_text(
+        f"home = {base / 'bin'}\ninclude-system-site-packages = false\n"
+    )
     fake = root / "fake-bin"
     fake.mkdir()
     (fake / "bwrap").write_text(DOCKER_BWRAP)
@@ -123,12 +126,17 @@ def grade(autograder: Path, runtime: dict, text: str, page: str = "homework") ->
     )
     done = subprocess.run(
         [str(autograder / "source" / "run_autograder")],
-        env=env, capture_output=True, text=True, timeout=600,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     written = results.read_text(encoding="utf-8")
     time.sleep(2)
-    assert results.read_text(encoding="utf-8") == written, "results.json changed after the run"
+    assert results.read_text(encoding="utf-8") == written, (
+        "results.json changed after the run"
+    )
     assert worker_processes() == [], "a process of the worker's user outlived the run"
     data = json.loads(written)
     data["stdout"] = done.stdout
@@ -147,8 +155,13 @@ def everything_wrong() -> str:
     """The homework with every function returning a wrong answer."""
     source = SOLUTION + STRETCH
     for name in (
-        "accuracy", "masked_mean", "attention", "embedding_parameters",
-        "train_bpe_tokenizer", "tokens_per_word", "causal_padding_mask",
+        "accuracy",
+        "masked_mean",
+        "attention",
+        "embedding_parameters",
+        "train_bpe_tokenizer",
+        "tokens_per_word",
+        "causal_padding_mask",
         "multi_head_attention",
     ):
         source = with_body(source, name, "return None")
@@ -186,7 +199,9 @@ def test_the_week20_repair_that_keeps_the_broken_class_import_of_pad_id_passes(
         """
     )
     data = grade(autograder, runtime, WEEK20 + repair, page="week-20")
-    assert hidden(data)["Task 4: repaired_forward(model, ids, padding)"]["status"] == "passed"
+    assert (
+        hidden(data)["Task 4: repaired_forward(model, ids, padding)"]["status"] == "passed"
+    )
 
 
 ATTACKS = {
@@ -263,7 +278,9 @@ def test_no_attack_earns_a_point_reads_a_hidden_file_changes_one_or_outlives_its
         results=str(results), source=str(source), references=str(references)
     )
     text = everything_wrong() + "\n" + prelude + "\n"
-    if attack == "read_and_write":  # a hidden file read would show in a passing stretch check
+    if (
+        attack == "read_and_write"
+    ):  # a hidden file read would show in a passing stretch check
         text += "\nif 'multi_head_attention' in globals() and STOLEN:\n    raise SystemExit('read')\n"
     data = grade(autograder, runtime, text)
     assert data["extra_data"]["isolation"] == "unprivileged user", data["stdout"][-3000:]
@@ -286,9 +303,23 @@ def test_a_daemon_cannot_rewrite_the_csv_after_grade_exits(tmp_path, runtime):
     env = {k: v for k, v in os.environ.items() if not k.startswith("SELFCHECK_")}
     env.update(runtime, PYTHONPATH=str(ROOT / "code"))
     done = subprocess.run(
-        [runtime["AUTOGRADER_PYTHON"], "-m", "transformer_lab.selfcheck", "grade",
-         str(folder), "--csv", str(out), "--jobs", "2", "--time-limit", "5"],
-        env=env, capture_output=True, text=True, timeout=600,
+        [
+            runtime["AUTOGRADER_PYTHON"],
+            "-m",
+            "transformer_lab.selfcheck",
+            "grade",
+            str(folder),
+            "--csv",
+            str(out),
+            "--jobs",
+            "2",
+            "--time-limit",
+            "5",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "isolation: unprivileged user" in done.stdout
@@ -311,10 +342,24 @@ def test_without_root_or_bubblewrap_grading_says_what_to_install(tmp_path, runti
         if parent != Path("/"):
             os.chmod(parent, os.stat(parent).st_mode | 0o011)
     done = subprocess.run(
-        ["setpriv", f"--reuid={SPARE_UID + 7}", f"--regid={SPARE_UID + 7}", "--clear-groups",
-         runtime["AUTOGRADER_PYTHON"], "-m", "transformer_lab.selfcheck", "grade",
-         str(tmp_path / "class"), "--csv", str(tmp_path / "out" / "grades.csv")],
-        env=env, capture_output=True, text=True, timeout=300, cwd="/",
+        [
+            "setpriv",
+            f"--reuid={SPARE_UID + 7}",
+            f"--regid={SPARE_UID + 7}",
+            "--clear-groups",
+            runtime["AUTOGRADER_PYTHON"],
+            "-m",
+            "transformer_lab.selfcheck",
+            "grade",
+            str(tmp_path / "class"),
+            "--csv",
+            str(tmp_path / "out" / "grades.csv"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd="/",
     )
     assert done.returncode == 2, done.stdout + done.stderr
     assert "apt-get install bubblewrap" in done.stdout and "root" in done.stdout

@@ -43,7 +43,7 @@ def grader_failure(message: str) -> dict:
 
 
 def run(submission: Path, results: Path, page: str, time_limit: float) -> int:
-    from transformer_lab.selfcheck.cli import main as selfcheck
+    from transformer_lab.selfcheck.grading.cli import main as selfcheck
 
     results.parent.mkdir(parents=True, exist_ok=True)
     found = submission_file(submission)

@@ -18,7 +18,7 @@ from classroom import write_class
 from selfcheck.processes import processes
 from selfcheck.solutions import SOLUTION, STRETCH, with_body, write
 from transformer_lab.selfcheck import FAILED, NOT_RUN, PASSED, TIMED_OUT, Limits, check_file
-from transformer_lab.selfcheck.cli import main
+from transformer_lab.selfcheck.grading.cli import main
 from transformer_lab.selfcheck.worker.isolation import BUBBLEWRAP, isolation
 
 FAST = Limits(seconds=2.0)
@@ -553,5 +553,3 @@ def embedding_parameters(vocab_size, d):
         signal.signal(signal.SIGUSR1, previous)
     assert report.isolation == level and not received
     assert report.results[0].status == PASSED
-
-

@@ -1,4 +1,4 @@
-"""transformer_lab.selfcheck.report: the text, the JSON and the autograder results."""
+"""transformer_lab.selfcheck.grading.report: the text, the JSON and the autograder results."""
 
 from transformer_lab.selfcheck import (
     FAILED,
@@ -9,7 +9,7 @@ from transformer_lab.selfcheck import (
     Finding,
     Report,
 )
-from transformer_lab.selfcheck.report import (
+from transformer_lab.selfcheck.grading.report import (
     _wrap,
     format_report,
     gradescope_results,

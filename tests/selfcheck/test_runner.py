@@ -1,4 +1,4 @@
-"""transformer_lab.selfcheck.runner and .cli: checking whole files, from Python and from the command line."""
+"""transformer_lab.selfcheck.grading.runner and .cli: checking whole files, from Python and from the command line."""
 
 import argparse
 import json
@@ -20,8 +20,8 @@ from transformer_lab.selfcheck import (
     check_file,
     format_report,
 )
-from transformer_lab.selfcheck.cli import _split_only, main
-from transformer_lab.selfcheck.runner import _loaded_here
+from transformer_lab.selfcheck.grading.cli import _split_only, main
+from transformer_lab.selfcheck.grading.runner import _loaded_here
 from transformer_lab.selfcheck.worker.isolation import BUBBLEWRAP, isolation
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,6 +42,18 @@ from transformer_lab.selfcheck.core import (
 )
 from transformer_lab.selfcheck.embedding import check_embedding_parameters
 from transformer_lab.selfcheck.errors import COMMON_ERROR_HINTS, summarise_exception
+from transformer_lab.selfcheck.grading.report import (
+    Report,
+    format_report,
+    gradescope_results,
+    report_to_json,
+)
+from transformer_lab.selfcheck.grading.runner import (
+    DEFAULT_PATH,
+    check_file,
+    check_module,
+    find_homework_starter,
+)
 from transformer_lab.selfcheck.masks import check_causal_padding_mask
 from transformer_lab.selfcheck.metrics import (
     ACCURACY_LABELS,
@@ -52,18 +64,6 @@ from transformer_lab.selfcheck.metrics import (
 from transformer_lab.selfcheck.multihead import check_multi_head_attention
 from transformer_lab.selfcheck.pooling import check_masked_mean, masked_mean_probe
 from transformer_lab.selfcheck.registry import ALL_CHECKS, CHECKS, STRETCH_CHECKS, Check
-from transformer_lab.selfcheck.report import (
-    Report,
-    format_report,
-    gradescope_results,
-    report_to_json,
-)
-from transformer_lab.selfcheck.runner import (
-    DEFAULT_PATH,
-    check_file,
-    check_module,
-    find_homework_starter,
-)
 from transformer_lab.selfcheck.tokenizer import (
     check_tokens_per_word,
     check_train_bpe_tokenizer,

@@ -148,7 +148,9 @@ class Worker:
             "names": self.names,
             "limits": {
                 "output_bytes": self.limits.output_bytes,
-                "cpu_seconds": int(START_SECONDS + 2 * self.limits.seconds * len(self.names)),
+                "cpu_seconds": int(
+                    START_SECONDS + 2 * self.limits.seconds * len(self.names)
+                ),
                 "processes": PROCESSES if level == places.USER else 0,
             },
         }
@@ -187,8 +189,10 @@ class Worker:
         try:
             ready = self._receive()
         except (StudentStopped, StudentRaised) as failed:
-            why = failed.line if getattr(failed, "status", "") != TIMED_OUT else (
-                f"in {START_SECONDS:g} s (an overloaded machine?)"
+            why = (
+                failed.line
+                if getattr(failed, "status", "") != TIMED_OUT
+                else (f"in {START_SECONDS:g} s (an overloaded machine?)")
             )
             raise LoadFailed(f"the process to run your code did not start: {why}") from None
         if ready[0] != "ready":
@@ -203,7 +207,9 @@ class Worker:
             self.conn.send_bytes(pickle.dumps(("load", self._address_cap())))
         except OSError:
             self.kill()
-            raise LoadFailed("the process to run your code ended before it loaded the file") from None
+            raise LoadFailed(
+                "the process to run your code ended before it loaded the file"
+            ) from None
         self.begin_check(self.limits.seconds)
         try:
             reply = self._receive()
@@ -318,7 +324,9 @@ class Worker:
                     "loop? a computation far bigger than the exercise needs?)",
                 )
             if time.monotonic() > self.wall_end:
-                limit = self.limit if self.cpu_end == float("inf") else WALL_FACTOR * self.limit
+                limit = (
+                    self.limit if self.cpu_end == float("inf") else WALL_FACTOR * self.limit
+                )
                 self.kill()
                 raise StudentStopped(
                     TIMED_OUT,
@@ -336,7 +344,9 @@ class Worker:
             raise StudentStopped(ENDED, describe_exit(exitcode)) from None
         except OSError:
             self.kill()
-            raise StudentRaised("the result was too large to read back (over 64 MB)") from None
+            raise StudentRaised(
+                "the result was too large to read back (over 64 MB)"
+            ) from None
         try:
             reply = unpack(data)
             if not isinstance(reply, list) or not reply or not isinstance(reply[0], str):
@@ -475,7 +485,9 @@ class RemoteFunction(StudentFunction):
     def worker_object(self, handle: int, module: str, name: str) -> RemoteObject:
         return remote_object(self.worker, handle, module, name)
 
-    def call(self, *args, hints=(), watch_library: bool = False, quiet: bool = False) -> Returned:
+    def call(
+        self, *args, hints=(), watch_library: bool = False, quiet: bool = False
+    ) -> Returned:
         options = {"hints": list(hints), "quiet": quiet, "book": self.book}
         reply = self._unpack(self.worker.request("call", self.name, list(args), options))
         if reply[0] != "returned" or len(reply) < 4:
@@ -489,7 +501,9 @@ class RemoteFunction(StudentFunction):
     def gradient(self, args, names, pick: str, hints=(), seed: int = 0) -> GradientReport:
         options = {"names": list(names), "pick": pick, "hints": list(hints), "seed": seed}
         options["book"] = self.book
-        reply = self._unpack(self.worker.request("gradient", self.name, list(args), options))
+        reply = self._unpack(
+            self.worker.request("gradient", self.name, list(args), options)
+        )
         report = self._decode(reply[1]) if reply[0] == "gradient" else None
         if not isinstance(report, GradientReport):
             raise StudentRaised("the worker sent an answer the self-check cannot read")
@@ -510,7 +524,9 @@ class RemoteObject:
         return _value(self._worker, self._worker.request("getattr", self._handle, name))
 
     def __call__(self, *args):
-        return _value(self._worker, self._worker.request("invoke", self._handle, list(args)))
+        return _value(
+            self._worker, self._worker.request("invoke", self._handle, list(args))
+        )
 
     def __repr__(self) -> str:
         return f"<{type(self).__module__}.{type(self).__name__} in the worker>"

@@ -23,7 +23,11 @@ import types
 
 STUDENT_MODULE = "student_submission"
 # Book modules every check may reach (the package's own start, the self-check itself).
-ALWAYS_ALLOWED = ("transformer_lab", "transformer_lab.reproducibility", "transformer_lab.selfcheck")
+ALWAYS_ALLOWED = (
+    "transformer_lab",
+    "transformer_lab.reproducibility",
+    "transformer_lab.selfcheck",
+)
 
 
 def set_limits(limits: dict) -> None:
@@ -75,8 +79,10 @@ class BookCalls:
             return
         module = frame.f_globals.get("__name__", "")
         caller = frame.f_back.f_globals.get("__name__", "") if frame.f_back else ""
-        if caller != STUDENT_MODULE or not module.startswith("transformer_lab.") or any(
-            module == a or module.startswith(a + ".") for a in self.allowed
+        if (
+            caller != STUDENT_MODULE
+            or not module.startswith("transformer_lab.")
+            or any(module == a or module.startswith(a + ".") for a in self.allowed)
         ):
             return
         self.seen.append(f"{module}.{frame.f_code.co_name}")
@@ -151,15 +157,24 @@ class Server:
                 report = self.book.watch(
                     allowed,
                     lambda: execute_gradient(
-                        function, args, options["names"], options["pick"], hints,
-                        catch_interrupt=True, seed=options.get("seed", 0),
+                        function,
+                        args,
+                        options["names"],
+                        options["pick"],
+                        hints,
+                        catch_interrupt=True,
+                        seed=options.get("seed", 0),
                     ),
                 )
                 return ("gradient", self.encode(report))
             returned = self.book.watch(
                 allowed,
                 lambda: execute(
-                    function, args, hints, True, catch_interrupt=True,
+                    function,
+                    args,
+                    hints,
+                    True,
+                    catch_interrupt=True,
                     quiet=options.get("quiet", False),
                 ),
             )

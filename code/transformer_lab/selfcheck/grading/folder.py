@@ -20,15 +20,15 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from transformer_lab.selfcheck.registry import HOMEWORK
-from transformer_lab.selfcheck.report import (
+from transformer_lab.selfcheck.grading.report import (
     Report,
     report_to_dict,
     spreadsheet_cell,
     valid_data,
     valid_text,
 )
-from transformer_lab.selfcheck.runner import check_file
+from transformer_lab.selfcheck.grading.runner import check_file
+from transformer_lab.selfcheck.registry import HOMEWORK
 from transformer_lab.selfcheck.worker import Limits, allow_workers, kill_all_workers
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")

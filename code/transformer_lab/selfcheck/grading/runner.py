@@ -23,8 +23,8 @@ from transformer_lab.selfcheck.core import (
     CheckResult,
     Finding,
 )
+from transformer_lab.selfcheck.grading.report import Report, report_from_dict
 from transformer_lab.selfcheck.registry import HOMEWORK, PAGES, Check
-from transformer_lab.selfcheck.report import Report, report_from_dict
 from transformer_lab.selfcheck.worker import (
     Limits,
     LoadFailed,
@@ -300,8 +300,9 @@ def check_file(
     one-line error. ``display`` is the name the report prints for the file (default: ``path``).
 
     The student's code runs in a worker process with ``limits`` (time per check, memory, output);
-    ``isolated=False`` runs it in this process instead (trusted code only). ``page`` picks the exercise page whose checks run ("homework" or "week-20", see
-    ``registry.PAGES``). ``follow_links=False`` (grading) refuses a symbolic link."""
+    ``isolated=False`` runs it in this process instead (trusted code only). ``page`` picks the
+    exercise page whose checks run ("homework" or "week-20", see ``registry.PAGES``).
+    ``follow_links=False`` (grading) refuses a symbolic link."""
     start = time.perf_counter()
     path = Path(path)
     display = display or str(path)

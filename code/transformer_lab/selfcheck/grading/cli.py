@@ -12,20 +12,20 @@ from pathlib import Path
 
 from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import NOT_RUN, CheckResult
-from transformer_lab.selfcheck.registry import EVERY_CHECK, HOMEWORK, PAGES
-from transformer_lab.selfcheck.report import (
+from transformer_lab.selfcheck.grading.report import (
     Report,
     format_report,
     gradescope_results,
     printable,
     report_to_json,
 )
-from transformer_lab.selfcheck.runner import (
+from transformer_lab.selfcheck.grading.runner import (
     check_file,
     find_homework_starter,
     selected_checks,
     starter_path,
 )
+from transformer_lab.selfcheck.registry import EVERY_CHECK, HOMEWORK, PAGES
 from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
 from transformer_lab.selfcheck.worker.isolation import (
     PROCESS,
@@ -202,7 +202,9 @@ def check_command(argv: Sequence[str]) -> int:
             f"No such file: {path}. Run from the repository root, or pass the path of your file."
         )
         unusable = _unusable(path, only, f"no such file: {path}", args.page)
-        _write_gradescope(args.gradescope, unusable, unusable if args.hidden else None, extra)
+        _write_gradescope(
+            args.gradescope, unusable, unusable if args.hidden else None, extra
+        )
         return EXIT_UNUSABLE
     run = dict(
         display=args.display or path,
@@ -246,11 +248,14 @@ def _unusable(
 
 
 def _write_gradescope(
-    path: str | None, report: Report, hidden: Report | None = None, extra: dict | None = None
+    path: str | None,
+    report: Report,
+    hidden: Report | None = None,
+    extra: dict | None = None,
 ) -> None:
     """Write results.json once no process of the workers is left (and end any again after)."""
     if path:
-        from transformer_lab.selfcheck.grading import write_atomically
+        from transformer_lab.selfcheck.grading.folder import write_atomically
 
         end_worker_users()
         results = gradescope_results(report, hidden, extra)
@@ -259,7 +264,7 @@ def _write_gradescope(
 
 
 def grade_command(argv: Sequence[str]) -> int:
-    from transformer_lab.selfcheck.grading import (
+    from transformer_lab.selfcheck.grading.folder import (
         GradingInterrupted,
         default_jobs,
         grade_folder,
@@ -328,9 +333,7 @@ def grade_command(argv: Sequence[str]) -> int:
     limits = Limits(seconds=args.time_limit, memory_mb=args.memory_mb)
     status = EXIT_PASSED
     try:
-        reports = grade_folder(
-            folder, only, limits, progress, args.jobs, page=args.page
-        )
+        reports = grade_folder(folder, only, limits, progress, args.jobs, page=args.page)
     except GradingInterrupted as interrupted:
         reports, status = interrupted.reports, EXIT_INTERRUPTED
         print(f"Interrupted (Ctrl-C): writing the {len(reports)} submissions graded so far")
