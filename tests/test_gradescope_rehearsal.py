@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -37,14 +38,19 @@ DOCKER_BWRAP = "#!/bin/sh\necho 'bwrap: Creating new namespace failed: Operation
 WORKER_UIDS = range(SPARE_UID, SPARE_UID + 8)
 
 
+def open_folder(name: str) -> Path:
+    """A fresh folder in the system's temporary folder that other users may pass through
+    (pytest's own is closed to them, and a concurrent pytest run closes it again)."""
+    folder = Path(tempfile.mkdtemp(prefix=f"selfcheck-rehearsal-{name}-"))
+    os.chmod(folder, 0o711)
+    return folder
+
+
 @pytest.fixture(scope="session")
-def runtime(tmp_path_factory) -> dict[str, str]:
+def runtime() -> dict[str, str]:
     """A world-readable interpreter and packages (hard links to this one), and its environment."""
-    root = tmp_path_factory.mktemp("runtime")
+    root = open_folder("runtime")
     os.chmod(root, 0o755)
-    for folder in root.parents:
-        if folder != Path("/") and not os.stat(folder).st_mode & 0o001:
-            os.chmod(folder, os.stat(folder).st_mode | 0o011)
     base = root / "python"
     subprocess.run(["cp", "-al", sys.base_prefix, str(base)], check=True)
     venv = root / "venv"
@@ -63,11 +69,20 @@ def runtime(tmp_path_factory) -> dict[str, str]:
     fake.mkdir()
     (fake / "bwrap").write_text(DOCKER_BWRAP)
     (fake / "bwrap").chmod(0o755)
-    return {
+    yield {
         "AUTOGRADER_PYTHON": str(venv / "bin" / "python"),
         "LD_LIBRARY_PATH": str(base / "lib"),
         "PATH": f"{fake}:{os.environ['PATH']}",
     }
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture()
+def tmp_path():
+    """This file's temporary folders are open to other users (see :func:`open_folder`)."""
+    folder = open_folder("test")
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture()
@@ -83,9 +98,6 @@ def autograder(tmp_path) -> Path:
         shutil.copy(instructor / "autograder_files" / name, source / name)
     (source / "course_secret").write_text("rehearsal secret\n")
     (home / "submission").mkdir()
-    for folder in (tmp_path, *tmp_path.parents):  # the path is open, as /autograder's is
-        if folder != Path("/"):
-            os.chmod(folder, os.stat(folder).st_mode | 0o011)
     return home
 
 
@@ -297,9 +309,6 @@ def test_a_daemon_cannot_rewrite_the_csv_after_grade_exits(tmp_path, runtime):
     daemon = ATTACKS["daemon"].replace("results", "csv").format(csv=str(out))
     (folder / "a_daemon.py").write_text(everything_wrong() + daemon, encoding="utf-8")
     (folder / "b_right.py").write_text(SOLUTION + STRETCH, encoding="utf-8")
-    for parent in (tmp_path, *tmp_path.parents):
-        if parent != Path("/"):
-            os.chmod(parent, os.stat(parent).st_mode | 0o011)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SELFCHECK_")}
     env.update(runtime, PYTHONPATH=str(ROOT / "code"))
     done = subprocess.run(
@@ -338,9 +347,6 @@ def test_without_root_or_bubblewrap_grading_says_what_to_install(tmp_path, runti
     (tmp_path / "class" / "a.py").write_text(SOLUTION)
     (tmp_path / "out").mkdir(mode=0o777)
     os.chmod(tmp_path / "out", 0o777)
-    for parent in (tmp_path, *tmp_path.parents):
-        if parent != Path("/"):
-            os.chmod(parent, os.stat(parent).st_mode | 0o011)
     done = subprocess.run(
         [
             "setpriv",

@@ -13,11 +13,12 @@ with a time limit per check, so a loop, ``sys.exit()`` or a crash ends only that
 Exit status: 0 when every selected check passes, 1 otherwise, 2 when FILE cannot be loaded.
 
 One module per graded concept (``attention``, ``pooling``, ``metrics``, ``tokenizer``,
-``embedding``, ``masks``, ``multihead``), each with a table of :class:`Mistake` entries matched
-by :func:`first_match`; ``registry`` lists the checks, ``worker`` runs student code in a
-sandboxed process (``isolation`` starts it without the book's answers, ``sandbox`` is its side,
-``execution`` calls the functions, ``transport`` brings results back as plain data), ``runner``
-checks a file, ``report`` formats the result, ``grading`` and ``cli`` are the commands.
+``embedding``, ``masks``, ``multihead``, ...), each with a table of :class:`Mistake` entries
+matched by :func:`first_match`; ``registry`` lists the checks. ``worker/`` runs student code
+(``isolation`` picks where: bubblewrap, an unprivileged user or a plain process; ``parent`` starts,
+times and ends it; ``serve`` is the worker), ``transport`` brings results back as plain data,
+``grading/`` holds the commands (``cli``), one file's checks (``runner``), a class (``folder``)
+and the reports (``report``).
 """
 
 from transformer_lab.selfcheck.attention import (
