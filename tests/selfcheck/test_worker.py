@@ -1,7 +1,5 @@
 """transformer_lab.selfcheck.worker: student code runs in a worker process, so it cannot hang the
-self-check, end it, flood it, or make wrong code pass by changing the references. The tests that
-take ``start`` run with a fresh worker and with one the zygote forked: every exit status, signal
-and limit reads the same."""
+self-check, end it, flood it, or make wrong code pass by changing the references."""
 
 import pytest
 

@@ -297,10 +297,24 @@ def _interpreter_folders() -> list[str]:
     return [p for p in real if not any(q != p and _inside(p, q) for q in real)]
 
 
+@functools.cache
+def _no_user_namespaces() -> list[str]:
+    """``--disable-userns`` where this bubblewrap has it: no user namespace inside the sandbox."""
+    try:
+        done = subprocess.run(
+            ["bwrap", "--help"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return ["--disable-userns"] if "--disable-userns" in done.stdout else []
+
+
 def bubblewrap_command(workdir: str, file_name: str, visible: list[str]) -> list[str]:
     """bwrap's arguments, deny by default: the system and interpreter folders read-only, the
     package copy, the submission (read-only) in a RAM ``/tmp`` of its own, no ``/proc``."""
-    command = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent"]
+    command = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user"]
+    command += ["--die-with-parent"]
+    command += _no_user_namespaces()
     command += ["--new-session", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
     command += ["--size", str(TMPFS_MB * 2**20), "--tmpfs", "/tmp"]
     shown: list[str] = []
