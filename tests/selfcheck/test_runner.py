@@ -243,3 +243,24 @@ def test_a_file_loaded_through_a_link_of_another_name_counts_as_loaded(
     monkeypatch.setitem(sys.modules, "mine", loaded)
     assert _loaded_here(real)
     assert not _loaded_here(write(tmp_path, "other.py", SOLUTION))
+
+
+PAD_ID_REPAIR = """
+import torch
+from transformer_lab.char_transformer import PAD_ID
+from transformer_lab.pooling import masked_mean
+
+
+def repaired_forward(model, ids, padding):
+    padding = ids == PAD_ID  # the broken class's own line, kept
+    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+    x = model.encoder(x.transpose(0, 1), src_key_padding_mask=padding).transpose(0, 1)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+"""
+
+
+def test_a_repair_that_keeps_the_broken_class_import_of_pad_id_passes(tmp_path):
+    """The book's constants are real in the worker: ``PAD_ID`` is the book's 0, not a stand-in."""
+    path = write(tmp_path, "student.py", PAD_ID_REPAIR)
+    report = check_file(path, only=["repaired_forward"], page="week-20")
+    assert report.results[0].status == PASSED, report.results[0]
