@@ -311,25 +311,13 @@ def test_a_daemon_cannot_rewrite_the_csv_after_grade_exits(tmp_path, runtime):
     (folder / "b_right.py").write_text(SOLUTION + STRETCH, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("SELFCHECK_")}
     env.update(runtime, PYTHONPATH=str(ROOT / "code"))
-    done = subprocess.run(
-        [
-            runtime["AUTOGRADER_PYTHON"],
-            "-m",
-            "transformer_lab.selfcheck",
-            "grade",
-            str(folder),
-            "--csv",
-            str(out),
-            "--jobs",
-            "2",
-            "--time-limit",
-            "5",
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    command = [runtime["AUTOGRADER_PYTHON"], "-m", "transformer_lab.selfcheck", "grade"]
+    command += [str(folder), "--csv", str(out), "--jobs", "2", "--time-limit", "5"]
+    # a folder other users can open is refused: a submission could read a classmate's file
+    opened = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert opened.returncode == 2 and f"chmod 700 {folder}" in opened.stdout, opened.stdout
+    folder.chmod(0o700)
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "isolation: unprivileged user" in done.stdout
     written = out.read_text()

@@ -316,7 +316,7 @@ def grade_command(argv: Sequence[str]) -> int:
     if not files:
         print(f"No *.py files in {folder}")
         return EXIT_UNUSABLE
-    refusal = grading_problem()
+    refusal = grading_problem(folder)
     if refusal is not None:
         print(f"grade: {refusal}.")
         return EXIT_UNUSABLE

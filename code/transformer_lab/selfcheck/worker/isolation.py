@@ -141,11 +141,27 @@ def isolation() -> Isolation:
     )
 
 
-def grading_problem() -> str | None:
+def _others_can_enter(path: Path) -> bool:
+    try:
+        return all(os.stat(p).st_mode & stat.S_IXOTH for p in (path, *path.parents))
+    except OSError:
+        return False
+
+
+def grading_problem(submissions: Path | None = None) -> str | None:
     """Why this machine cannot grade safely (``grade``, hidden checks), or None. An explicit
     ``SELFCHECK_ISOLATION=process`` (the tests on a machine with neither safe level) grades,
-    and every output and results file names the level."""
+    and every output and results file names the level. At the unprivileged-user level the
+    ``submissions`` folder must be closed to other users (a worker could read a classmate's
+    file there)."""
     level = isolation()
+    if level.level == USER and submissions is not None:
+        folder = Path(os.path.realpath(submissions))
+        if _others_can_enter(folder):
+            return (
+                f"other users can open the files in {folder}, and each submission runs as "
+                f"another user here (no bubblewrap): close it first (chmod 700 {folder})"
+            )
     if level.level != PROCESS or os.environ.get("SELFCHECK_ISOLATION") == "process":
         return None
     return f"refusing to grade at the process level: {level.why_not}"
