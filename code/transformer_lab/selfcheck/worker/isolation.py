@@ -175,13 +175,14 @@ def worker_uids(count: int) -> tuple[int, ...]:
     """``count`` uids for workers running side by side: the ``selfcheck`` user's first, then
     spare uids that belong to no account on this machine."""
     try:
-        first = pwd.getpwnam(USER_NAME).pw_uid
+        uids, uid = [pwd.getpwnam(USER_NAME).pw_uid], SPARE_UID
     except KeyError:
-        first = SPARE_UID
-    uids, uid = [first], first + 1
+        uids, uid = [], SPARE_UID
     while len(uids) < count:
         try:
-            pwd.getpwuid(uid)
+            pwd.getpwuid(
+                uid
+            )  # an account's uid is never used (its processes would be killed)
         except KeyError:
             uids.append(uid)
         uid += 1
