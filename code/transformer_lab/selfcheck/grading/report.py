@@ -326,18 +326,3 @@ def gradescope_results(
         "extra_data": dict(extra or {}),
     }
     return valid_data(results)
-
-
-__all__ = [
-    "printable",
-    "spreadsheet_cell",
-    "valid_data",
-    "valid_text",
-    "Report",
-    "format_report",
-    "report_to_json",
-    "report_to_dict",
-    "report_from_dict",
-    "gradescope_results",
-    "result_record",
-]

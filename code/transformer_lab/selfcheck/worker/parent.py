@@ -11,6 +11,7 @@ a fresh one serves the next check. Its output goes to a capped file, never to th
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import shutil
@@ -167,7 +168,7 @@ class Worker:
             user = {"user": self.uid, "group": self.uid, "extra_groups": []}
         with open(self.output_path, "ab") as output:
             self.process = subprocess.Popen(
-                [*command, *arguments, _json(config)],
+                [*command, *arguments, json.dumps(config)],
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=output,
@@ -258,12 +259,8 @@ class Worker:
 
     def signal_kill(self) -> None:
         """SIGKILL the worker's session (safe from any thread; :meth:`kill` cleans up)."""
-        process = self.process
-        if process is not None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except OSError:
-                pass
+        if self.process is not None:
+            _kill_session(self.process)
 
     def kill(self) -> None:
         """End the worker and every process of its user or sandbox, then remove its folder."""
@@ -271,7 +268,7 @@ class Worker:
             _LIVE.discard(self)
         process, self.process, self.pid = self.process, None, None
         if process is not None:
-            self.signal_kill_of(process)
+            _kill_session(process)
             process.wait()
         if self.uid is not None:
             places.kill_user(self.uid)
@@ -284,14 +281,6 @@ class Worker:
         workdir, self.workdir = self.workdir, None
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)  # rmtree never follows a link
-
-    @staticmethod
-    def signal_kill_of(process: subprocess.Popen) -> None:
-        for kill in (lambda: os.killpg(process.pid, signal.SIGKILL), process.kill):
-            try:
-                kill()
-            except OSError:
-                pass
 
     def close(self) -> None:
         if self.alive:
@@ -398,10 +387,12 @@ class Worker:
         return text + ("\n..." if len(data) > limit else "")
 
 
-def _json(value: object) -> str:
-    import json
-
-    return json.dumps(value)
+def _kill_session(process: subprocess.Popen) -> None:
+    for kill in (lambda: os.killpg(process.pid, signal.SIGKILL), process.kill):
+        try:
+            kill()
+        except OSError:
+            pass
 
 
 def _environment() -> dict[str, str]:
