@@ -76,7 +76,7 @@ browser:
 	test -f $(EMOJI_FONT) || { $(APT_INSTALL) update && $(APT_INSTALL) install -y fonts-noto-color-emoji; }
 	command -v pdfunite >/dev/null || { $(APT_INSTALL) update && $(APT_INSTALL) install -y poppler-utils; }
 
-# Debian's bubblewrap: the self-check's workers run in it (code/transformer_lab/selfcheck/isolation.py).
+# Debian's bubblewrap: the self-check's workers run in it (code/transformer_lab/selfcheck/worker/isolation.py).
 sandbox:
 	command -v bwrap >/dev/null || [ "$$(uname -s)" != Linux ] || { $(APT_INSTALL) update && $(APT_INSTALL) install -y bubblewrap; }
 

@@ -66,18 +66,19 @@ def pytest_configure(config):
 
 
 def grade_at_the_process_level_where_it_is_all_there_is() -> None:
-    """Where bubblewrap does not work, ``grade`` and ``--hidden`` refuse to grade unless the
-    process level is chosen explicitly: the tests choose it (``SELFCHECK_ISOLATION=process``,
-    inherited by the commands they start), so that they test this machine's grader; the refusal
-    itself is tested with the variable removed (tests/selfcheck/test_guard_disarm.py)."""
-    from transformer_lab.selfcheck.isolation import PROCESS, isolation
+    """Where neither bubblewrap nor the unprivileged user works, ``grade`` and ``--hidden``
+    refuse to grade unless the process level is chosen explicitly: the tests choose it
+    (``SELFCHECK_ISOLATION=process``, inherited by the commands they start), so that they test
+    this machine's grader; the refusal itself is tested with the variable removed
+    (tests/test_gradescope_rehearsal.py)."""
+    from transformer_lab.selfcheck.worker.isolation import PROCESS, isolation
 
     if isolation().level == PROCESS:
         os.environ["SELFCHECK_ISOLATION"] = PROCESS
 
 
 def pytest_report_header(config):
-    from transformer_lab.selfcheck.isolation import isolation
+    from transformer_lab.selfcheck.worker.isolation import isolation
 
     return [numeric_mode_summary(), isolation().line]
 

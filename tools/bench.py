@@ -256,7 +256,7 @@ def time_grading(total: int = GRADING_CLASS) -> tuple[int, float, int, str]:
     as an instructor would, with the default ``--jobs`` (the machine's cores); return the exit
     status, the wall time, the jobs and the isolation line the grader printed."""
     from classroom import write_class
-    from transformer_lab.selfcheck.grading import default_jobs
+    from transformer_lab.selfcheck.grading.folder import default_jobs
 
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         folder = Path(scratch) / "class"
@@ -286,14 +286,12 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
     Markdown report of the wall time against :data:`GRADING_BUDGET_S`, the load average before
     and after, the peak memory of the whole process tree (grader, supervisors, sandboxes,
     workers: the sum of their resident sizes, sampled) and where a submission's time goes
-    (inside its checks, or outside them: building the sandbox and starting the worker, which
-    the zygote forks ready, torch imported, or which imports torch itself when the zygote is
-    off, ``SELFCHECK_ZYGOTE=0``). Workers' CPU includes the zygote's own (its one import)."""
+    (inside its checks, or outside them: starting the worker, a fresh interpreter that imports
+    torch)."""
     import json
 
     from classroom import write_class
-    from transformer_lab.selfcheck.worker import WORKER_MARK
-    from transformer_lab.selfcheck.zygote import VARIABLE, ZYGOTE_MARK, wanted
+    from transformer_lab.selfcheck.worker.isolation import WORKER_MARK
 
     with tempfile.TemporaryDirectory(prefix="bench-grading-") as scratch:
         folder, reports = Path(scratch) / "class", Path(scratch) / "grades.json"
@@ -305,7 +303,7 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT
         )
-        workers = (WORKER_MARK.decode(), ZYGOTE_MARK.decode())
+        workers = (WORKER_MARK,)
         with TreeMonitor(process.pid, interval_s=0.5, cpu_of=workers) as monitor:
             output = process.communicate()[0]
         seconds, after = time.perf_counter() - start, os.getloadavg()
@@ -331,12 +329,7 @@ def grading_throughput(total: int, jobs: int, time_limit: float) -> str:
         "(resident sizes summed, sampled every 0.5 s)",
         f"- time per submission: {per_file / max(1, len(graded)):.2f} s, of which "
         f"{in_checks / max(1, len(graded)):.2f} s inside its checks; the rest starts its "
-        "worker(s) in a fresh sandbox ("
-        + (
-            "forked by the zygote, torch already imported)"
-            if wanted()
-            else f"a fresh interpreter importing torch: {VARIABLE}=0)"
-        ),
+        "worker (a fresh interpreter importing torch)",
         f"- CPU: workers {workers_cpu:.0f} s (sampled), the grader and what it waited for "
         f"{grader_s:.0f} s; on {jobs} idle cores at best "
         f"{(workers_cpu + grader_s) / jobs:.0f} s",

@@ -10,4 +10,20 @@ Never part of the student edition (``make student`` leaves ``instructor/`` out, 
 - ``solutions``: the answers as a student would write them (the homework, Week 20);
 - ``autograder``: Gradescope's ``run_autograder`` (public checks visible, hidden checks on fresh
   inputs ``after_due_date``), and ``autograder_files/`` the template of its zip (``make autograder``).
+
+Importing this package passes the answers in to the self-check (``answers.provide``): the public
+package never imports this one by name.
 """
+
+import functools
+import importlib
+
+from transformer_lab.selfcheck import answers as _answers
+
+
+@functools.cache
+def _live() -> dict:
+    return importlib.import_module("transformer_lab_instructor.live").ANSWERS
+
+
+_answers.provide(_live)

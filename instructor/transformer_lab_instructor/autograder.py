@@ -6,8 +6,11 @@
 documents). The submission is the folder's ``starter.py``, or its only ``.py`` file. The self-check
 runs twice: on its public inputs (what a student's own copy shows; ``visible``) and, in hidden
 mode, on inputs drawn afresh for this run with the answers computed by this package
-(``after_due_date``; these carry the points). Whatever happens, a valid ``results.json`` is
-written: a crash of the grader itself scores 0 and says so."""
+(``after_due_date``; these carry the points), from a seed derived from the course secret and the
+submission (``SELFCHECK_COURSE_SECRET``) and recorded in ``extra_data`` with the isolation used.
+Importing this package passes the answers in (``transformer_lab_instructor/__init__.py``).
+Whatever happens, a valid ``results.json`` is written: a crash of the grader itself scores 0 and
+says so."""
 
 from __future__ import annotations
 
@@ -39,21 +42,13 @@ def grader_failure(message: str) -> dict:
     }
 
 
-def run(
-    submission: Path,
-    results: Path,
-    page: str,
-    time_limit: float,
-    allow_process_isolation: bool = False,
-) -> int:
-    from transformer_lab.selfcheck.cli import main as selfcheck
+def run(submission: Path, results: Path, page: str, time_limit: float) -> int:
+    from transformer_lab.selfcheck.grading.cli import main as selfcheck
 
     results.parent.mkdir(parents=True, exist_ok=True)
     found = submission_file(submission)
     path = str(found) if found else str(submission / "starter.py")
     argv = [path, "--gradescope", str(results), "--hidden", "--page", page]
-    if allow_process_isolation:  # no bubblewrap in the image: graded all the same, said so
-        argv.append("--allow-process-isolation")
     return selfcheck([*argv, "--time-limit", str(time_limit)])
 
 
@@ -65,20 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--page", default="homework", choices=["homework", "week-20"])
     parser.add_argument("--time-limit", type=float, default=10.0)
-    parser.add_argument(
-        "--allow-process-isolation",
-        action="store_true",
-        help="grade even where bubblewrap does not work (see the self-check's grade --help)",
-    )
     args = parser.parse_args(argv)
     try:
-        status = run(
-            args.submission,
-            args.results,
-            args.page,
-            args.time_limit,
-            args.allow_process_isolation,
-        )
+        status = run(args.submission, args.results, args.page, args.time_limit)
     except Exception:  # noqa: BLE001 - Gradescope needs a results file whatever happens
         traceback.print_exc()
         status = 3

@@ -3,9 +3,8 @@
 ``level``: a test that takes it runs at every isolation level (``isolation().level``): the
 bubblewrap run is skipped, with the reason, where bubblewrap does not work; the process-level
 run (forced with ``SELFCHECK_ISOLATION=process``, the switch isolation.py documents) runs
-everywhere. ``start``: a test that takes it runs with a fresh worker and with one the zygote
-forked (bubblewrap only). Setting ``SELFCHECK_ISOLATION=process`` for the whole run tests a machine without
-bubblewrap here.
+everywhere. Setting ``SELFCHECK_ISOLATION=process`` for the whole run tests a machine without
+bubblewrap here; the unprivileged-user level is rehearsed in tests/test_gradescope_rehearsal.py.
 
 Every worker started during the run carries this session's mark in its environment (the worker
 keeps the ``TRANSFORMER_LAB*`` variables), so that the check at the end finds the workers of this
@@ -19,12 +18,15 @@ import uuid
 from pathlib import Path
 
 import pytest
+import transformer_lab_instructor  # noqa: F401 - passes the answers in for hidden-mode tests
 
 from selfcheck.processes import processes
-from transformer_lab.selfcheck import zygote
-from transformer_lab.selfcheck.isolation import BUBBLEWRAP, PROCESS, isolation
-from transformer_lab.selfcheck.worker import WORKER_MARK, forking_workers
-from transformer_lab.selfcheck.zygote import ZYGOTE_MARK
+from transformer_lab.selfcheck.worker.isolation import (
+    BUBBLEWRAP,
+    PROCESS,
+    WORKER_MARK,
+    isolation,
+)
 
 # One mark per test process (each pytest-xdist worker its own: one finishing early must not
 # count another's workers, still busy, as left behind).
@@ -55,33 +57,9 @@ def level(request, monkeypatch):
     return request.param
 
 
-@pytest.fixture(params=["fresh", "zygote"])
-def start(request):
-    """How a bubblewrap worker starts: a fresh interpreter, or forked by the zygote (as ``grade``
-    starts them; skipped where there is no bubblewrap, or at the process level of ``level``).
-    A zygote test fails if no worker was forked (a silent fall back to fresh ones)."""
-    if request.param == "fresh":
-        yield request.param
-        return
-    if "level" in request.fixturenames and request.getfixturevalue("level") != BUBBLEWRAP:
-        pytest.skip("the zygote forks bubblewrap workers only")
-    if machine_level() != BUBBLEWRAP:
-        pytest.skip(
-            "bubblewrap does not work on this machine (or SELFCHECK_ISOLATION=process)"
-        )
-    if not zygote.wanted():
-        pytest.skip(f"{zygote.VARIABLE}=0")
-    with forking_workers():
-        service = zygote.service()
-        yield request.param
-        assert service is not None and service.forked > 0, "no worker came from the zygote"
-
-
 def workers_of_this_session() -> list[int]:
-    """Worker processes (their command line names the sandbox, or the zygote, which every
-    worker it forks shares) started during this run."""
-    mark = SESSION_MARK.encode()
-    return processes(WORKER_MARK, mark) + processes(ZYGOTE_MARK, mark)
+    """Worker processes (their command line names the worker module) started during this run."""
+    return processes(WORKER_MARK.encode(), SESSION_MARK.encode())
 
 
 @pytest.fixture(scope="session", autouse=True)

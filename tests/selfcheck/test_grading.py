@@ -1,11 +1,11 @@
-"""transformer_lab.selfcheck.grading: a folder of submissions, each isolated, one CSV row per check."""
+"""transformer_lab.selfcheck.grading.folder: a folder of submissions, each isolated, one CSV row per check."""
 
 import csv
 import json
 
 from selfcheck.solutions import SOLUTION, STRETCH, with_body, write
 from transformer_lab.selfcheck import ALL_CHECKS, ENDED, NOT_RUN, PASSED, RAISED, TIMED_OUT
-from transformer_lab.selfcheck.cli import main
+from transformer_lab.selfcheck.grading.cli import main
 
 
 def make_submissions(folder):

@@ -1,6 +1,6 @@
-"""transformer_lab.selfcheck.isolation and sandbox: attacks by hostile submissions, and what defeats
-them. Each test plants an attack in a student's file and checks that it earns nothing,
-harms no classmate and leaves nothing behind. Short time limits keep them fast."""
+"""Attacks by hostile submissions on the worker, and what defeats them (the level's isolation,
+the kernel's limits, the grader's decoding). Each test plants an attack in a student's file and
+checks that it earns nothing, harms no classmate and leaves nothing behind. Short time limits keep them fast."""
 
 import csv
 import json
@@ -18,16 +18,13 @@ from classroom import write_class
 from selfcheck.processes import processes
 from selfcheck.solutions import SOLUTION, STRETCH, with_body, write
 from transformer_lab.selfcheck import FAILED, NOT_RUN, PASSED, TIMED_OUT, Limits, check_file
-from transformer_lab.selfcheck.cli import main
-from transformer_lab.selfcheck.isolation import (
-    PACKAGE,
-    PROCESS,
-    WORKER_MODULES,
-    project_root,
-)
-from transformer_lab.selfcheck.sandbox import SKELETON_MODULES
+from transformer_lab.selfcheck.grading.cli import main
+from transformer_lab.selfcheck.worker.isolation import BUBBLEWRAP, isolation
 
 FAST = Limits(seconds=2.0)
+needs_bubblewrap = pytest.mark.skipif(
+    isolation().level != BUBBLEWRAP, reason="bubblewrap does not work on this machine"
+)
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -46,125 +43,6 @@ def no_process_left(token: str, seconds: float = 3.0) -> bool:
             return False
         time.sleep(0.1)
     return True
-
-
-def test_the_worker_code_holds_no_answer():
-    """The skeleton a worker imports from: no module of it imports another part of the package."""
-    allowed = {m.removesuffix(".py").replace("/", ".") for m in WORKER_MODULES}
-    allowed = {f"transformer_lab.{m}" for m in allowed} | {
-        "transformer_lab",
-        "transformer_lab.selfcheck",
-    }
-    assert allowed - {"transformer_lab.__init__"} == SKELETON_MODULES
-    for relative in WORKER_MODULES:
-        for line in (PACKAGE / relative).read_text(encoding="utf-8").splitlines():
-            words = line.split()
-            if len(words) >= 2 and words[0] in ("from", "import"):
-                name = words[1].rstrip(",")
-                if name.startswith("transformer_lab"):
-                    assert name in allowed, (relative, line)
-
-
-BOOK_ROUTES = f"""
-import importlib
-import math
-import runpy
-import torch
-import torch.nn.functional as F
-
-from transformer_lab.pooling import masked_mean as _book_mean
-
-
-def attention(q, k, v, padding):
-    book = importlib.import_module("transformer_" + "lab.attention")
-    return book.attention(q, k, v, padding)
-
-
-def masked_mean(x, padding):
-    return _book_mean(x, padding)
-
-
-masked_mean.__module__ = __name__
-
-
-def accuracy(logits, labels):
-    namespace = runpy.run_path({str(PACKAGE / "metrics.py")!r})
-    return namespace["accuracy"](logits, labels)
-
-
-def embedding_parameters(vocab_size, d):
-    source = open({str(ROOT / "instructor" / "transformer_lab_instructor" / "solutions.py")!r}).read()
-    namespace = {{}}
-    exec(source, namespace)
-    exec(namespace["SOLUTION"], namespace)
-    return namespace["embedding_parameters"](vocab_size, d)
-
-
-def causal_padding_mask(padding, _mask=importlib.import_module("transformer_lab.attention").causal_mask):
-    return _mask(padding.shape[1])[None] | padding[:, None, :]
-
-
-def train_bpe_tokenizer(corpus, vocab_size):
-    from transformer_lab import tokenizer
-
-    return tokenizer.train_bpe_tokenizer(corpus, vocab_size)
-
-
-def multi_head_attention(x, padding, mha):
-    sdpa = getattr(torch.nn.functional, "scaled_dot_" + "product_attention")
-    b, l, d = x.shape
-    h = mha.num_heads
-    q, k, v = F.linear(x, mha.in_proj_weight, mha.in_proj_bias).chunk(3, dim=-1)
-    split = lambda t: t.reshape(b, l, h, d // h).transpose(1, 2)
-    mixed = sdpa(split(q), split(k), split(v), attn_mask=~padding[:, None, None, :])
-    return F.linear(mixed.transpose(1, 2).reshape(b, l, d), mha.out_proj.weight, mha.out_proj.bias)
-"""
-
-
-def test_the_books_answers_cannot_be_reached_by_any_route(tmp_path, level):
-    counts = "\n\ndef tokens_per_word(tokenizer, words):\n"
-    counts += "    return {w: len(tokenizer.encode(w).tokens) for w in words}\n"
-    path = write(tmp_path, "student.py", BOOK_ROUTES + counts)
-    report = check_file(path, limits=FAST)
-    assert report.isolation == level
-    got = statuses(report)
-    for name in ("attention", "causal_padding_mask", "train_bpe_tokenizer"):
-        assert got[name] == (FAILED, "book_implementation"), (name, got[name])
-    assert got["masked_mean"] in (
-        (FAILED, "book_implementation"),
-        (FAILED, "imported_answer"),
-    )
-    assert got["multi_head_attention"] == (FAILED, "library_attention")
-    for name in ("accuracy", "embedding_parameters"):  # the source on disk is out of reach
-        assert got[name][0] != PASSED, (name, got[name])
-    assert got["tokens_per_word"] == (PASSED, None)
-
-
-LIBRARY_ROUTES = """
-import torch
-
-
-def attention(q, k, v, padding, _fused=torch.ops.aten.scaled_dot_product_attention):
-    try:
-        out = _fused(q, k, v, attn_mask=~padding[:, None, :])
-    except BaseException:
-        out = None  # caught: the call is still reported
-    scores = (q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5).masked_fill(padding[:, None, :], float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
-
-
-def multi_head_attention(x, padding, mha):
-    return mha(x, x, x, key_padding_mask=padding)[0]
-"""
-
-
-def test_library_attention_is_refused_whatever_the_route(tmp_path):
-    path = write(tmp_path, "student.py", LIBRARY_ROUTES)
-    report = check_file(path, only=["attention", "multi_head_attention"], limits=FAST)
-    got = statuses(report)
-    assert got["attention"] == (FAILED, "library_attention")
-    assert got["multi_head_attention"] == (FAILED, "library_attention")
 
 
 def hostile_classmate(folder: Path, outside: Path, results: Path, token: str) -> str:
@@ -199,9 +77,11 @@ if os.fork() == 0:  # a daemon in its own session, that outlives its parent
     )
 
 
-def test_a_hostile_submission_touches_no_classmate_no_result_and_leaves_nothing(
-    tmp_path, level
-):
+@needs_bubblewrap
+def test_a_hostile_submission_touches_no_classmate_no_result_and_leaves_nothing(tmp_path):
+    """In bubblewrap (the unprivileged user: tests/test_gradescope_rehearsal.py). The process
+    level is a student's own check, which holds against mistakes, not attacks."""
+    level = BUBBLEWRAP
     folder, token = tmp_path / "class", f"hostile{os.getpid()}{level}"
     folder.mkdir()
     outside, results = tmp_path / "outside.txt", tmp_path / "grades.csv"
@@ -452,12 +332,6 @@ def test_a_killed_grader_leaves_no_worker_behind(tmp_path, grader_box, when):
     assert not out.exists()
 
 
-def test_the_hidden_paths_cover_the_project_and_the_package():
-    root = project_root()
-    assert root is not None and (root / "pyproject.toml").is_file()
-    assert PACKAGE.is_relative_to(root)
-
-
 def test_a_mixed_class_grades_the_same_with_one_job_or_two_and_nothing_else_is_touched(
     tmp_path,
 ):
@@ -480,42 +354,6 @@ def test_a_mixed_class_grades_the_same_with_one_job_or_two_and_nothing_else_is_t
     ]
 
 
-def test_a_check_may_let_students_build_on_named_book_modules_and_no_others(tmp_path):
-    """``Check.book_modules`` (e.g. a class of the book to subclass): real in that worker only;
-    ``Check.library_attention``: PyTorch's attention usable there (inside the book's model)."""
-    import torch
-
-    from transformer_lab.selfcheck.core import Failed
-    from transformer_lab.selfcheck.worker import RemoteFunction, Worker
-
-    source = "from transformer_lab.pooling import masked_mean\n"
-    source += "from transformer_lab.attention import attention\n"
-    source += "import torch\nfused = torch.nn.functional.scaled_dot_product_attention\n"
-    path = write(tmp_path, "student.py", source)
-    x, padding = torch.ones(1, 2, 3), torch.tensor([[False, True]])
-    modules = ("transformer_lab.pooling",)
-    names = ["masked_mean", "attention", "fused"]
-    with Worker(path, names, FAST, book_modules=modules, library_attention=True) as worker:
-        worker.start()
-        worker.begin_check(FAST.seconds)
-        mean = RemoteFunction(worker, "masked_mean").call(x, padding).result
-        assert torch.equal(mean, torch.ones(1, 3))
-        mixed = RemoteFunction(worker, "fused").call(x, x, x).result
-        assert tuple(mixed.shape) == (1, 2, 3)
-        with pytest.raises(Failed) as failed:
-            RemoteFunction(worker, "attention").call(x, x, x, padding)
-        assert failed.value.finding.code == "book_implementation"
-
-
-def test_book_modules_bring_what_they_import_and_the_data_they_load():
-    from transformer_lab.selfcheck.isolation import data_folders, with_imports
-
-    needed = with_imports(("transformer_lab.char_transformer",))
-    assert {"transformer_lab.datasets", "transformer_lab.pooling"} <= set(needed)
-    assert "transformer_lab.attention" not in needed
-    assert data_folders(("transformer_lab.char_transformer",)) and not data_folders(())
-
-
 # A second attack pass: each submission below attacks one way; one grading of the whole class
 # (the fixture) is read by the tests that follow. A correct classmate, alice, must still pass.
 ONLY = [
@@ -525,36 +363,6 @@ ONLY = [
     "embedding_parameters",
     "multi_head_attention",
 ]
-QUANTIZABLE = """
-from torch.ao.nn.quantizable import MultiheadAttention
-
-
-def multi_head_attention(x, padding, mha):
-    q = MultiheadAttention(mha.embed_dim, mha.num_heads).eval()
-    d, w, b = mha.embed_dim, mha.in_proj_weight, mha.in_proj_bias
-    with torch.no_grad():
-        for i, part in enumerate((q.linear_Q, q.linear_K, q.linear_V)):
-            part.weight.copy_(w[i * d : (i + 1) * d])
-            part.bias.copy_(b[i * d : (i + 1) * d])
-        q.out_proj.weight.copy_(mha.out_proj.weight)
-        q.out_proj.bias.copy_(mha.out_proj.bias)
-    t = x.transpose(0, 1)
-    return q(t, t, t, key_padding_mask=padding, need_weights=False)[0].transpose(0, 1)
-"""
-DECOMPOSITION = """
-import torch._decomp
-
-
-def multi_head_attention(x, padding, mha):
-    op = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
-    return torch._decomp.decomposition_table[op](x[:, None], x[:, None], x[:, None])[0][:, 0]
-"""
-FLEX = """
-def multi_head_attention(x, padding, mha):
-    from torch.nn.attention.flex_attention import flex_attention
-
-    return flex_attention(x[:, None], x[:, None], x[:, None])[:, 0]
-"""
 # Replies forged by replacing the worker's encoder: one 8 MB tensor named 100 times (800 MB
 # if unpacked), and a list nested 20,000 deep.
 FORGED = """
@@ -613,18 +421,6 @@ torch.Tensor.__eq__ = lambda *a: True
 math.isclose = lambda *a, **k: True
 builtins.abs = lambda x: 0
 """
-# Forged tripwire lines on the alarm pipe, then a time-out: the fresh worker of the next check
-# must start clean (the lines are not its own).
-ALARMS = """
-import os, sys
-
-
-def masked_mean(x, padding):
-    os.write(int(sys.argv[2]), b"book:transformer_lab.pooling.masked_mean\\n" * 1000)
-    while True:
-        pass
-"""
-
 # A detached masked mean (computed in NumPy) with the worker's gradient report forged: every
 # input "reached", with made-up gradients. The checking process computes the true ones.
 FORGED_GRADIENT = """
@@ -657,18 +453,11 @@ def attack_class(tmp_path_factory):
     folder.mkdir()
     alice = write(folder, "alice.py", SOLUTION + STRETCH)
     (root / "answer_key.py").write_text(SOLUTION + STRETCH, encoding="utf-8")
-    for name, route in [
-        ("quantizable", QUANTIZABLE),
-        ("decomposition", DECOMPOSITION),
-        ("flex", FLEX),
-    ]:
-        write(folder, f"route_{name}.py", SOLUTION + route)
     for kind in ("bomb", "deep"):
         write(folder, f"forged_{kind}.py", SOLUTION + f"KIND = {kind!r}\n" + FORGED)
     write(folder, "returns.py", SOLUTION + RETURNS)
     wrong = SOLUTION.replace("return vocab_size * d", "return vocab_size + d")
     write(folder, "patches.py", wrong.replace("/ keep.sum(1)", "") + PATCHES)
-    write(folder, "alarms.py", SOLUTION + ALARMS)
     write(folder, "forged_gradient.py", SOLUTION + FORGED_GRADIENT)
     (folder / "link_to_alice.py").symlink_to(alice)
     (folder / "link_to_key.py").symlink_to(root / "answer_key.py")
@@ -689,7 +478,7 @@ def attack_class(tmp_path_factory):
 
 def test_every_entry_gets_its_rows_and_a_classmate_still_passes(attack_class):
     results, rows, alice = attack_class
-    assert len(rows) == 15 * len(ONLY) and len(results) == 15
+    assert len(rows) == 11 * len(ONLY) and len(results) == 11
     assert {row["submission"] for row in rows} >= {"new\\x0aline.py", "a_fifo.py"}
     assert all(status == PASSED for status, _, _ in results["alice.py"].values())
     assert alice.read_text(encoding="utf-8") == SOLUTION + STRETCH
@@ -707,14 +496,6 @@ def test_links_folders_and_fifos_are_refused_not_followed(attack_class):
             status == NOT_RUN and why in message
             for status, _, message in results[name].values()
         ), (name, results[name])
-
-
-def test_pytorchs_attention_in_python_is_out_of_reach(attack_class):
-    results, _, _ = attack_class
-    status, code, _ = results["route_quantizable.py"]["multi_head_attention"]
-    assert (status, code) == (FAILED, "library_attention")
-    for name in ("route_decomposition.py", "route_flex.py"):
-        assert results[name]["multi_head_attention"][0] != PASSED, results[name]
 
 
 def test_forged_replies_cannot_flood_the_grader(attack_class):
@@ -739,15 +520,10 @@ def test_a_forged_gradient_report_does_not_pass_a_detached_function(attack_class
     assert got["accuracy"][0] == PASSED, got  # a check without gradients is unaffected
 
 
-def test_forged_alarms_stay_with_the_check_that_sent_them(attack_class):
-    got = attack_class[0]["alarms.py"]
-    assert got["masked_mean"][0] in (FAILED, TIMED_OUT)
-    assert got["accuracy"][0] == PASSED and got["embedding_parameters"][0] == PASSED, got
-
-
-def test_no_route_signals_the_grader(tmp_path, level):
-    """A pidfd (no audit event), a fork, ``_posixsubprocess``: refused at the process level;
-    in a sandbox the grader's pid does not exist."""
+@needs_bubblewrap
+def test_no_route_signals_the_grader(tmp_path):
+    """A pidfd, a fork: in a sandbox the grader's pid does not exist."""
+    level = BUBBLEWRAP
     source = (
         SOLUTION
         + f"""
@@ -777,43 +553,3 @@ def embedding_parameters(vocab_size, d):
         signal.signal(signal.SIGUSR1, previous)
     assert report.isolation == level and not received
     assert report.results[0].status == PASSED
-    if level == PROCESS:
-        assert "DID" not in report.results[0].output
-
-
-def test_the_folders_a_killed_grader_left_are_removed_by_the_next_one(
-    tmp_path, monkeypatch
-):
-    """SIGKILL skips atexit: the next process removes a folder whose process has ended and which
-    has not changed for an hour, and no other (its own, a recent one, another kind)."""
-    from transformer_lab.selfcheck import isolation
-
-    own = Path(isolation.runs_folder()).name  # before the temporary folder moves
-    monkeypatch.setattr(isolation.tempfile, "tempdir", str(tmp_path))
-    ended = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    dead, old = int(ended.stdout), time.time() - 2 * isolation.ABANDONED_SECONDS
-    folders = {}
-    for name, kind, pid, stale in [
-        ("abandoned", "skeleton", dead, True),
-        ("mine", "skeleton", os.getpid(), True),
-        ("recent", "skeleton", dead, False),
-        ("runs", "runs", dead, True),
-    ]:
-        folder = tmp_path / f"selfcheck-{kind}-{pid}-{name}"
-        (folder / "transformer_lab").mkdir(parents=True)
-        os.chmod(folder / "transformer_lab", 0o555)  # read-only, as a skeleton is
-        if stale:
-            os.utime(folder, (old, old))
-        folders[name] = folder
-    isolation.remove_abandoned("skeleton")
-    assert not folders["abandoned"].exists()
-    # this process's own folders carry its id, so that a later process can judge them
-    assert own.startswith(f"selfcheck-runs-{os.getpid()}-")
-    assert all(folders[name].exists() for name in ("mine", "recent", "runs"))
-    for folder in tmp_path.glob("selfcheck-*/*"):
-        os.chmod(folder, 0o755)

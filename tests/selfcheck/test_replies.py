@@ -33,7 +33,7 @@ def _forged_reply(self, message):
     _Connection(int(_sys.argv[1])).send_bytes(data)  # about 16 MB
 
 
-_sys.modules["transformer_lab.selfcheck.sandbox"].Server.reply = _forged_reply
+_sys.modules["transformer_lab.selfcheck.worker.serve"].Server.reply = _forged_reply
 """
 
 SAME_HASH_ENCODED = """
@@ -70,7 +70,7 @@ _transport.encode = _forged
 GRADE = """
 import json, sys
 from transformer_lab.selfcheck import Limits
-from transformer_lab.selfcheck.grading import grade_folder, write_csv
+from transformer_lab.selfcheck.grading.folder import grade_folder, write_csv
 
 reports = grade_folder(sys.argv[1], only=["accuracy"], limits=Limits(seconds=2.0))
 rows = write_csv(reports, sys.argv[2])

@@ -1,4 +1,4 @@
-"""transformer_lab.selfcheck.report: the text, the JSON and the autograder results."""
+"""transformer_lab.selfcheck.grading.report: the text, the JSON and the autograder results."""
 
 from transformer_lab.selfcheck import (
     FAILED,
@@ -9,7 +9,7 @@ from transformer_lab.selfcheck import (
     Finding,
     Report,
 )
-from transformer_lab.selfcheck.report import (
+from transformer_lab.selfcheck.grading.report import (
     _wrap,
     format_report,
     gradescope_results,
@@ -133,3 +133,17 @@ def test_a_wrapped_timing_stays_on_one_line_for_the_page_sanitizer():
     )
     for width in range(20, 90, 7):
         assert "0.12 s (wall)" in _wrap(line, width)
+
+
+def test_bidi_and_line_separators_are_escaped_in_the_csv_and_the_json(tmp_path):
+    from transformer_lab.selfcheck.core import FAILED, CheckResult
+    from transformer_lab.selfcheck.grading.folder import write_csv, write_json
+
+    tricky = "evil\u202egnp.py \u2028 next\u2029 \u2066x\u2069"
+    report = Report(tricky, [CheckResult("accuracy", "Exercise 1", FAILED, tricky)])
+    write_csv([report], tmp_path / "g.csv")
+    write_json([report], tmp_path / "g.json")
+    for name in ("g.csv", "g.json"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert not {"\u202e", "\u2028", "\u2029", "\u2066", "\u2069"} & set(text), name
+        assert "\\u202e" in text, name

@@ -1,4 +1,4 @@
-"""transformer_lab.selfcheck.runner and .cli: checking whole files, from Python and from the command line."""
+"""transformer_lab.selfcheck.grading.runner and .cli: checking whole files, from Python and from the command line."""
 
 import argparse
 import json
@@ -20,9 +20,9 @@ from transformer_lab.selfcheck import (
     check_file,
     format_report,
 )
-from transformer_lab.selfcheck.cli import _split_only, main
-from transformer_lab.selfcheck.isolation import BUBBLEWRAP, isolation
-from transformer_lab.selfcheck.runner import _loaded_here
+from transformer_lab.selfcheck.grading.cli import _split_only, main
+from transformer_lab.selfcheck.grading.runner import _loaded_here
+from transformer_lab.selfcheck.worker.isolation import BUBBLEWRAP, isolation
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -245,14 +245,22 @@ def test_a_file_loaded_through_a_link_of_another_name_counts_as_loaded(
     assert not _loaded_here(write(tmp_path, "other.py", SOLUTION))
 
 
-def test_prepared_workers_change_no_result_of_a_file_that_needs_two(tmp_path):
-    """A week-20 file needs two workers (the book's model, and plain code): ``prestart`` starts
-    the second while the first runs, and the report is the same."""
-    from selfcheck.solutions import WEEK20
+PAD_ID_REPAIR = """
+import torch
+from transformer_lab.char_transformer import PAD_ID
+from transformer_lab.pooling import masked_mean
 
-    path = write(tmp_path, "w20.py", WEEK20)
-    reports = [
-        check_file(path, page="week-20", prestart=prestart) for prestart in (False, True)
-    ]
-    rows = [[(r.name, r.status, r.summary) for r in report.results] for report in reports]
-    assert rows[0] == rows[1] and {status for _, status, _ in rows[0]} == {PASSED}
+
+def repaired_forward(model, ids, padding):
+    padding = ids == PAD_ID  # the broken class's own line, kept
+    x = model.embed(ids) + model.pos(torch.arange(ids.shape[1]))[None]
+    x = model.encoder(x.transpose(0, 1), src_key_padding_mask=padding).transpose(0, 1)
+    return model.head(masked_mean(x, padding)).squeeze(-1)
+"""
+
+
+def test_a_repair_that_keeps_the_broken_class_import_of_pad_id_passes(tmp_path):
+    """The book's constants are real in the worker: ``PAD_ID`` is the book's 0, not a stand-in."""
+    path = write(tmp_path, "student.py", PAD_ID_REPAIR)
+    report = check_file(path, only=["repaired_forward"], page="week-20")
+    assert report.results[0].status == PASSED, report.results[0]

@@ -1,13 +1,10 @@
 """transformer_lab.selfcheck.worker: student code runs in a worker process, so it cannot hang the
-self-check, end it, flood it, or make wrong code pass by changing the references. The tests that
-take ``start`` run with a fresh worker and with one the zygote forked: every exit status, signal
-and limit reads the same."""
+self-check, end it, flood it, or make wrong code pass by changing the references."""
 
 import pytest
 
 from selfcheck.solutions import SOLUTION, STRETCH, with_body, write
 from transformer_lab.selfcheck import ENDED, PASSED, RAISED, TIMED_OUT, Limits, check_file
-from transformer_lab.selfcheck.isolation import BUBBLEWRAP
 
 # The time limit a looping student function waits out. A right check's requests take at most
 # about 20 ms here, so half a second leaves room for a machine several times slower.
@@ -18,14 +15,16 @@ def statuses(report):
     return {result.name: result.status for result in report.results}
 
 
-def test_a_function_that_never_returns_is_stopped_and_the_others_still_run(tmp_path, start):
+def test_a_function_that_never_returns_is_stopped_and_the_others_still_run(tmp_path):
     source = with_body(SOLUTION + STRETCH, "masked_mean", "while True: pass")
     source = with_body(source, "accuracy", "import time; time.sleep(60)")
     report = check_file(write(tmp_path, "student.py", source), limits=FAST)
     for name in ("masked_mean", "accuracy"):  # a loop, a sleep
         result = next(r for r in report.results if r.name == name)
         assert result.status == TIMED_OUT
-        assert result.summary.startswith(f"took longer than {FAST.seconds:g} s")
+        assert result.summary.startswith(
+            (f"used more than {FAST.seconds:g} s of CPU", "gave no answer within")
+        )
     stopped = {r.name for r in report.results if r.status != PASSED}
     assert stopped == {"masked_mean", "accuracy"}
 
@@ -44,7 +43,7 @@ STOPS = {
 }
 
 
-def test_exits_interrupts_and_crashes_end_only_that_check(tmp_path, start):
+def test_exits_interrupts_and_crashes_end_only_that_check(tmp_path):
     source = SOLUTION
     for function, (line, _, _) in STOPS.items():
         source = with_body(source, function, line)
@@ -56,25 +55,18 @@ def test_exits_interrupts_and_crashes_end_only_that_check(tmp_path, start):
     assert got["train_bpe_tokenizer"].status == PASSED and not report.all_passed
 
 
-def test_a_crash_in_native_code_ends_only_that_check(tmp_path, level, start):
-    """In a sandbox the crash happens and ends the worker; at the process level the audit hook
-    refuses ctypes before it can."""
+def test_a_crash_in_native_code_ends_only_that_check(tmp_path, level):
+    """The crash ends the worker, at every level; the next check gets a fresh one."""
     line = "import ctypes; ctypes.string_at(0)"
     path = write(tmp_path, "student.py", with_body(SOLUTION, "accuracy", line))
     report = check_file(path, only=["accuracy", "embedding_parameters"], limits=FAST)
     assert report.isolation == level
     crashed, other = report.results
-    if level == BUBBLEWRAP:
-        assert crashed.status == ENDED and "killed by SIGSEGV" in crashed.summary
-    else:
-        assert (
-            crashed.status == RAISED
-            and "does not let your code use ctypes" in crashed.summary
-        )
+    assert crashed.status == ENDED and "killed by SIGSEGV" in crashed.summary
     assert other.status == PASSED
 
 
-def test_a_flood_of_output_is_cut_off_and_kept_out_of_the_report(tmp_path, start):
+def test_a_flood_of_output_is_cut_off_and_kept_out_of_the_report(tmp_path):
     path = write(
         tmp_path,
         "student.py",
@@ -98,7 +90,7 @@ def test_printed_lines_are_shown_with_their_check(tmp_path):
     assert report.results[0].output.splitlines() == ["debug 80", "debug 50000", "debug 7"]
 
 
-def test_too_much_memory_is_an_error_not_a_swapping_machine(tmp_path, start):
+def test_too_much_memory_is_an_error_not_a_swapping_machine(tmp_path):
     path = write(
         tmp_path,
         "student.py",
@@ -130,33 +122,13 @@ def test_changing_the_book_references_does_not_make_wrong_code_pass(tmp_path):
     "top, text",
     [
         ("import sys\nsys.exit(0)\n", "SystemExit at student.py:3 in <module>"),
-        ("while True:\n    pass\n", f"took longer than {FAST.seconds:g} s"),
+        ("while True:\n    pass\n", f"used more than {FAST.seconds:g} s of CPU time"),
         ("import os\nos._exit(3)\n", "exit status 3"),
     ],
     ids=["exit", "loop", "os-exit"],
 )
-def test_a_file_that_stops_while_loading_is_one_line(tmp_path, top, text, start):
+def test_a_file_that_stops_while_loading_is_one_line(tmp_path, top, text):
     path = write(tmp_path, "student.py", "import math\n" + top + SOLUTION)
     report = check_file(path, limits=FAST)
     assert report.load_error is not None and text in report.load_error
     assert "\n" not in report.load_error
-
-
-def test_a_prepared_worker_runs_no_student_code_before_it_is_started(tmp_path, start):
-    """``Worker.prepare`` starts the interpreter ahead of the checks; the file loads at ``start``."""
-    import time
-
-    from transformer_lab.selfcheck.worker import Worker
-
-    # In bubblewrap the worker's folder is its own (a RAM file system): the file says it ran
-    # on its output, which the grader keeps.
-    path = write(tmp_path, "student.py", "print('file loaded', flush=True)\n" + SOLUTION)
-    with Worker(path, ["accuracy"], FAST) as worker:
-        worker.prepare()
-        deadline = time.monotonic() + 120
-        while not worker.conn.poll(0.1):  # "ready": torch imported, the file not yet read
-            assert time.monotonic() < deadline, "the prepared worker never got ready"
-        time.sleep(0.5)
-        assert "file loaded" not in worker.new_output()
-        assert "accuracy" in worker.start()
-        assert "file loaded" in worker.new_output()

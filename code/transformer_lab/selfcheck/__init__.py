@@ -13,11 +13,12 @@ with a time limit per check, so a loop, ``sys.exit()`` or a crash ends only that
 Exit status: 0 when every selected check passes, 1 otherwise, 2 when FILE cannot be loaded.
 
 One module per graded concept (``attention``, ``pooling``, ``metrics``, ``tokenizer``,
-``embedding``, ``masks``, ``multihead``), each with a table of :class:`Mistake` entries matched
-by :func:`first_match`; ``registry`` lists the checks, ``worker`` runs student code in a
-sandboxed process (``isolation`` starts it without the book's answers, ``sandbox`` is its side,
-``execution`` calls the functions, ``transport`` brings results back as plain data), ``runner``
-checks a file, ``report`` formats the result, ``grading`` and ``cli`` are the commands.
+``embedding``, ``masks``, ``multihead``, ...), each with a table of :class:`Mistake` entries
+matched by :func:`first_match`; ``registry`` lists the checks. ``worker/`` runs student code
+(``isolation`` picks where: bubblewrap, an unprivileged user or a plain process; ``parent`` starts,
+times and ends it; ``serve`` is the worker), ``transport`` brings results back as plain data,
+``grading/`` holds the commands (``cli``), one file's checks (``runner``), a class (``folder``)
+and the reports (``report``).
 """
 
 from transformer_lab.selfcheck.attention import (
@@ -42,6 +43,18 @@ from transformer_lab.selfcheck.core import (
 )
 from transformer_lab.selfcheck.embedding import check_embedding_parameters
 from transformer_lab.selfcheck.errors import COMMON_ERROR_HINTS, summarise_exception
+from transformer_lab.selfcheck.grading.report import (
+    Report,
+    format_report,
+    gradescope_results,
+    report_to_json,
+)
+from transformer_lab.selfcheck.grading.runner import (
+    DEFAULT_PATH,
+    check_file,
+    check_module,
+    find_homework_starter,
+)
 from transformer_lab.selfcheck.masks import check_causal_padding_mask
 from transformer_lab.selfcheck.metrics import (
     ACCURACY_LABELS,
@@ -52,18 +65,6 @@ from transformer_lab.selfcheck.metrics import (
 from transformer_lab.selfcheck.multihead import check_multi_head_attention
 from transformer_lab.selfcheck.pooling import check_masked_mean, masked_mean_probe
 from transformer_lab.selfcheck.registry import ALL_CHECKS, CHECKS, STRETCH_CHECKS, Check
-from transformer_lab.selfcheck.report import (
-    Report,
-    format_report,
-    gradescope_results,
-    report_to_json,
-)
-from transformer_lab.selfcheck.runner import (
-    DEFAULT_PATH,
-    check_file,
-    check_module,
-    find_homework_starter,
-)
 from transformer_lab.selfcheck.tokenizer import (
     check_tokens_per_word,
     check_train_bpe_tokenizer,

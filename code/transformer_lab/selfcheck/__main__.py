@@ -1,10 +1,10 @@
-"""``python -m transformer_lab.selfcheck``: see :mod:`transformer_lab.selfcheck.cli`."""
+"""``python -m transformer_lab.selfcheck``: see :mod:`transformer_lab.selfcheck.grading.cli`."""
 
 import atexit
 import os
 import sys
 
-from transformer_lab.selfcheck.cli import main
+from transformer_lab.selfcheck.grading.cli import main
 
 status = main()
 # Exit at once: the clean-up registered with atexit (the workers' temporary folders) runs, the

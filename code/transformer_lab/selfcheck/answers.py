@@ -9,8 +9,10 @@ Such a check asks this module instead, by name, and runs in one of three modes:
   check's public inputs, read from ``data/stored_outputs.json``. An input that is not stored
   raises ``LookupError``, which the mistake matcher treats as "this mistake cannot be
   computed here".
-- ``hidden`` (the instructor's autograder): the live functions of
-  ``transformer_lab_instructor.live`` on inputs drawn afresh for the run (:func:`fresh_seed`).
+- ``hidden`` (the instructor's autograder): the live functions the instructor's package passes
+  in (:func:`provide`; this package never imports it), on inputs drawn from a seed derived from
+  a course secret and the submission (:func:`submission_seed`, :func:`fresh_seed`): recorded in
+  the results, so that a regrade reproduces the grade.
 - ``record``: live, and every answer given is kept, with the input it was given for. The
   instructor's generator (``python -m transformer_lab_instructor.stored``) runs the public
   inputs in this mode and writes what it kept to the JSON file; ``tests/test_editions.py``
@@ -29,6 +31,7 @@ import base64
 import contextlib
 import functools
 import hashlib
+import hmac
 import json
 import secrets
 from collections.abc import Callable, Iterator
@@ -40,7 +43,23 @@ PUBLIC, HIDDEN, RECORD = "public", "hidden", "record"
 DATA = Path(__file__).resolve().parent / "data" / "stored_outputs.json"
 REFERENCE = "reference"  # the answer key of a check's right answer
 
-_state: dict[str, object] = {"mode": PUBLIC, "recorded": None}
+_state: dict[str, object] = {"mode": PUBLIC, "recorded": None, "seed": 0}
+_LIVE: list[Callable[[], dict]] = []  # what provide() was given
+
+
+def provide(live: Callable[[], dict]) -> None:
+    """The instructor's package passes its answers in: ``live()`` returns the table (check ->
+    key -> function) that hidden and record mode compute with."""
+    _LIVE[:] = [live]
+
+
+def hidden_problem() -> str | None:
+    """Why the hidden checks cannot run here (None when they can)."""
+    try:
+        _live_table()
+    except RuntimeError as error:
+        return str(error)
+    return None
 
 
 def mode() -> str:
@@ -49,15 +68,17 @@ def mode() -> str:
 
 
 @contextlib.contextmanager
-def using(new_mode: str) -> Iterator[dict]:
-    """Run the block in ``new_mode``; yields what ``record`` mode keeps (check -> input -> answers)."""
+def using(new_mode: str, seed: int | None = None) -> Iterator[dict]:
+    """Run the block in ``new_mode``; yields what ``record`` mode keeps (check -> input ->
+    answers). ``seed``: the hidden inputs' seed (default: drawn afresh)."""
     if new_mode not in (PUBLIC, HIDDEN, RECORD):
         raise ValueError(f"mode must be public, hidden or record, got {new_mode!r}")
     if new_mode != PUBLIC:
         _live_table()  # fails here, with the reason, where the instructor's package is missing
     saved = dict(_state)
     recorded: dict = {}
-    _state.update(mode=new_mode, recorded=recorded)
+    seed = secrets.randbelow(2**31) if seed is None else seed
+    _state.update(mode=new_mode, recorded=recorded, seed=seed)
     try:
         yield recorded
     finally:
@@ -66,9 +87,23 @@ def using(new_mode: str) -> Iterator[dict]:
 
 
 def fresh_seed(public: int) -> int:
-    """``public`` (the seed of a public input) in public and record mode; a seed drawn with
-    ``secrets`` in hidden mode, so that the graded inputs are new on every run."""
-    return secrets.randbelow(2**31) if mode() == HIDDEN else public
+    """``public`` (the seed of a public input) in public and record mode; in hidden mode a seed
+    derived from the run's seed (:func:`using`) and ``public``, so that every probe has its own
+    and a regrade with the same seed draws the same inputs."""
+    if mode() != HIDDEN:
+        return public
+    digest = hashlib.sha256(f"{_state['seed']}:{public}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % 2**31
+
+
+def submission_seed(submission: bytes, secret: str | None) -> int:
+    """The hidden inputs' seed for one submission: an HMAC of its bytes under the course's
+    ``secret`` (a student who cannot read the secret cannot predict it); drawn afresh when no
+    secret is set (the results record it either way)."""
+    if not secret:
+        return secrets.randbelow(2**31)
+    digest = hmac.new(secret.encode(), submission, hashlib.sha256).digest()
+    return int.from_bytes(digest[:4], "big") % 2**31
 
 
 def reference(check: str) -> Callable[..., object]:
@@ -91,16 +126,13 @@ def answer(check: str, key: str) -> Callable[..., object]:
     return call
 
 
-@functools.cache
 def _live_table() -> dict[str, dict[str, Callable[..., object]]]:
-    try:
-        from transformer_lab_instructor.live import ANSWERS
-    except ImportError as error:
+    if not _LIVE:
         raise RuntimeError(
-            "the hidden checks need the instructor's package (instructor/ of the instructor's "
-            "copy, or the autograder): it is not importable here"
-        ) from error
-    return ANSWERS
+            "the hidden checks need the instructor's answers, which only the instructor's "
+            "package passes in (import transformer_lab_instructor, or run its autograder)"
+        )
+    return _LIVE[0]()
 
 
 # --------------------------------------------------------------------------- inputs and outputs

@@ -93,8 +93,8 @@ _INSTALLED: list[
 def install_library_spies() -> None:
     """Wrap each library attention function so that a call is recorded (and still computed).
 
-    For code run in this process (:class:`LocalFunction`: tests, pages). A worker has stronger
-    tripwires, which refuse the call (``sandbox.arm_library_tripwires``)."""
+    For code run in this process (:class:`LocalFunction`: tests, pages) and in a worker, which
+    installs them before the student's file loads. A record names a mistake; it is no defence."""
     if _INSTALLED:
         return
     for owner, attribute, label in LIBRARY_ATTENTION:

@@ -20,21 +20,16 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
-from transformer_lab.selfcheck.registry import HOMEWORK
-from transformer_lab.selfcheck.report import (
+from transformer_lab.selfcheck.grading.report import (
     Report,
     report_to_dict,
     spreadsheet_cell,
     valid_data,
     valid_text,
 )
-from transformer_lab.selfcheck.runner import check_file
-from transformer_lab.selfcheck.worker import (
-    Limits,
-    allow_workers,
-    forking_workers,
-    kill_all_workers,
-)
+from transformer_lab.selfcheck.grading.runner import check_file
+from transformer_lab.selfcheck.registry import HOMEWORK
+from transformer_lab.selfcheck.worker import Limits, allow_workers, kill_all_workers
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")
 
@@ -71,30 +66,15 @@ def grade_folder(
     limits: Limits | None = None,
     progress: Callable[[Report], None] | None = None,
     jobs: int = 1,
-    hidden: Sequence[str] = (),
     page: str = HOMEWORK,
 ) -> list[Report]:
     """Check every submission of ``folder``, ``jobs`` at a time; each runs in its own worker with
     ``limits``, so one that loops, crashes, exits or floods its output cannot affect the others.
-    ``hidden``: the results files (no worker sees them). Ctrl-C raises
+    Ctrl-C raises
     :class:`GradingInterrupted` with the reports finished so far, once every worker has ended.
     ``page`` picks the exercise page's checks ("homework" or "week-20")."""
     paths = submissions(folder)
     allow_workers()
-    with forking_workers() if paths else contextlib.nullcontext():
-        return _grade(paths, only, limits, progress, jobs, hidden, page)
-
-
-def _grade(
-    paths: list[Path],
-    only: Sequence[str],
-    limits: Limits | None,
-    progress: Callable[[Report], None] | None,
-    jobs: int,
-    hidden: Sequence[str],
-    page: str,
-) -> list[Report]:
-    """:func:`grade_folder`'s work, once the workers' zygote (if any) is started."""
     done: dict[Path, Report] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     futures = {
@@ -104,7 +84,6 @@ def _grade(
             only,
             display=path.name,
             limits=limits,
-            hidden=hidden,
             page=page,
             follow_links=False,
         ): path

@@ -12,22 +12,27 @@ from pathlib import Path
 
 from transformer_lab.selfcheck import answers
 from transformer_lab.selfcheck.core import NOT_RUN, CheckResult
-from transformer_lab.selfcheck.isolation import PROCESS, isolation
-from transformer_lab.selfcheck.registry import EVERY_CHECK, HOMEWORK, PAGES
-from transformer_lab.selfcheck.report import (
+from transformer_lab.selfcheck.grading.report import (
     Report,
     format_report,
     gradescope_results,
     printable,
     report_to_json,
 )
-from transformer_lab.selfcheck.runner import (
+from transformer_lab.selfcheck.grading.runner import (
     check_file,
     find_homework_starter,
     selected_checks,
     starter_path,
 )
+from transformer_lab.selfcheck.registry import EVERY_CHECK, HOMEWORK, PAGES
 from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
+from transformer_lab.selfcheck.worker.isolation import (
+    PROCESS,
+    end_worker_users,
+    grading_problem,
+    isolation,
+)
 
 PROG = "python -m transformer_lab.selfcheck"
 NAMES = [check.name for check in EVERY_CHECK]
@@ -80,45 +85,6 @@ def _check_outputs(parser: argparse.ArgumentParser, **paths: str | None) -> None
                 parser.error(f"--{option}: {problem}")
 
 
-ALLOW_PROCESS = "--allow-process-isolation"
-WEAK_GRADING = (
-    "WARNING: graded WITHOUT the sandbox ({why}): a determined submission can get round the "
-    "process level's guard (e.g. read a classmate's file and pass with it), so these results "
-    "are not safe to give marks from"
-)
-
-
-def weak_grading(allowed: bool) -> tuple[str | None, str | None]:
-    """Grading (``grade``, ``--hidden``) needs bubblewrap: (refusal, warning). ``refusal`` when
-    it does not work here and the grader did not choose the process level explicitly (the
-    ``--allow-process-isolation`` flag, or ``SELFCHECK_ISOLATION=process``); ``warning`` when it
-    grades at the process level all the same. A student's own check needs neither: nothing is at
-    stake there, and a Mac has no bubblewrap."""
-    if isolation().level != PROCESS:
-        return None, None
-    if os.environ.get("SELFCHECK_ISOLATION", "") == PROCESS:
-        return None, WEAK_GRADING.format(why="SELFCHECK_ISOLATION=process")
-    if allowed:
-        return None, WEAK_GRADING.format(why=ALLOW_PROCESS)
-    return (
-        "refusing to grade without the sandbox: bubblewrap does not work on this machine, and "
-        "at the process level a determined submission can disarm the self-check's guard and "
-        "read other files (a classmate's submission, an answer key). Install bubblewrap "
-        "(apt-get install bubblewrap) with unprivileged user namespaces allowed, or pass "
-        f"{ALLOW_PROCESS} to grade anyway (every output then says so)",
-        None,
-    )
-
-
-def _allow_process(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        ALLOW_PROCESS,
-        action="store_true",
-        help="grade even where bubblewrap does not work (the process level, which a determined "
-        "submission can get round; every output says so)",
-    )
-
-
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--page",
@@ -139,7 +105,8 @@ def _common(parser: argparse.ArgumentParser) -> None:
         type=positive_seconds,
         default=DEFAULT_SECONDS,
         metavar="SECONDS",
-        help=f"stop a check that runs longer than this (default {DEFAULT_SECONDS:g})",
+        help=f"stop a check that uses more CPU time than this (default {DEFAULT_SECONDS:g}; "
+        "waiting, e.g. a sleep, is stopped at five times that)",
     )
 
 
@@ -194,29 +161,26 @@ def check_command(argv: Sequence[str]) -> int:
         help="instructor's autograder: also run the hidden checks (fresh inputs, the "
         "instructor's package); with --gradescope they carry the points",
     )
-    _allow_process(parser)
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="with --hidden: the seed of the hidden inputs (a regrade passes the one recorded "
+        "in results.json; default: derived from SELFCHECK_COURSE_SECRET and the file)",
+    )
     parser.add_argument(
         "--display", help=argparse.SUPPRESS
     )  # the file name the report shows
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
     _check_outputs(parser, gradescope=args.gradescope)
-    warning = None
+    extra: dict = {"isolation": isolation().level}
     if args.hidden:
-        try:
-            with answers.using(answers.HIDDEN):
-                pass
-        except RuntimeError as error:
-            print(f"--hidden: {error}.")
+        problem = answers.hidden_problem() or grading_problem()
+        if problem is not None:
+            print(f"--hidden: {problem}.", flush=True)
+            unusable = _unusable(path or "(no file)", only, problem, args.page)
+            _write_gradescope(args.gradescope, unusable, unusable, extra)
             return EXIT_UNUSABLE
-        refusal, warning = weak_grading(args.allow_process_isolation)
-        if refusal is not None:
-            print(f"--hidden: {refusal}.", flush=True)
-            unusable = _unusable(path or "(no file)", only, refusal, args.page)
-            _write_gradescope(args.gradescope, unusable, unusable)
-            return EXIT_UNUSABLE
-        if warning:
-            print(warning, file=sys.stderr if args.json else sys.stdout, flush=True)
     if path is None:
         default = starter_path(args.page)
         try:
@@ -224,7 +188,9 @@ def check_command(argv: Sequence[str]) -> int:
         except FileNotFoundError as error:
             print(f"{error}. Pass the path of your file.")
             unusable = _unusable("(no file)", only, str(error), args.page)
-            _write_gradescope(args.gradescope, unusable, unusable if args.hidden else None)
+            _write_gradescope(
+                args.gradescope, unusable, unusable if args.hidden else None, extra
+            )
             return EXIT_UNUSABLE
         path = (
             str(default)
@@ -236,40 +202,33 @@ def check_command(argv: Sequence[str]) -> int:
             f"No such file: {path}. Run from the repository root, or pass the path of your file."
         )
         unusable = _unusable(path, only, f"no such file: {path}", args.page)
-        _write_gradescope(args.gradescope, unusable, unusable if args.hidden else None)
+        _write_gradescope(
+            args.gradescope, unusable, unusable if args.hidden else None, extra
+        )
         return EXIT_UNUSABLE
-    hidden = [args.gradescope] if args.gradescope else []
-    report = check_file(
-        path,
-        only,
+    run = dict(
         display=args.display or path,
         limits=Limits(seconds=args.time_limit),
-        hidden=hidden,
         page=args.page,
         follow_links=not args.gradescope,  # an autograder's submission: a link is refused
-        prestart=True,  # one file: its workers may start side by side
     )
+    report = check_file(path, only, **run)
     print(report_to_json(report) if args.json else format_report(report), flush=True)
     if report.isolation == PROCESS and not args.json:
         print(isolation().line, file=sys.stderr)
     graded = None
     if args.hidden and not report.interrupted:
-        with answers.using(answers.HIDDEN):
-            graded = check_file(
-                path,
-                only,
-                display=args.display or path,
-                limits=Limits(seconds=args.time_limit),
-                hidden=hidden,
-                page=args.page,
-                follow_links=not args.gradescope,
-                prestart=True,
+        seed = args.seed
+        if seed is None:
+            seed = answers.submission_seed(
+                Path(path).read_bytes(), os.environ.get("SELFCHECK_COURSE_SECRET")
             )
-        print("Hidden checks (fresh inputs):", flush=True)
+        extra["hidden_seed"] = seed
+        with answers.using(answers.HIDDEN, seed=seed):
+            graded = check_file(path, only, **run)
+        print(f"Hidden checks (fresh inputs, seed {seed}):", flush=True)
         print(report_to_json(graded) if args.json else format_report(graded), flush=True)
-        if warning:
-            print(warning, file=sys.stderr if args.json else sys.stdout, flush=True)
-    _write_gradescope(args.gradescope, report, graded)
+    _write_gradescope(args.gradescope, report, graded, extra)
     if report.interrupted:
         return EXIT_INTERRUPTED
     if report.load_error is not None:
@@ -289,19 +248,23 @@ def _unusable(
 
 
 def _write_gradescope(
-    path: str | None, report: Report, hidden: Report | None = None
+    path: str | None,
+    report: Report,
+    hidden: Report | None = None,
+    extra: dict | None = None,
 ) -> None:
+    """Write results.json once no process of the workers is left (and end any again after)."""
     if path:
-        from transformer_lab.selfcheck.grading import write_atomically
+        from transformer_lab.selfcheck.grading.folder import write_atomically
 
-        write_atomically(
-            path,
-            json.dumps(gradescope_results(report, hidden), indent=2, ensure_ascii=False),
-        )
+        end_worker_users()
+        results = gradescope_results(report, hidden, extra)
+        write_atomically(path, json.dumps(results, indent=2, ensure_ascii=False))
+        end_worker_users()
 
 
 def grade_command(argv: Sequence[str]) -> int:
-    from transformer_lab.selfcheck.grading import (
+    from transformer_lab.selfcheck.grading.folder import (
         GradingInterrupted,
         default_jobs,
         grade_folder,
@@ -342,7 +305,6 @@ def grade_command(argv: Sequence[str]) -> int:
         f"machine's cores, {default_jobs()} here)",
     )
     _common(parser)
-    _allow_process(parser)
     args = parser.parse_args(argv)
     only, _ = _split_only(parser, args.only, "")
     _check_outputs(parser, csv=args.csv, json=args.json)
@@ -354,11 +316,11 @@ def grade_command(argv: Sequence[str]) -> int:
     if not files:
         print(f"No *.py files in {folder}")
         return EXIT_UNUSABLE
-    refusal, warning = weak_grading(args.allow_process_isolation)
+    refusal = grading_problem(folder)
     if refusal is not None:
         print(f"grade: {refusal}.")
         return EXIT_UNUSABLE
-    print(isolation().line + (f" -- {warning}" if warning else ""), flush=True)
+    print(isolation().line, flush=True)
 
     def progress(report):
         last = (
@@ -369,22 +331,18 @@ def grade_command(argv: Sequence[str]) -> int:
         print(printable(f"{report.path}: {last}", keep=""), flush=True)
 
     limits = Limits(seconds=args.time_limit, memory_mb=args.memory_mb)
-    hidden = [path for path in (args.csv, args.json) if path]
     status = EXIT_PASSED
     try:
-        reports = grade_folder(
-            folder, only, limits, progress, args.jobs, hidden, page=args.page
-        )
+        reports = grade_folder(folder, only, limits, progress, args.jobs, page=args.page)
     except GradingInterrupted as interrupted:
         reports, status = interrupted.reports, EXIT_INTERRUPTED
         print(f"Interrupted (Ctrl-C): writing the {len(reports)} submissions graded so far")
+    end_worker_users()  # no process of a worker may touch the results once written
     rows = write_csv(reports, args.csv)
     if args.json:
         write_json(reports, args.json)
-    print(
-        f"{len(reports)} submissions, {rows} rows written to {args.csv}"
-        + (f" -- {warning}" if warning else "")
-    )
+    end_worker_users()
+    print(f"{len(reports)} submissions, {rows} rows written to {args.csv}")
     return status
 
 

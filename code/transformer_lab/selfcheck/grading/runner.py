@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -24,9 +23,8 @@ from transformer_lab.selfcheck.core import (
     CheckResult,
     Finding,
 )
-from transformer_lab.selfcheck.isolation import launcher
+from transformer_lab.selfcheck.grading.report import Report, report_from_dict
 from transformer_lab.selfcheck.registry import HOMEWORK, PAGES, Check
-from transformer_lab.selfcheck.report import Report, report_from_dict
 from transformer_lab.selfcheck.worker import (
     Limits,
     LoadFailed,
@@ -161,68 +159,17 @@ def check_module(
     return results
 
 
-def _run_in_worker(
-    path: Path,
-    checks: list[Check],
-    limits: Limits,
-    report: Report,
-    hidden: Sequence[str],
-    prestart: bool = False,
-) -> None:
-    """Run ``checks`` on the file at ``path`` in a worker; fill ``report`` (Ctrl-C stops with
-    the report so far, and ends the worker first).
-
-    A check may name ``book_modules`` the student's code builds on (e.g. a class of the book to
-    subclass) and set ``library_attention`` when PyTorch's attention may run (inside the book's
-    model): checks with the same needs share a worker, and the others never run next to them.
-    The groups run one after the other; with ``prestart`` the later groups' workers start their
-    interpreters at once (``Worker.prepare``), so that they are ready when their turn comes."""
-    groups: dict[tuple, list[Check]] = {}
-    for check in checks:
-        needs = (
-            tuple(getattr(check, "book_modules", ())),
-            bool(getattr(check, "library_attention", False)),
-        )
-        groups.setdefault(needs, []).append(check)
-
-    # A group whose check builds on another group's check runs after it, so that ``_blocked``
-    # sees the result it depends on.
-    def waits(group: list[Check]) -> bool:
-        names = {check.name for check in group}
-        return any(check.requires and check.requires not in names for check in group)
-
-    ordered = sorted(groups.items(), key=lambda item: waits(item[1]))
-    with contextlib.ExitStack() as stack:
-        workers = [
-            stack.enter_context(
-                Worker(
-                    path, [c.name for c in group], limits, tuple(hidden), modules, library
-                )
-            )
-            for (modules, library), group in ordered
-        ]
-        if prestart:
-            try:
-                for worker in workers[1:]:
-                    worker.prepare()
-            except LoadFailed:  # Ctrl-C in another thread: the group's own start says so
-                pass
-            except KeyboardInterrupt:
-                report.interrupted = True
-        for worker, (_, group) in zip(workers, ordered):
-            if report.interrupted:
-                break
-            report.isolation = worker.isolation.level
-            try:
-                _load_and_check(worker, group, limits, report)
-            except KeyboardInterrupt:
-                report.interrupted = True
-            worker.close()  # before the next group runs: one student's worker at a time
-            if stopping():  # Ctrl-C in another thread (grade): this report is not complete
-                report.interrupted = True
-            if report.interrupted or report.load_error is not None:
-                break
-    order = {check.name: i for i, check in enumerate(checks)}
+def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Report) -> None:
+    """Run ``checks`` on the file at ``path`` in one worker; fill ``report`` (Ctrl-C stops with
+    the report so far, and ends the worker first)."""
+    with Worker(path, [c.name for c in checks], limits) as worker:
+        report.isolation = worker.isolation.level
+        try:
+            _load_and_check(worker, checks, limits, report)
+        except KeyboardInterrupt:
+            report.interrupted = True
+        if stopping():  # Ctrl-C in another thread (grade): this report is not complete
+            report.interrupted = True
     done = {result.name for result in report.results}
     if report.interrupted:
         report.results += [
@@ -230,14 +177,6 @@ def _run_in_worker(
             for c in checks
             if c.name not in done
         ]
-    elif report.load_error is not None:
-        report.results = [
-            CheckResult(
-                c.name, c.exercise, NOT_RUN, f"the file did not load: {report.load_error}"
-            )
-            for c in checks
-        ]
-    report.results.sort(key=lambda result: order.get(result.name, len(order)))
 
 
 def _load_and_check(
@@ -269,7 +208,8 @@ def _load_and_check(
                     check.name, check.exercise, ENDED, f"the file no longer loads: {error}"
                 )
             else:
-                result = _settle(check, check.run(RemoteFunction(worker, check.name)))
+                student = RemoteFunction(worker, check.name, check)
+                result = _settle(check, check.run(student))
         result.seconds = time.perf_counter() - start
         result.output = worker.new_output()
         report.results.append(result)
@@ -302,7 +242,6 @@ def _check_in_fresh_process(
     path: Path, only: Sequence[str], display: str, limits: Limits, page: str = HOMEWORK
 ) -> Report:
     command = [
-        *launcher(),  # ends with this process, as a worker does
         sys.executable,
         "-m",
         "transformer_lab.selfcheck",
@@ -354,22 +293,16 @@ def check_file(
     display: str | None = None,
     limits: Limits | None = None,
     isolated: bool = True,
-    hidden: Sequence[str] = (),
     page: str = HOMEWORK,
     follow_links: bool = True,
-    prestart: bool = False,
 ) -> Report:
     """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
     one-line error. ``display`` is the name the report prints for the file (default: ``path``).
 
     The student's code runs in a worker process with ``limits`` (time per check, memory, output);
-    ``isolated=False`` runs it in this process instead (trusted code only). ``hidden``: more
-    paths the worker must not see (the results), besides the file's folder and the package.
-    ``page`` picks the exercise page whose checks run ("homework" or "week-20", see
-    ``registry.PAGES``). ``follow_links=False`` (grading) refuses a symbolic link.
-    ``prestart``: start every worker's interpreter at once, so that a file whose checks need
-    several workers is checked in less time (one student checking a file; ``grade`` keeps one
-    worker per submission, so that classmates share the cores evenly)."""
+    ``isolated=False`` runs it in this process instead (trusted code only). ``page`` picks the
+    exercise page whose checks run ("homework" or "week-20", see ``registry.PAGES``).
+    ``follow_links=False`` (grading) refuses a symbolic link."""
     start = time.perf_counter()
     path = Path(path)
     display = display or str(path)
@@ -387,7 +320,7 @@ def check_file(
         return _check_in_fresh_process(path, only, display, limits, page)
     report = Report(display)
     if isolated:
-        _run_in_worker(path, checks, limits, report, hidden, prestart)
+        _run_in_worker(path, checks, limits, report)
     else:
         try:
             module = load_module(path)

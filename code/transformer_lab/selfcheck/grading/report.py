@@ -18,17 +18,29 @@ from transformer_lab.timing import format_wall_time
 
 OUTPUT_LINES = 5  # lines of a check's printed output shown in the text report
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads these as a formula
+# Characters that reorder or break the text around them where it is shown (bidi controls, line
+# and paragraph separators): written as visible escapes in every report, CSV and JSON.
+INVISIBLE = frozenset(
+    "\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
+    "\u2066\u2067\u2068\u2069\u0085\ufeff"
+)
+
+
+def _escape_invisible(text: str) -> str:
+    if not INVISIBLE.intersection(text):
+        return text
+    return "".join(f"\\u{ord(c):04x}" if c in INVISIBLE else c for c in text)
 
 
 def valid_text(text: object) -> str:
     """``text`` as a string that encodes to UTF-8: lone surrogates (a file name in Latin-1, a
-    student's ``"\\udcff"``) become U+FFFD."""
+    student's ``"\\udcff"``) become U+FFFD, and :data:`INVISIBLE` characters visible escapes."""
     text = text if isinstance(text, str) else str(text)
     try:  # a byte smuggled into a str (U+DC80..U+DCFF) is one U+FFFD, as in the file name
         data = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         data = text.encode("utf-8", "surrogatepass")
-    return data.decode("utf-8", "replace")
+    return _escape_invisible(data.decode("utf-8", "replace"))
 
 
 def printable(text: object, keep: str = "\n\t") -> str:
@@ -278,14 +290,17 @@ def _gradescope_tests(
     return tests
 
 
-def gradescope_results(report: Report, hidden: Report | None = None) -> dict:
+def gradescope_results(
+    report: Report, hidden: Report | None = None, extra: dict | None = None
+) -> dict:
     """The report as a Gradescope ``results.json``: one test per check, 1 point if it passed.
 
     Stretch checks are extra credit (``max_score`` 0: a pass adds a point, leaving them costs
     nothing). A file that does not load scores 0 on every check, with the error as its output.
     With the report of the ``hidden`` checks (fresh inputs, the instructor's autograder), the
     points come from those, shown only after the due date (``after_due_date``); the public
-    checks stay visible from the first submission, as feedback worth no points."""
+    checks stay visible from the first submission, as feedback worth no points. ``extra``
+    (the isolation used, the hidden inputs' seed) is kept as ``extra_data``."""
     tests = _gradescope_tests(
         report, VISIBLE, hidden is None, "" if hidden is None else "Public check, "
     )
@@ -308,20 +323,6 @@ def gradescope_results(report: Report, hidden: Report | None = None) -> dict:
         "visibility": VISIBLE,
         "stdout_visibility": "hidden",
         "tests": tests,
+        "extra_data": dict(extra or {}),
     }
     return valid_data(results)
-
-
-__all__ = [
-    "printable",
-    "spreadsheet_cell",
-    "valid_data",
-    "valid_text",
-    "Report",
-    "format_report",
-    "report_to_json",
-    "report_to_dict",
-    "report_from_dict",
-    "gradescope_results",
-    "result_record",
-]

@@ -1,0 +1,435 @@
+"""Where a worker runs: three levels, chosen by the machine, never by a flag.
+
+- ``bubblewrap`` (Linux with user namespaces): the worker sees the system's folders, the
+  interpreter, a copy of the public package and its own submission, nothing else; its own user,
+  PID namespace and network; everything it starts ends with it.
+- ``unprivileged user`` (the grader is root and bubblewrap cannot make namespaces, as in
+  Gradescope's Docker container): the worker runs as a uid of its own (the ``selfcheck`` user
+  that ``setup.sh`` creates, else a spare uid), with no groups, no capabilities and
+  ``no_new_privs``. What it must not read or change (the source, the hidden checks, the results)
+  is root's alone; every process of that uid is killed when the worker ends.
+- ``process`` (neither): a plain child process. Enough for a student checking their own file;
+  grading refuses it and says what to install (:func:`grading_problem`).
+
+The kernel enforces the limits at every level (``serve.set_limits``): CPU, file size, address
+space, and at the user level the number of processes of the uid.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import pwd
+import queue
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import transformer_lab
+
+BUBBLEWRAP, USER, PROCESS = "bubblewrap", "unprivileged user", "process"
+PACKAGE = Path(transformer_lab.__file__).resolve().parent
+START = (
+    "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+    "from transformer_lab.selfcheck.worker.serve import main; main()"
+)
+WORKER_MARK = "transformer_lab.selfcheck.worker.serve"  # in every worker's command line
+SANDBOX_CODE, SANDBOX_WORKDIR = "/tmp/selfcheck-code", "/tmp/submission"
+USER_NAME = "selfcheck"  # the worker's user, made by autograder_files/setup.sh
+SPARE_UID = 64_100  # the first uid used when there is no such user
+TMPFS_MB = 64
+
+
+@dataclass(frozen=True)
+class Isolation:
+    level: str
+    line: str  # one line for the grader's output and the results
+    why_not: str = ""  # at the process level: why neither safe level works here
+
+
+def _others_can_read(path: str) -> bool:
+    """Can a user who is not the owner (nor in its group) read ``path`` (every folder above
+    it searchable, the file itself readable)?"""
+    real = Path(os.path.realpath(path))
+    try:
+        for folder in real.parents:
+            if not os.stat(folder).st_mode & stat.S_IXOTH:
+                return False
+        return bool(os.stat(real).st_mode & stat.S_IROTH)
+    except OSError:
+        return False
+
+
+def worker_python() -> str:
+    """The interpreter the worker runs: ``SELFCHECK_WORKER_PYTHON``, else this one."""
+    return os.environ.get("SELFCHECK_WORKER_PYTHON") or sys.executable
+
+
+@functools.cache
+def _unreadable_runtime() -> str:
+    """Why an unprivileged user cannot run the worker's interpreter ("" when it can)."""
+    import torch
+
+    python = worker_python()
+    needed = [python, os.path.join(os.path.dirname(os.__file__), "os.py")]
+    if python == sys.executable:
+        needed.append(torch.__file__)
+    for path in needed:
+        if not _others_can_read(path):
+            return (
+                f"an unprivileged user cannot read {os.path.realpath(path)} (a folder above "
+                "it is closed to other users): install the interpreter and its packages where "
+                "every user may read them (autograder_files/setup.sh does), or name such an "
+                "interpreter in SELFCHECK_WORKER_PYTHON"
+            )
+    return ""
+
+
+@functools.cache
+def _bubblewrap_works() -> bool:
+    if not shutil.which("bwrap"):
+        return False
+    probe = bubblewrap_command(tempfile.gettempdir(), "", [])
+    try:
+        done = subprocess.run(
+            [*probe, worker_python(), "-I", "-S", "-c", "pass"],
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def isolation() -> Isolation:
+    """The level this machine offers (see the module docstring). ``SELFCHECK_ISOLATION``
+    (``process`` or ``user``) picks a weaker one for tests; results record the level used."""
+    forced = os.environ.get("SELFCHECK_ISOLATION", "")
+    if forced not in ("process", "user") and _bubblewrap_works():
+        return Isolation(
+            BUBBLEWRAP,
+            "isolation: bubblewrap (a view of the interpreter and the submission only; own "
+            "user, PID namespace and network)",
+        )
+    why_not = "bubblewrap does not work here"
+    if forced == "process":
+        why_not = "SELFCHECK_ISOLATION=process"
+    elif os.geteuid() != 0:
+        why_not += (
+            ", and the grader is not root. Install bubblewrap (apt-get install bubblewrap) "
+            "with unprivileged user namespaces allowed, or grade as root (each submission "
+            "then runs as an unprivileged user)"
+        )
+    else:
+        why_not = _unreadable_runtime()
+        if not why_not:
+            return Isolation(
+                USER,
+                f"isolation: unprivileged user (uid {worker_uids(1)[0]}; bubblewrap does not "
+                "work here; the sources and results are root's only)",
+            )
+    return Isolation(
+        PROCESS, f"isolation: process only ({why_not.split('. ')[0]})", why_not
+    )
+
+
+def _others_can_enter(path: Path) -> bool:
+    try:
+        return all(os.stat(p).st_mode & stat.S_IXOTH for p in (path, *path.parents))
+    except OSError:
+        return False
+
+
+def grading_problem(submissions: Path | None = None) -> str | None:
+    """Why this machine cannot grade safely (``grade``, hidden checks), or None. An explicit
+    ``SELFCHECK_ISOLATION=process`` (the tests on a machine with neither safe level) grades,
+    and every output and results file names the level. At the unprivileged-user level the
+    ``submissions`` folder must be closed to other users (a worker could read a classmate's
+    file there)."""
+    level = isolation()
+    if level.level == USER and submissions is not None:
+        folder = Path(os.path.realpath(submissions))
+        if _others_can_enter(folder):
+            return (
+                f"other users can open the files in {folder}, and each submission runs as "
+                f"another user here (no bubblewrap): close it first (chmod 700 {folder})"
+            )
+    if level.level != PROCESS or os.environ.get("SELFCHECK_ISOLATION") == "process":
+        return None
+    return f"refusing to grade at the process level: {level.why_not}"
+
+
+# --------------------------------------------------------------------------- the worker's uids
+
+
+@functools.cache
+def worker_uids(count: int) -> tuple[int, ...]:
+    """``count`` uids for workers running side by side: the ``selfcheck`` user's first, then
+    spare uids that belong to no account on this machine."""
+    try:
+        uids, uid = [pwd.getpwnam(USER_NAME).pw_uid], SPARE_UID
+    except KeyError:
+        uids, uid = [], SPARE_UID
+    while len(uids) < count:
+        try:
+            pwd.getpwuid(
+                uid
+            )  # an account's uid is never used (its processes would be killed)
+        except KeyError:
+            uids.append(uid)
+        uid += 1
+    return tuple(uids)
+
+
+_FREE: queue.Queue = queue.Queue()
+_FREE_COUNT = [0]
+
+
+def take_uid() -> int:
+    """A worker uid no running worker uses (returned with :func:`give_back_uid`)."""
+    try:
+        return _FREE.get_nowait()
+    except queue.Empty:
+        _FREE_COUNT[0] += 1
+        return worker_uids(_FREE_COUNT[0])[-1]
+
+
+def give_back_uid(uid: int) -> None:
+    _FREE.put(uid)
+
+
+def _processes_of(uid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{entry}").st_uid != uid:
+                continue
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                state = handle.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):  # a zombie is gone already; its parent reaps it
+            found.append(int(entry))
+    return found
+
+
+def kill_user(uid: int, rounds: int = 100) -> bool:
+    """SIGKILL every process of ``uid`` (daemons, double forks, ``setsid`` included), until
+    none is left: a child takes that uid and calls ``kill(-1, SIGKILL)``, which reaches every
+    process of the uid but itself. True when none is left."""
+    if os.geteuid() != 0 or uid == 0:
+        return False
+    for _ in range(rounds):
+        if not _processes_of(uid):
+            return True
+        pid = os.fork()
+        if pid == 0:  # only system calls here: this process may hold threads
+            try:
+                os.setgroups([])
+                os.setgid(uid)
+                os.setuid(uid)
+                os.kill(-1, signal.SIGKILL)
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+    return not _processes_of(uid)
+
+
+def remove_files_of(uid: int) -> None:
+    """Remove what ``uid`` left in the shared temporary folders (``/tmp``, ``/dev/shm``)."""
+    for folder in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.stat(follow_symlinks=False).st_uid != uid:
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
+# --------------------------------------------------------------------------- folders
+
+
+def _temporary_folder(kind: str, mode: int) -> Path:
+    root = Path(tempfile.mkdtemp(prefix=f"selfcheck-{kind}-"))
+    os.chmod(root, mode)
+    atexit.register(shutil.rmtree, root, True)
+    return root
+
+
+@functools.cache
+def code_copy() -> str:
+    """A copy of the public package every user may read (the worker imports it from there: the
+    checkout around the package, the instructor's folder included, stays out of its reach)."""
+    root = _temporary_folder("code", 0o755)
+    shutil.copytree(
+        PACKAGE, root / "transformer_lab", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    for path in root.rglob("*"):
+        os.chmod(path, 0o755 if path.is_dir() else 0o644)
+    return str(root)
+
+
+@functools.cache
+def runs_folder() -> str:
+    """The folder of every worker's own folder and output file: others may pass through it to
+    their own folder, but not list it."""
+    return str(_temporary_folder("runs", 0o711))
+
+
+# --------------------------------------------------------------------------- commands
+
+SYSTEM_FOLDERS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SYSTEM_FILES = ("/etc/ld.so.cache", "/sys/devices/system/cpu", "/proc/cpuinfo")
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def _interpreter_folders() -> list[str]:
+    import site
+
+    python = os.path.realpath(worker_python())
+    paths = [sys.prefix, sys.base_prefix, *site.getsitepackages()]
+    paths.append(os.path.dirname(os.path.dirname(python)))
+    real = [os.path.realpath(p) for p in paths if os.path.isdir(p)]
+    return [p for p in real if not any(q != p and _inside(p, q) for q in real)]
+
+
+@functools.cache
+def _no_user_namespaces() -> list[str]:
+    """``--disable-userns`` where this bubblewrap has it: no user namespace inside the sandbox."""
+    try:
+        done = subprocess.run(
+            ["bwrap", "--help"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return ["--disable-userns"] if "--disable-userns" in done.stdout else []
+
+
+def bubblewrap_command(workdir: str, file_name: str, visible: list[str]) -> list[str]:
+    """bwrap's arguments, deny by default: the system and interpreter folders read-only, the
+    package copy, the submission (read-only) in a RAM ``/tmp`` of its own, no ``/proc``."""
+    command = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user"]
+    command += ["--die-with-parent"]
+    command += _no_user_namespaces()
+    command += ["--new-session", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL"]
+    command += ["--size", str(TMPFS_MB * 2**20), "--tmpfs", "/tmp"]
+    shown: list[str] = []
+    for path in SYSTEM_FOLDERS:
+        if os.path.islink(path):
+            command += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            command += ["--ro-bind", path, path]
+            shown.append(path)
+    for path in _interpreter_folders():
+        if not any(_inside(path, q) for q in shown):
+            command += ["--ro-bind", path, path]
+    command += [a for p in SYSTEM_FILES if os.path.exists(p) for a in ("--ro-bind", p, p)]
+    command += ["--dev", "/dev", "--size", str(TMPFS_MB * 2**20), "--tmpfs", "/dev/shm"]
+    for path in visible:
+        command += ["--ro-bind", path, SANDBOX_CODE]
+    command += ["--dir", SANDBOX_WORKDIR, "--chdir", SANDBOX_WORKDIR]
+    if file_name:
+        inside = f"{SANDBOX_WORKDIR}/{file_name}"
+        command += ["--ro-bind", os.path.join(workdir, file_name), inside]
+    for name, value in sandbox_environment().items():
+        command += ["--setenv", name, value]
+    return command
+
+
+def sandbox_environment() -> dict[str, str]:
+    return {"TMPDIR": SANDBOX_WORKDIR, "HOME": SANDBOX_WORKDIR, "PATH": "/usr/bin:/bin"}
+
+
+def user_prefix(uid: int) -> list[str]:
+    """Run as ``uid`` with no groups, capabilities or new privileges (``setpriv``); Popen's
+    ``user``/``group`` do the same where ``setpriv`` is missing."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return []
+    return [
+        setpriv,
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--no-new-privs",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+    ]
+
+
+def worker_command(level: str, workdir: str, file_name: str, uid: int | None):
+    """(command, the working folder and the package copy as the worker sees them)."""
+    python = [worker_python(), "-I", "-c", START]
+    if level == BUBBLEWRAP:
+        prefix = bubblewrap_command(workdir, file_name, [code_copy()])
+        return [*prefix, *python], SANDBOX_WORKDIR, SANDBOX_CODE
+    prefix = user_prefix(uid) if level == USER and uid is not None else []
+    return [*prefix, *python], workdir, code_copy()
+
+
+def process_cpu(pid: int) -> float | None:
+    """CPU seconds process ``pid`` (all its threads) has used, or None off Linux."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def find_worker(root: int, timeout: float = 0.0) -> int | None:
+    """The worker interpreter among process ``root`` and its descendants (bubblewrap starts it
+    a few levels down)."""
+    end = time.monotonic() + timeout
+    while True:
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as handle:
+                    parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+                children.setdefault(parent, []).append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+        todo = [root]
+        while todo:
+            pid = todo.pop()
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                    argv = handle.read().split(b"\0")
+                if argv[1:3] == [b"-I", b"-c"] and WORKER_MARK.encode() in argv[3]:
+                    return pid
+            except OSError:
+                pass
+            todo += children.get(pid, [])
+        if time.monotonic() >= end:
+            return None
+        time.sleep(0.02)
+
+
+def end_worker_users() -> None:
+    """Kill every process of every worker uid this grader has used (before results are
+    written, and again after)."""
+    if isolation().level == USER and _FREE_COUNT[0]:
+        for uid in worker_uids(_FREE_COUNT[0]):
+            kill_user(uid)
