@@ -226,7 +226,9 @@ def test_no_page_notebook_or_link_names_the_instructors_repository(built, clone)
     assert notebooks
     # Every notebook's first cell names the student edition (its repository, or its Pages for
     # a page with no code), never the instructor's.
-    student_pages = f"{SETTINGS['student_owner'].lower()}.github.io/{SETTINGS['student_name']}/"
+    student_pages = (
+        f"{SETTINGS['student_owner'].lower()}.github.io/{SETTINGS['student_name']}/"
+    )
     for notebook in notebooks:
         preamble = "".join(
             json.loads(notebook.read_text(encoding="utf-8"))["cells"][0]["source"]
