@@ -22,9 +22,10 @@ from transformer_lab_instructor.week20 import sines_table
 
 import editions
 from classroom import with_body
-from transformer_lab.selfcheck import PASSED, check_file, masks, tokenizer
-from transformer_lab.selfcheck.embedding import PROBES
-from transformer_lab.selfcheck.positions import TABLE_PROBES
+from transformer_lab.selfcheck import PASSED, check_file
+from transformer_lab.selfcheck.checks import masks, tokenizer
+from transformer_lab.selfcheck.checks.embedding import PROBES
+from transformer_lab.selfcheck.checks.positions import TABLE_PROBES
 from transformer_lab.tokenizer import TINY_CORPUS, tokens_per_word, train_bpe_tokenizer
 
 VISIBILITIES = {"hidden", "after_due_date", "after_published", "visible"}

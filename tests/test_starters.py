@@ -20,7 +20,7 @@ import pytest
 import transformer_lab.homework_runs as runs
 from transformer_lab.attention import toy_self_attention
 from transformer_lab.selfcheck import ALL_CHECKS, CHECKS, load_module
-from transformer_lab.selfcheck.registry import WEEK20_CHECKS
+from transformer_lab.selfcheck.checks.registry import WEEK20_CHECKS
 from transformer_lab.set_classifier import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ import torch
 from transformer_lab_instructor.week20 import ANSWERS, praise_forward, sines_table
 
 from transformer_lab.char_transformer import PraiseClassifier
-from transformer_lab.selfcheck.positions import as_parts, ids_probes
+from transformer_lab.selfcheck.checks.positions import as_parts, ids_probes
 
 
 def test_the_sinusoid_table_follows_the_formula():

@@ -588,7 +588,7 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
     Returns the exit status: 0 when every check passed, 1 otherwise (the runs asked for still
     run)."""
     from transformer_lab.selfcheck import PASSED, check_file, format_report
-    from transformer_lab.selfcheck.registry import WEEK20
+    from transformer_lab.selfcheck.checks.registry import WEEK20
 
     starter = as_namespace(starter)
     args = parse(argv, starter)

@@ -18,7 +18,7 @@ package never imports this one by name.
 import functools
 import importlib
 
-from transformer_lab.selfcheck import answers as _answers
+from transformer_lab.selfcheck.checks import answers as _answers
 
 
 @functools.cache

@@ -1,6 +1,6 @@
 """The answers behind the public self-check's stored outputs, as code: for each check that
 grades a function the chapters do not show, its reference and the wrong answer of each known
-mistake, by the keys the check's module asks :mod:`transformer_lab.selfcheck.answers` for.
+mistake, by the keys the check's module asks :mod:`transformer_lab.selfcheck.checks.answers` for.
 
 The hidden checks call these on fresh inputs; ``stored`` calls them on the public inputs and
 writes their outputs for the student edition."""

@@ -4,8 +4,8 @@
     python -m transformer_lab_instructor.stored --check  # exit 1 if the file is stale
 
 It runs, in ``record`` mode, every computation the public checks of ``causal_padding_mask``,
-``multi_head_attention`` and Week 20's tasks ask :mod:`transformer_lab.selfcheck.answers` for, on their public inputs:
-the reference on every probe (the main ones, the smallest-input ladder, the step probes), every
+``multi_head_attention`` and Week 20's tasks ask :mod:`transformer_lab.selfcheck.checks.answers`
+for, on their public inputs: the reference on every probe (the main ones, the smallest-input ladder, the step probes), every
 known mistake on the main probes, and the reference's Jacobian on the gradient probe.
 ``tests/test_editions.py`` checks that the committed file is what this writes."""
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import sys
 
-from transformer_lab.selfcheck import (
+from transformer_lab.selfcheck.checks import (
     answers,
     debugging,
     masks,

@@ -1,5 +1,5 @@
 """Week 20's answers, as code: each task's right answer and the wrong answer of each known
-mistake, by the keys the task's check asks :mod:`transformer_lab.selfcheck.answers` for.
+mistake, by the keys the task's check asks :mod:`transformer_lab.selfcheck.checks.answers` for.
 
 The student package ships none of this: the public self-check reads these outputs, stored for its
 public inputs; the hidden checks call these functions on inputs drawn afresh. Each function takes
@@ -287,7 +287,7 @@ REPAIRED: dict[str, Callable[..., object]] = {
 def encoded(texts, length, *, side="right", keep="start", pad=None, cut="ids", short=0):
     """The ids of each text (the check's probe tokenizer) cut to ``length`` and padded, each step
     switchable to a mistake."""
-    from transformer_lab.selfcheck.token_ids import probe_tokenizer
+    from transformer_lab.selfcheck.checks.token_ids import probe_tokenizer
 
     tokenizer = probe_tokenizer()
     pad = tokenizer.token_to_id("[PAD]") if pad is None else pad

@@ -27,7 +27,7 @@ from tokenizers import (
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 
 from transformer_lab.selfcheck import PASSED, RAISED
-from transformer_lab.selfcheck.registry import BY_NAME
+from transformer_lab.selfcheck.checks.registry import BY_NAME
 
 # Codes that say only *that* something differs, not which mistake it is.
 GENERIC_CODES = {

@@ -1,8 +1,8 @@
-"""transformer_lab.selfcheck.answers: the hidden inputs' seeds, and the answers passed in."""
+"""transformer_lab.selfcheck.checks.answers: the hidden inputs' seeds, and the answers passed in."""
 
 import transformer_lab_instructor  # noqa: F401 - passes the instructor's answers in
 
-from transformer_lab.selfcheck import answers
+from transformer_lab.selfcheck.checks import answers
 
 
 def test_a_regrade_with_the_recorded_seed_draws_the_same_hidden_inputs():

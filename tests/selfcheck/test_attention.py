@@ -1,4 +1,4 @@
-"""transformer_lab.selfcheck.attention: Exercise 1's probes tell every mistake apart, and the
+"""transformer_lab.selfcheck.checks.attention: Exercise 1's probes tell every mistake apart, and the
 messages the issue found misleading now name the mistake that was made."""
 
 import math
@@ -8,14 +8,14 @@ import torch.nn.functional as F
 
 from selfcheck.mutants import attention_masked_fill
 from transformer_lab.selfcheck import NOT_DONE, PASSED, RAISED, check_attention
-from transformer_lab.selfcheck.attention import (
+from transformer_lab.selfcheck.checks.attention import (
     OTHER_WEIGHT_MISTAKES,
     RETURNED_WEIGHT_MISTAKES,
     attention_probe,
     overflow_probe,
     weight_mistakes,
 )
-from transformer_lab.selfcheck.tensors import close
+from transformer_lab.selfcheck.checks.tensors import close
 
 
 def test_single_mistakes_give_different_weights_on_the_probe():

@@ -8,7 +8,8 @@ import tracemalloc
 import pytest
 import torch
 
-from transformer_lab.selfcheck import FAILED, embedding, masks, metrics, tokenizer
+from transformer_lab.selfcheck import FAILED
+from transformer_lab.selfcheck.checks import embedding, masks, metrics, tokenizer
 
 BIG = ["x" * 2_000_000] * 200  # 400 MB of repr, 2 MB of memory
 LIMIT_BYTES = 20 * 2**20
@@ -41,7 +42,7 @@ def test_a_huge_returned_value_costs_a_check_little(check):
 
 
 def test_a_huge_tensor_is_shown_by_its_first_values():
-    from transformer_lab.selfcheck.tensors import ROW_VALUES, row_text
+    from transformer_lab.selfcheck.checks.tensors import ROW_VALUES, row_text
 
     text = row_text(torch.zeros(10_000_000))
     assert text.endswith(", ...]") and text.count(",") == ROW_VALUES

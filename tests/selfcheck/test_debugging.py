@@ -1,9 +1,9 @@
-"""transformer_lab.selfcheck.debugging: Week 20's Task 4, the repaired forward of the broken model."""
+"""transformer_lab.selfcheck.checks.debugging: Week 20's Task 4, the repaired forward of the broken model."""
 
 from transformer_lab_instructor.week20 import REPAIRED
 
 from transformer_lab.selfcheck import PASSED, RAISED
-from transformer_lab.selfcheck.debugging import check_repaired_forward
+from transformer_lab.selfcheck.checks.debugging import check_repaired_forward
 
 
 def test_the_fully_repaired_forward_passes_and_the_broken_one_raises_with_a_hint():

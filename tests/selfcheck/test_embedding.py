@@ -1,6 +1,6 @@
-"""transformer_lab.selfcheck.embedding: the probes give every mistake its own number."""
+"""transformer_lab.selfcheck.checks.embedding: the probes give every mistake its own number."""
 
-from transformer_lab.selfcheck.embedding import MISTAKES, PROBES
+from transformer_lab.selfcheck.checks.embedding import MISTAKES, PROBES
 
 
 def test_every_mistake_gives_another_number_on_every_probe():

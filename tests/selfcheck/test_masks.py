@@ -1,10 +1,11 @@
-"""transformer_lab.selfcheck.masks and the private reference of the causal + padding mask."""
+"""transformer_lab.selfcheck.checks.masks and the private reference of the causal + padding mask."""
 
 import torch
 from transformer_lab_instructor.references import causal_padding_mask
 
-from transformer_lab.selfcheck import PASSED, answers, check_causal_padding_mask
-from transformer_lab.selfcheck.masks import MISTAKES, PROBE_PADDING, probe_paddings
+from transformer_lab.selfcheck import PASSED, check_causal_padding_mask
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.masks import MISTAKES, PROBE_PADDING, probe_paddings
 
 
 def test_the_reference_blocks_the_future_and_the_padding():

@@ -1,4 +1,4 @@
-"""transformer_lab.selfcheck.metrics: the accuracy probe separates every mistake, and a wrong
+"""transformer_lab.selfcheck.checks.metrics: the accuracy probe separates every mistake, and a wrong
 type is reported together with a wrong value."""
 
 from transformer_lab.selfcheck import (

@@ -1,4 +1,4 @@
-"""transformer_lab.selfcheck.multihead and the private multi-head reference, checked against
+"""transformer_lab.selfcheck.checks.multihead and the private multi-head reference, checked against
 PyTorch's nn.MultiheadAttention."""
 
 import inspect
@@ -9,9 +9,10 @@ from transformer_lab_instructor.live import computed
 from transformer_lab_instructor.references import multi_head_attention
 
 from transformer_lab import set_classifier
-from transformer_lab.selfcheck import PASSED, answers, check_multi_head_attention
-from transformer_lab.selfcheck.multihead import MISTAKES, mha_probe
-from transformer_lab.selfcheck.tensors import close
+from transformer_lab.selfcheck import PASSED, check_multi_head_attention
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.multihead import MISTAKES, mha_probe
+from transformer_lab.selfcheck.checks.tensors import close
 
 
 @pytest.mark.parametrize(

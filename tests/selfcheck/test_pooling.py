@@ -1,11 +1,11 @@
-"""transformer_lab.selfcheck.pooling: the masked-mean probes tell every mistake apart."""
+"""transformer_lab.selfcheck.checks.pooling: the masked-mean probes tell every mistake apart."""
 
 import torch
 
 from transformer_lab.pooling import masked_mean
 from transformer_lab.selfcheck import RAISED, check_masked_mean
-from transformer_lab.selfcheck.pooling import MISTAKES, masked_mean_probe
-from transformer_lab.selfcheck.tensors import close
+from transformer_lab.selfcheck.checks.pooling import MISTAKES, masked_mean_probe
+from transformer_lab.selfcheck.checks.tensors import close
 
 
 def test_every_mistake_gives_another_answer_on_the_probe():

@@ -1,4 +1,4 @@
-"""transformer_lab.selfcheck.positions: Week 20's checks, graded by the same runner, report, JSON,
+"""transformer_lab.selfcheck.checks.positions: Week 20's checks, graded by the same runner, report, JSON,
 Gradescope and folder mode as the homework (``--page week-20``)."""
 
 import csv
@@ -11,8 +11,8 @@ from transformer_lab_instructor.week20 import praise_forward
 
 from selfcheck.solutions import WEEK20, write
 from transformer_lab.selfcheck import FAILED, NOT_ATTEMPTED, NOT_RUN, PASSED, check_file
-from transformer_lab.selfcheck.positions import check_forward_without_positions
-from transformer_lab.selfcheck.registry import WEEK20_CHECKS
+from transformer_lab.selfcheck.checks.positions import check_forward_without_positions
+from transformer_lab.selfcheck.checks.registry import WEEK20_CHECKS
 
 ROOT = Path(__file__).resolve().parents[2]
 WRONG_TABLE = WEEK20.replace("10000.0 ** (-torch", "1000.0 ** (-torch")

@@ -25,8 +25,8 @@ from transformer_lab.reproducibility import (
     CPUINFO_VARIABLE,
     OPT_OUT_VARIABLE,
 )
-from transformer_lab.selfcheck import answers, multihead, positions
-from transformer_lab.selfcheck.tensors import draw_parameters, exact_normal
+from transformer_lab.selfcheck.checks import answers, multihead, positions
+from transformer_lab.selfcheck.checks.tensors import draw_parameters, exact_normal
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -115,7 +115,7 @@ def test_drawn_parameters_start_like_pytorchs_and_keep_the_layer_norms():
 RUN_SOLUTIONS = """
 import transformer_lab
 from transformer_lab_instructor.solutions import SOLUTION, STRETCH, WEEK20
-from transformer_lab.selfcheck.registry import BY_NAME
+from transformer_lab.selfcheck.checks.registry import BY_NAME
 namespace = {}
 exec(compile(SOLUTION + STRETCH, "homework.py", "exec"), namespace)
 exec(compile(WEEK20, "week20.py", "exec"), namespace)

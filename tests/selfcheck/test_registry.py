@@ -1,11 +1,11 @@
-"""transformer_lab.selfcheck.registry: one label per exercise, in step with the starters and pages."""
+"""transformer_lab.selfcheck.checks.registry: one label per exercise, in step with the starters and pages."""
 
 from pathlib import Path
 
 import pytest
 
 from transformer_lab.selfcheck import ALL_CHECKS, CHECKS, STRETCH_CHECKS, load_module
-from transformer_lab.selfcheck.registry import BY_NAME, EVERY_CHECK, PAGES
+from transformer_lab.selfcheck.checks.registry import BY_NAME, EVERY_CHECK, PAGES
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE_CHECKS = [(page, check) for page, checks in PAGES.items() for check in checks]

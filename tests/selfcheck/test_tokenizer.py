@@ -1,12 +1,13 @@
-"""transformer_lab.selfcheck.tokenizer: the tokenizer probes, the unknown-character evidence, and
+"""transformer_lab.selfcheck.checks.tokenizer: the tokenizer probes, the unknown-character evidence, and
 a probe word that repeats a token."""
 
 import pytest
 
 from selfcheck.mutants import bpe
 from selfcheck.solutions import SOLUTION
-from transformer_lab.selfcheck import PASSED, answers, check_train_bpe_tokenizer
-from transformer_lab.selfcheck.tokenizer import (
+from transformer_lab.selfcheck import PASSED, check_train_bpe_tokenizer
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tokenizer import (
     COUNT_MISTAKES,
     OTHER_CORPUS,
     OTHER_SIZE,

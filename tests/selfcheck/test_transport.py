@@ -18,8 +18,8 @@ from selfcheck import mutants
 from selfcheck.mutants import RIGHT, WRONG
 from selfcheck.solutions import SOLUTION, write
 from transformer_lab.selfcheck import Limits, check_file
+from transformer_lab.selfcheck.checks.registry import BY_NAME
 from transformer_lab.selfcheck.execution import GradientReport, Opaque
-from transformer_lab.selfcheck.registry import BY_NAME
 from transformer_lab.selfcheck.transport import (
     JSON_BYTES,
     MAGIC,
@@ -210,7 +210,9 @@ CATALOGUE = (
     Path(mutants.__file__)
     .read_text(encoding="utf-8")
     .replace("from transformer_lab.selfcheck import PASSED\n", "PASSED = 'passed'\n")
-    .replace("from transformer_lab.selfcheck.registry import BY_NAME\n", "BY_NAME = {}\n")
+    .replace(
+        "from transformer_lab.selfcheck.checks.registry import BY_NAME\n", "BY_NAME = {}\n"
+    )
     .replace("GLOBAL_TOKENIZER = _global_tokenizer()\n", "GLOBAL_TOKENIZER = None\n")
 )
 

@@ -12,19 +12,40 @@ other exception is summarised in one line. The student's code runs in a separate
 with a time limit per check, so a loop, ``sys.exit()`` or a crash ends only that check.
 Exit status: 0 when every selected check passes, 1 otherwise, 2 when FILE cannot be loaded.
 
-One module per graded concept (``attention``, ``pooling``, ``metrics``, ``tokenizer``,
-``embedding``, ``masks``, ``multihead``, ...), each with a table of :class:`Mistake` entries
-matched by :func:`first_match`; ``registry`` lists the checks. ``worker/`` runs student code
+``checks/`` holds one module per graded concept (``attention``, ``pooling``, ``metrics``,
+``tokenizer``, ``embedding``, ``masks``, ``multihead``, ...), each with a table of
+:class:`Mistake` entries matched by :func:`first_match`; ``checks/registry`` lists the checks,
+``checks/answers`` gives the answers they compare with. ``worker/`` runs student code
 (``isolation`` picks where: bubblewrap, an unprivileged user or a plain process; ``parent`` starts,
 times and ends it; ``serve`` is the worker), ``transport`` brings results back as plain data,
 ``grading/`` holds the commands (``cli``), one file's checks (``runner``), a class (``folder``)
 and the reports (``report``).
 """
 
-from transformer_lab.selfcheck.attention import (
+from transformer_lab.selfcheck.checks.attention import (
     attention_probe,
     check_attention,
     overflow_probe,
+)
+from transformer_lab.selfcheck.checks.embedding import check_embedding_parameters
+from transformer_lab.selfcheck.checks.masks import check_causal_padding_mask
+from transformer_lab.selfcheck.checks.metrics import (
+    ACCURACY_LABELS,
+    ACCURACY_LOGITS,
+    accuracy_variants,
+    check_accuracy,
+)
+from transformer_lab.selfcheck.checks.multihead import check_multi_head_attention
+from transformer_lab.selfcheck.checks.pooling import check_masked_mean, masked_mean_probe
+from transformer_lab.selfcheck.checks.registry import (
+    ALL_CHECKS,
+    CHECKS,
+    STRETCH_CHECKS,
+    Check,
+)
+from transformer_lab.selfcheck.checks.tokenizer import (
+    check_tokens_per_word,
+    check_train_bpe_tokenizer,
 )
 from transformer_lab.selfcheck.core import (
     ENDED,
@@ -41,7 +62,6 @@ from transformer_lab.selfcheck.core import (
     Mistake,
     first_match,
 )
-from transformer_lab.selfcheck.embedding import check_embedding_parameters
 from transformer_lab.selfcheck.errors import COMMON_ERROR_HINTS, summarise_exception
 from transformer_lab.selfcheck.grading.report import (
     Report,
@@ -54,20 +74,6 @@ from transformer_lab.selfcheck.grading.runner import (
     check_file,
     check_module,
     find_homework_starter,
-)
-from transformer_lab.selfcheck.masks import check_causal_padding_mask
-from transformer_lab.selfcheck.metrics import (
-    ACCURACY_LABELS,
-    ACCURACY_LOGITS,
-    accuracy_variants,
-    check_accuracy,
-)
-from transformer_lab.selfcheck.multihead import check_multi_head_attention
-from transformer_lab.selfcheck.pooling import check_masked_mean, masked_mean_probe
-from transformer_lab.selfcheck.registry import ALL_CHECKS, CHECKS, STRETCH_CHECKS, Check
-from transformer_lab.selfcheck.tokenizer import (
-    check_tokens_per_word,
-    check_train_bpe_tokenizer,
 )
 from transformer_lab.selfcheck.worker import Limits, load_module
 

@@ -10,7 +10,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from transformer_lab.selfcheck import answers
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.registry import EVERY_CHECK, HOMEWORK, PAGES
 from transformer_lab.selfcheck.core import NOT_RUN, CheckResult
 from transformer_lab.selfcheck.grading.report import (
     Report,
@@ -25,7 +26,6 @@ from transformer_lab.selfcheck.grading.runner import (
     selected_checks,
     starter_path,
 )
-from transformer_lab.selfcheck.registry import EVERY_CHECK, HOMEWORK, PAGES
 from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
 from transformer_lab.selfcheck.worker.isolation import (
     PROCESS,

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
+from transformer_lab.selfcheck.checks.registry import HOMEWORK
 from transformer_lab.selfcheck.grading.report import (
     Report,
     report_to_dict,
@@ -28,7 +29,6 @@ from transformer_lab.selfcheck.grading.report import (
     valid_text,
 )
 from transformer_lab.selfcheck.grading.runner import check_file
-from transformer_lab.selfcheck.registry import HOMEWORK
 from transformer_lab.selfcheck.worker import Limits, allow_workers, kill_all_workers
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")

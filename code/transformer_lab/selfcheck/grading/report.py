@@ -96,7 +96,7 @@ class Report:
 
 
 def _signatures() -> dict[str, str]:
-    from transformer_lab.selfcheck.registry import EVERY_CHECK
+    from transformer_lab.selfcheck.checks.registry import EVERY_CHECK
 
     return {check.name: check.signature for check in EVERY_CHECK}
 
@@ -269,7 +269,7 @@ def _gradescope_tests(
     report: Report, visibility: str, scored: bool, prefix: str = ""
 ) -> list[dict]:
     """One Gradescope test per check; ``scored`` False: feedback only (``max_score`` 0)."""
-    from transformer_lab.selfcheck.registry import BY_NAME
+    from transformer_lab.selfcheck.checks.registry import BY_NAME
 
     tests = []
     for result in report.results:

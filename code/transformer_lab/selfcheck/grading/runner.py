@@ -12,6 +12,7 @@ import types
 from collections.abc import Sequence
 from pathlib import Path
 
+from transformer_lab.selfcheck.checks.registry import HOMEWORK, PAGES, Check
 from transformer_lab.selfcheck.core import (
     ENDED,
     FAILED,
@@ -24,7 +25,6 @@ from transformer_lab.selfcheck.core import (
     Finding,
 )
 from transformer_lab.selfcheck.grading.report import Report, report_from_dict
-from transformer_lab.selfcheck.registry import HOMEWORK, PAGES, Check
 from transformer_lab.selfcheck.worker import (
     Limits,
     LoadFailed,

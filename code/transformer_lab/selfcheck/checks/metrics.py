@@ -8,7 +8,12 @@ import numbers
 import torch
 
 from transformer_lab import metrics as reference
-from transformer_lab.selfcheck import answers
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tensors import (
+    check_unchanged,
+    shape_text,
+    smallest_input_note,
+)
 from transformer_lab.selfcheck.core import (
     CheckResult,
     Mistake,
@@ -18,11 +23,6 @@ from transformer_lab.selfcheck.core import (
     run_check,
 )
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
-from transformer_lab.selfcheck.tensors import (
-    check_unchanged,
-    shape_text,
-    smallest_input_note,
-)
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "accuracy", "Exercise 1"

@@ -3,7 +3,7 @@
 
 The check hands the student the parts of a ``BrokenPraiseClassifier`` (its sequence-first
 encoder included) and no forward: the repair must be written, not called. The repaired outputs
-and each bug's outputs come from :mod:`transformer_lab.selfcheck.answers`; when no known bug
+and each bug's outputs come from :mod:`transformer_lab.selfcheck.checks.answers`; when no known bug
 explains a wrong forward, the stage-by-stage probes of Tasks 1 and 5 name where it goes wrong.
 """
 
@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from transformer_lab.selfcheck import answers
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import as_student
-from transformer_lab.selfcheck.positions import (
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.positions import (
     EMBEDDING,
     FORWARD_HINTS,
     HEAD,
@@ -28,7 +26,9 @@ from transformer_lab.selfcheck.positions import (
     logit_text,
     model_probe,
 )
-from transformer_lab.selfcheck.tensors import close, shape_text, smallest_failure
+from transformer_lab.selfcheck.checks.tensors import close, shape_text, smallest_failure
+from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
+from transformer_lab.selfcheck.execution import as_student
 
 NAME, EXERCISE = "repaired_forward", "Task 4"
 TOLERANCE = 1e-5

@@ -6,7 +6,7 @@ import math
 import numbers
 import random
 
-from transformer_lab.selfcheck import answers
+from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.core import (
     CheckResult,
     Mistake,

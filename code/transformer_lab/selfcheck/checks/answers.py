@@ -40,7 +40,7 @@ from pathlib import Path
 import torch
 
 PUBLIC, HIDDEN, RECORD = "public", "hidden", "record"
-DATA = Path(__file__).resolve().parent / "data" / "stored_outputs.json"
+DATA = Path(__file__).resolve().parents[1] / "data" / "stored_outputs.json"
 REFERENCE = "reference"  # the answer key of a check's right answer
 
 _state: dict[str, object] = {"mode": PUBLIC, "recorded": None, "seed": 0}

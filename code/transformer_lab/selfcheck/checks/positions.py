@@ -2,10 +2,10 @@
 (Task 1) and, as a stretch, the sinusoidal positions and the model that adds them (Task 5).
 
 The model tasks are functions of a model (``forward_without_positions(model, ids, padding)``):
-the check hands them a :class:`~transformer_lab.selfcheck.model_parts.ModelParts`, chapter 4's
+the check hands them a :class:`~transformer_lab.selfcheck.checks.model_parts.ModelParts`, chapter 4's
 parts with weights the check draws and no forward of its own, so that a pass is the student's
 forward and not the book's. The right answers and the known mistakes' answers come from
-:mod:`transformer_lab.selfcheck.answers` (stored for the public inputs; the instructor's code,
+:mod:`transformer_lab.selfcheck.checks.answers` (stored for the public inputs; the instructor's code,
 on inputs drawn afresh, in the hidden checks). When no known mistake explains a wrong forward,
 :func:`locate_stage` names the first stage (embedding and positions, encoder layout, pooling,
 head and output) whose own small probe goes wrong.
@@ -20,8 +20,18 @@ import random
 
 import torch
 
-from transformer_lab.selfcheck import answers
-from transformer_lab.selfcheck.attention import fail_library
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.attention import fail_library
+from transformer_lab.selfcheck.checks.model_parts import ModelParts
+from transformer_lab.selfcheck.checks.tensors import (
+    close,
+    compare_rows,
+    draw_parameters,
+    exact_normal,
+    require_tensor,
+    shape_text,
+    smallest_failure,
+)
 from transformer_lab.selfcheck.core import (
     CheckResult,
     Mistake,
@@ -31,16 +41,6 @@ from transformer_lab.selfcheck.core import (
     run_check,
 )
 from transformer_lab.selfcheck.execution import as_student
-from transformer_lab.selfcheck.model_parts import ModelParts
-from transformer_lab.selfcheck.tensors import (
-    close,
-    compare_rows,
-    draw_parameters,
-    exact_normal,
-    require_tensor,
-    shape_text,
-    smallest_failure,
-)
 
 TOY_NAME, TOY_EXERCISE = "toy_weights", "Task 2"
 NO_POS_NAME, NO_POS_EXERCISE = "forward_without_positions", "Task 1"
@@ -304,7 +304,7 @@ def model_probe(seed: int = 0, *, broken: bool = False) -> ModelParts:
     """The parts of a ``PraiseClassifier`` drawn from ``seed`` (``broken``: of Task 4's
     ``BrokenPraiseClassifier``, whose encoder is sequence-first), with a head bias that is not
     near zero, so that a forgotten bias shows. The weights come from the probe's own generator
-    and are the same on every CPU (:func:`~transformer_lab.selfcheck.tensors.draw_parameters`)."""
+    and are the same on every CPU (:func:`~transformer_lab.selfcheck.checks.tensors.draw_parameters`)."""
     g = torch.Generator().manual_seed(seed)
     parts = draw_parameters(as_parts(_model_of(broken)), g)
     with torch.no_grad():

@@ -16,7 +16,17 @@ from collections.abc import Callable
 import torch
 
 from transformer_lab import attention as reference
-from transformer_lab.selfcheck import answers
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tensors import (
+    check_gradient,
+    check_unchanged,
+    close,
+    compare_rows,
+    require_tensor,
+    row_text,
+    shape_text,
+    smallest_input_note,
+)
 from transformer_lab.selfcheck.core import (
     CheckResult,
     Failed,
@@ -28,16 +38,6 @@ from transformer_lab.selfcheck.core import (
     run_check,
 )
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
-from transformer_lab.selfcheck.tensors import (
-    check_gradient,
-    check_unchanged,
-    close,
-    compare_rows,
-    require_tensor,
-    row_text,
-    shape_text,
-    smallest_input_note,
-)
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "attention", "Exercise 3"

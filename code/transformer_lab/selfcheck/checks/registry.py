@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from transformer_lab.selfcheck import (
+from transformer_lab.selfcheck.checks import (
     attention,
     debugging,
     embedding,

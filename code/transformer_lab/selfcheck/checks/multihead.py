@@ -6,7 +6,7 @@ key_padding_mask=padding, average_attn_weights=False)``).
 Chapter 3's ``set_classifier.multi_head_self_attention`` computes the output alone; the weights of
 each head are what the exercise adds, so a copy of the chapter's function is not an answer.
 The chapters do not show the weights, so the right output and weights and each mistake's output
-come from :mod:`transformer_lab.selfcheck.answers`: stored for the public inputs, computed by the
+come from :mod:`transformer_lab.selfcheck.checks.answers`: stored for the public inputs, computed by the
 instructor's code on fresh inputs in the hidden checks."""
 
 from __future__ import annotations
@@ -17,8 +17,18 @@ import functools
 import torch
 from torch import nn
 
-from transformer_lab.selfcheck import answers
-from transformer_lab.selfcheck.attention import fail_library
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.attention import fail_library
+from transformer_lab.selfcheck.checks.tensors import (
+    check_gradient,
+    check_unchanged,
+    close,
+    compare_rows,
+    draw_parameters,
+    exact_normal,
+    require_tensor,
+    shape_text,
+)
 from transformer_lab.selfcheck.core import (
     CheckResult,
     Mistake,
@@ -29,16 +39,6 @@ from transformer_lab.selfcheck.core import (
     run_check,
 )
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
-from transformer_lab.selfcheck.tensors import (
-    check_gradient,
-    check_unchanged,
-    close,
-    compare_rows,
-    draw_parameters,
-    exact_normal,
-    require_tensor,
-    shape_text,
-)
 
 NAME, EXERCISE = "multi_head_attention", "Exercise 12"
 TOLERANCE = 1e-5
@@ -64,7 +64,7 @@ def mha_probe(
     evaluation mode whose biases are random (PyTorch starts them at zero, which would hide a
     forgotten bias). B, L, D, H and D/H all differ, so a wrong axis or size gives other numbers.
     Every number comes from the probe's own generator and is the same on every CPU
-    (:func:`~transformer_lab.selfcheck.tensors.exact_normal`)."""
+    (:func:`~transformer_lab.selfcheck.checks.tensors.exact_normal`)."""
     g = torch.Generator().manual_seed(seed)
     mha = draw_parameters(copy.deepcopy(_layer_of(width, heads)), g)
     with torch.no_grad():

@@ -3,7 +3,7 @@
 Query i may read key j only when j <= i and key j is real; the mask is True where it may not.
 
 The chapters do not show this function, so the right mask and each mistake's mask come from
-:mod:`transformer_lab.selfcheck.answers`: stored for the public inputs below, computed by the
+:mod:`transformer_lab.selfcheck.checks.answers`: stored for the public inputs below, computed by the
 instructor's code on fresh inputs in the hidden checks.
 """
 
@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import torch
 
-from transformer_lab.selfcheck import answers
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import StudentFunction, as_student
-from transformer_lab.selfcheck.tensors import (
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tensors import (
     check_unchanged,
     require_tensor,
     shape_text,
     smallest_input_note,
 )
+from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
+from transformer_lab.selfcheck.execution import StudentFunction, as_student
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "causal_padding_mask", "Exercise 11"

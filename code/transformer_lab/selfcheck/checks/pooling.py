@@ -5,10 +5,8 @@ from __future__ import annotations
 import torch
 
 from transformer_lab import pooling as reference
-from transformer_lab.selfcheck import answers
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import StudentFunction, as_student
-from transformer_lab.selfcheck.tensors import (
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tensors import (
     check_gradient,
     check_unchanged,
     close,
@@ -17,6 +15,8 @@ from transformer_lab.selfcheck.tensors import (
     shape_text,
     smallest_input_note,
 )
+from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
+from transformer_lab.selfcheck.execution import StudentFunction, as_student
 
 NAME, EXERCISE = "masked_mean", "Exercise 2"
 

@@ -10,7 +10,7 @@ import numbers
 import random
 from dataclasses import dataclass
 
-from transformer_lab.selfcheck import answers
+from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.core import (
     CheckResult,
     Mistake,

@@ -1,7 +1,7 @@
 """Week 20, Task 6 (stretch): ``encode_with_bpe(tokenizer, texts, length) -> (N, length)``, the
 ids a byte-level BPE tokenizer gives each comment, cut and padded for chapter 4's model.
 
-The right ids and each known mistake's ids come from :mod:`transformer_lab.selfcheck.answers`
+The right ids and each known mistake's ids come from :mod:`transformer_lab.selfcheck.checks.answers`
 (keyed by the comments and the length: the tokenizer is always :func:`probe_tokenizer`, whose
 [PAD] is not id 0)."""
 
@@ -13,10 +13,10 @@ import random
 
 import torch
 
-from transformer_lab.selfcheck import answers
+from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tensors import shape_text, smallest_failure
 from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
 from transformer_lab.selfcheck.execution import as_student, type_name
-from transformer_lab.selfcheck.tensors import shape_text, smallest_failure
 
 NAME, EXERCISE = "encode_with_bpe", "Task 6"
 TEXTS = [
