@@ -85,9 +85,8 @@ def type_name(value: object) -> str:
 
 
 _RECORDS: list[list[str]] = []  # the open recordings; spies append to each
-_INSTALLED: list[
-    tuple[object, str, object]
-] = []  # (owner, attribute, original) while spies are in place
+# (owner, attribute, original) while spies are in place
+_INSTALLED: list[tuple[object, str, object]] = []
 
 
 def install_library_spies() -> None:

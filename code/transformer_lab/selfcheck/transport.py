@@ -191,9 +191,8 @@ def _plain(value: object, blobs: list[bytes], depth: int = 0) -> object:
         raise TooLarge(f"the result is nested more than {DECODE_DEPTH} levels deep")
     if isinstance(value, (bytes, bytearray, memoryview)):
         blobs.append(bytes(value))
-        if (
-            sum(map(len, blobs)) > DECODE_BYTES
-        ):  # stop at once: the parent refuses it anyway
+        # Stop at once: the parent refuses it anyway.
+        if sum(map(len, blobs)) > DECODE_BYTES:
             raise TooLarge(
                 f"the result is too large to check (over {DECODE_BYTES // 2**20} MB)"
             )

@@ -20,11 +20,8 @@ from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "embedding_parameters", "Exercise 7"
 TABLE = "an embedding is a table of shape (vocab_size, d), and nothing else"
-PROBES = [
-    (80, 128),
-    (50_000, 768),
-    (7, 3),
-]  # 7 x 3: every mistake below gives another number
+# 7 x 3: every mistake below gives another number.
+PROBES = [(80, 128), (50_000, 768), (7, 3)]
 
 MISTAKES: list[Mistake] = [
     Mistake(

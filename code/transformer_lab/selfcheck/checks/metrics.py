@@ -203,9 +203,8 @@ def _check_once(student: StudentFunction, logits, labels):
             "average the correct predictions: .mean().item()",
         )
     kind = type_name(result)
-    if kind.startswith("numpy.") and not isinstance(
-        result, float
-    ):  # numpy.float64 is a float: fine
+    # numpy.float64 is a float: fine.
+    if kind.startswith("numpy.") and not isinstance(result, float):
         value = float(result)
         fail(
             "returned_numpy",

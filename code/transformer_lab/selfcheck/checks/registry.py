@@ -31,9 +31,8 @@ class Check:
     exercise: str
     signature: str
     run: Callable[[object], CheckResult]
-    optional: bool = (
-        False  # a stretch exercise: leaving it alone is "not attempted", not a failure
-    )
+    # A stretch exercise: leaving it alone is "not attempted", not a failure.
+    optional: bool = False
     requires: str | None = None  # a check whose function this one calls: it must pass first
     # Book modules the student's code builds on (the model it is handed, a helper it imports):
     # only these load for real in the worker; every other book module is a tripwire there.

@@ -25,10 +25,8 @@ from transformer_lab.selfcheck.transport import bounded_repr
 TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 8"
 COUNT_NAME, COUNT_EXERCISE = "tokens_per_word", "Exercise 9"
 
-TOKENIZER_SIZES = (
-    80,
-    40,
-)  # both reachable on the tiny corpus, so the size must follow the argument
+# Both reachable on the tiny corpus, so the size must follow the argument.
+TOKENIZER_SIZES = (80, 40)
 # Capitals (which TINY_CORPUS lacks) show a corpus lower-cased before training.
 OTHER_CORPUS = (
     "Zebras quietly jump over lazy foxes",

@@ -167,9 +167,8 @@ def check_command(argv: Sequence[str]) -> int:
         help="with --hidden: the seed of the hidden inputs (a regrade passes the one recorded "
         "in results.json; default: derived from SELFCHECK_COURSE_SECRET and the file)",
     )
-    parser.add_argument(
-        "--display", help=argparse.SUPPRESS
-    )  # the file name the report shows
+    # The file name the report shows.
+    parser.add_argument("--display", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
     _check_outputs(parser, gradescope=args.gradescope)

@@ -259,10 +259,8 @@ def _result_text(result: CheckResult) -> str:
     return text + (f"\nTry: {finding.advice}" if finding.advice else "")
 
 
-VISIBLE, AFTER_DUE_DATE = (
-    "visible",
-    "after_due_date",
-)  # two of Gradescope's test visibilities
+# Two of Gradescope's test visibilities.
+VISIBLE, AFTER_DUE_DATE = "visible", "after_due_date"
 
 
 def _gradescope_tests(

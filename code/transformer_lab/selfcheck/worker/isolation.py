@@ -179,10 +179,8 @@ def worker_uids(count: int) -> tuple[int, ...]:
     except KeyError:
         uids, uid = [], SPARE_UID
     while len(uids) < count:
-        try:
-            pwd.getpwuid(
-                uid
-            )  # an account's uid is never used (its processes would be killed)
+        try:  # an account's uid is never used (its processes would be killed)
+            pwd.getpwuid(uid)
         except KeyError:
             uids.append(uid)
         uid += 1
