@@ -156,6 +156,17 @@ def fail(
     raise Failed(Finding(code, capitalise(mistake), str(expected), shown, advice))
 
 
+NO_RETURN = "the function returned None: it has no `return`"
+
+
+def fail_if_none(
+    result: object, expected: object, advice: str, mistake: str = NO_RETURN
+) -> None:
+    """Stop the current check if the function returned None."""
+    if result is None:
+        fail("returned_none", mistake, expected, "None", advice)
+
+
 def fail_with(mistake: Mistake, expected: object, received: object, note: str = "") -> None:
     """Stop the current check with a mistake from a table (``note`` is appended to its message)."""
     fail(mistake.code, mistake.message + note, expected, received, mistake.advice)

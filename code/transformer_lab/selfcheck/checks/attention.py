@@ -34,6 +34,7 @@ from transformer_lab.selfcheck.core import (
     StudentRaised,
     combine,
     fail,
+    fail_if_none,
     first_match,
     run_check,
 )
@@ -368,14 +369,11 @@ def fail_library(names: list[str], what: str) -> None:
 
 def unpack_pair(result, out_shape, w_shape):
     """Check the return value is (output, weights) and return the two tensors."""
-    if result is None:
-        fail(
-            "returned_none",
-            "the function returned None: it has no `return`",
-            f"(output {out_shape}, weights {w_shape})",
-            "None",
-            "end with `return output, weights`",
-        )
+    fail_if_none(
+        result,
+        f"(output {out_shape}, weights {w_shape})",
+        "end with `return output, weights`",
+    )
     if isinstance(result, torch.Tensor):
         expected = f"a pair: output {out_shape} and weights {w_shape}"
         received = f"one tensor of shape {shape_text(result)}"

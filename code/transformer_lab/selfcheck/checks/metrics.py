@@ -19,6 +19,7 @@ from transformer_lab.selfcheck.core import (
     Mistake,
     article,
     fail,
+    fail_if_none,
     first_match,
     run_check,
 )
@@ -176,14 +177,7 @@ def _check_once(student: StudentFunction, logits, labels):
     check_unchanged([logits, labels], returned.args, ["logits", "labels"])
     result = returned.result
     want = f"{expected:.4f} (type float)"
-    if result is None:
-        fail(
-            "returned_none",
-            "the function returned None: it has no `return`",
-            want,
-            "None",
-            "end with `return ...`",
-        )
+    fail_if_none(result, want, "end with `return ...`")
     if isinstance(result, torch.Tensor):
         if result.numel() == 1:
             value = float(result.detach().reshape(-1)[0])

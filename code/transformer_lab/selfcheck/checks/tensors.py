@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from transformer_lab.selfcheck.core import article, fail
+from transformer_lab.selfcheck.core import article, fail, fail_if_none
 from transformer_lab.selfcheck.execution import StudentFunction, execute_gradient, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
@@ -136,14 +136,12 @@ def require_tensor(
     result, what: str, expected_shape: tuple[int, ...], code_prefix: str
 ) -> torch.Tensor:
     """Fail unless ``result`` is a tensor; name what came back instead."""
-    if result is None:
-        fail(
-            "returned_none",
-            f"{what} is None: the function has no `return` (or returns nothing)",
-            f"a torch.Tensor of shape {tuple(expected_shape)}",
-            "None",
-            "end the function with `return ...`",
-        )
+    fail_if_none(
+        result,
+        f"a torch.Tensor of shape {tuple(expected_shape)}",
+        "end the function with `return ...`",
+        f"{what} is None: the function has no `return` (or returns nothing)",
+    )
     if not isinstance(result, torch.Tensor):
         kind = type_name(result)
         fail(

@@ -17,6 +17,7 @@ from transformer_lab.selfcheck.core import (
     article,
     diagnose,
     fail,
+    fail_if_none,
     run_check,
 )
 from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
@@ -174,14 +175,7 @@ def _require_tokenizer(result, what: str) -> None:
     if isinstance(result, Tokenizer):
         return
     expected = "a trained tokenizers.Tokenizer"
-    if result is None:
-        fail(
-            "returned_none",
-            f"{what} is None: the function has no `return`",
-            expected,
-            "None",
-            ADVICE,
-        )
+    fail_if_none(result, expected, ADVICE, f"{what} is None: the function has no `return`")
     category = getattr(result, "category", "")  # an Opaque stand-in from a worker
     if isinstance(result, trainers.Trainer) or category == "trainer":
         fail(
@@ -773,14 +767,7 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
             given,
             "build a new dict; do not modify `words`",
         )
-    if result is None:
-        fail(
-            "returned_none",
-            "the function returned None: it has no `return`",
-            expected,
-            "None",
-            "return the dict",
-        )
+    fail_if_none(result, expected, "return the dict")
     if isinstance(result, (list, tuple)):
         same = list(result) == list(expected.values())
         fail(
