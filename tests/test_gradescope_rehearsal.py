@@ -11,7 +11,9 @@ the rehearsal runs from a copy every user may read, made of hard links (no data 
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
+import itertools
 import json
 import os
 import shutil
@@ -35,7 +37,29 @@ pytestmark = pytest.mark.skipif(
     reason="the rehearsal runs as root, as Gradescope does",
 )
 DOCKER_BWRAP = "#!/bin/sh\necho 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1\n"
-WORKER_UIDS = range(SPARE_UID, SPARE_UID + 8)
+_HELD = []  # the lock of this run's block of uids, held while the tests run
+
+
+def rehearsal_uids(size: int = 16) -> range:
+    """A block of worker uids that this test run alone uses: a second test run on the machine
+    (`make test` beside `make test`) locks another block, so neither counts the other's workers
+    as its own, nor kills them."""
+    folder = Path(tempfile.gettempdir()) / "selfcheck-rehearsal-uid-blocks"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    for block in itertools.count():
+        handle = open(folder / str(block), "w")  # held until the run ends
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        _HELD.append(handle)
+        first = SPARE_UID + 1000 + size * block
+        return range(first, first + size)
+    raise AssertionError("unreachable")
+
+
+WORKER_UIDS = rehearsal_uids()
 
 
 def open_folder(name: str) -> Path:
@@ -73,6 +97,7 @@ def runtime() -> dict[str, str]:
         "AUTOGRADER_PYTHON": str(venv / "bin" / "python"),
         "LD_LIBRARY_PATH": str(base / "lib"),
         "PATH": f"{fake}:{os.environ['PATH']}",
+        "SELFCHECK_FIRST_UID": str(WORKER_UIDS.start),
     }
     shutil.rmtree(root, ignore_errors=True)
 

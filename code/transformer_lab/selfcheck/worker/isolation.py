@@ -18,6 +18,7 @@ space, and at the user level the number of processes of the uid.
 from __future__ import annotations
 
 import atexit
+import fcntl
 import functools
 import os
 import pwd
@@ -43,7 +44,11 @@ START = (
 WORKER_MARK = "transformer_lab.selfcheck.worker.serve"  # in every worker's command line
 SANDBOX_CODE, SANDBOX_WORKDIR = "/tmp/selfcheck-code", "/tmp/submission"
 USER_NAME = "selfcheck"  # the worker's user, made by autograder_files/setup.sh
-SPARE_UID = 64_100  # the first uid used when there is no such user
+SPARE_UID = 64_100  # the first spare uid (SELFCHECK_FIRST_UID overrides it)
+# Each worker uid a grader uses is leased for the grader's lifetime: an exclusive lock on a file in
+# this root-only folder. Graders side by side on one machine then never share a uid, so one never
+# kills, nor counts, the other's workers.
+UID_LEASES = Path(tempfile.gettempdir()) / "transformer-lab-selfcheck-uids"
 TMPFS_MB = 64
 
 
@@ -133,7 +138,7 @@ def isolation() -> Isolation:
         if not why_not:
             return Isolation(
                 USER,
-                f"isolation: unprivileged user (uid {worker_uids(1)[0]}; bubblewrap does not "
+                "isolation: unprivileged user (a uid per worker; bubblewrap does not "
                 "work here; the sources and results are root's only)",
             )
     return Isolation(
@@ -170,34 +175,58 @@ def grading_problem(submissions: Path | None = None) -> str | None:
 # --------------------------------------------------------------------------- the worker's uids
 
 
-@functools.cache
-def worker_uids(count: int) -> tuple[int, ...]:
-    """``count`` uids for workers running side by side: the ``selfcheck`` user's first, then
-    spare uids that belong to no account on this machine."""
+def first_spare_uid() -> int:
+    return int(os.environ.get("SELFCHECK_FIRST_UID", SPARE_UID))
+
+
+def _lease(uid: int) -> bool:
+    """Lock ``uid`` for this grader's lifetime (the lock ends with the process); False when
+    another grader on this machine holds it."""
+    UID_LEASES.mkdir(mode=0o700, exist_ok=True)
+    folder = os.lstat(UID_LEASES)
+    if not stat.S_ISDIR(folder.st_mode) or folder.st_uid != 0 or folder.st_mode & 0o077:
+        raise RuntimeError(f"{UID_LEASES} must be a folder of root's alone: remove it")
+    fd = os.open(UID_LEASES / str(uid), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     try:
-        uids, uid = [pwd.getpwnam(USER_NAME).pw_uid], SPARE_UID
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    return True
+
+
+def _candidate_uids():
+    """The ``selfcheck`` user's uid, then spare uids that belong to no account on this
+    machine (an account's processes would be killed with the worker's)."""
+    try:
+        yield pwd.getpwnam(USER_NAME).pw_uid
     except KeyError:
-        uids, uid = [], SPARE_UID
-    while len(uids) < count:
-        try:  # an account's uid is never used (its processes would be killed)
+        pass
+    uid = first_spare_uid()
+    while True:
+        try:
             pwd.getpwuid(uid)
         except KeyError:
-            uids.append(uid)
+            yield uid
         uid += 1
-    return tuple(uids)
 
 
 _FREE: queue.Queue = queue.Queue()
-_FREE_COUNT = [0]
+_LEASED: list[int] = []  # every uid this grader holds, in the order it took them
 
 
 def take_uid() -> int:
-    """A worker uid no running worker uses (returned with :func:`give_back_uid`)."""
+    """A worker uid no running worker uses, on this machine (returned with
+    :func:`give_back_uid`)."""
     try:
         return _FREE.get_nowait()
     except queue.Empty:
-        _FREE_COUNT[0] += 1
-        return worker_uids(_FREE_COUNT[0])[-1]
+        pass
+    for uid in _candidate_uids():
+        if uid not in _LEASED and _lease(uid):
+            _LEASED.append(uid)
+            return uid
+    raise AssertionError("unreachable")
 
 
 def give_back_uid(uid: int) -> None:
@@ -428,6 +457,6 @@ def find_worker(root: int, timeout: float = 0.0) -> int | None:
 def end_worker_users() -> None:
     """Kill every process of every worker uid this grader has used (before results are
     written, and again after)."""
-    if isolation().level == USER and _FREE_COUNT[0]:
-        for uid in worker_uids(_FREE_COUNT[0]):
+    if isolation().level == USER:
+        for uid in _LEASED:
             kill_user(uid)
