@@ -57,3 +57,23 @@ def test_a_masked_mean_that_counts_padding_shows_in_the_example(starter, capsys)
 
 def test_yes_no():
     assert (runs.yes_no(True), runs.yes_no(False)) == ("yes", "NO")
+
+
+def test_exercise_10_prints_each_word_with_its_tokens_and_corpus_counts(starter, capsys):
+    from transformer_lab import tokenizer as book
+
+    starter.train_bpe_tokenizer = book.train_bpe_tokenizer
+    starter.tokens_per_word = book.tokens_per_word
+    starter.embedding_parameters = book.embedding_parameters
+    runs.run_tokenizer()
+    out = capsys.readouterr().out
+    trained = book.train_bpe_tokenizer(list(book.TINY_CORPUS), 80)
+    sentence = "the transformer decoder generates text".split()
+    for word, count in book.tokens_per_word(trained, sentence).items():
+        seen = book.word_occurrences(book.TINY_CORPUS, word)
+        line = (
+            f"{word!r}: {count} token(s); in the corpus {seen['as a word']}x as a word, "
+            f"{seen['inside a word']}x inside a word"
+        )
+        assert line in out, line
+    assert out.index("words -> ") < out.index("each word on its own:")

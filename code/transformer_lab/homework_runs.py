@@ -351,18 +351,23 @@ def tokenizer_example():
     )
 
 
-def count_tokens_per_word():
-    """Exercise 9: tokens per word next to how often each word occurs in the corpus."""
+def print_tokens_per_word(tokenizer, words: Sequence[str]) -> None:
+    """Each word's token count (your ``tokens_per_word``) next to how often the corpus holds it."""
     from transformer_lab.tokenizer import TINY_CORPUS, word_occurrences
 
-    tokenizer = trained_tokenizer()
-    print("vocabulary size:", tokenizer.get_vocab_size())
-    for word, count in S.tokens_per_word(tokenizer, list(EXERCISE_9_WORDS)).items():
+    for word, count in S.tokens_per_word(tokenizer, list(words)).items():
         seen = word_occurrences(TINY_CORPUS, word)
         print(
             f"{word!r:>17}: {count} token(s); in the corpus {seen['as a word']}x as a word, "
             f"{seen['inside a word']}x inside a word"
         )
+
+
+def count_tokens_per_word():
+    """Exercise 9: tokens per word next to how often each word occurs in the corpus."""
+    tokenizer = trained_tokenizer()
+    print("vocabulary size:", tokenizer.get_vocab_size())
+    print_tokens_per_word(tokenizer, EXERCISE_9_WORDS)
 
 
 def run_tokenizer():
@@ -373,6 +378,8 @@ def run_tokenizer():
     print("tokens:", encoding.tokens)
     print("ids:   ", encoding.ids)
     print(f"{len(sentence.split())} words -> {len(encoding.tokens)} tokens")
+    print("each word on its own:")
+    print_tokens_per_word(tokenizer, sentence.split())
     vocab_size = tokenizer.get_vocab_size()
     counts = ", ".join(
         f"d={d}: {S.embedding_parameters(vocab_size, d):,}" for d in (128, 512, 768)
