@@ -270,3 +270,14 @@ def test_the_recipe_of_the_tokenizer_exercise_is_in_its_hints():
     for step in ("BpeTrainer", "train_from_iterator"):
         assert step in hints["Hint 3 — most of the code"], step
     assert "Whitespace()" not in hints["Hint 3 — most of the code"]  # the student's to find
+
+
+@pytest.mark.parametrize("page", [*PAGES, "exercises/by-hand/index.md"])
+def test_the_summary_waits_in_a_closed_dropdown(page):
+    # A summary states what the tasks above ask the student to find; open on load, a reader
+    # scrolling past a task would read its answer (the by-hand sheet's did, before 0bfe104).
+    section = read(page).split("\n## Summary\n", 1)[1]
+    prose, dropdown = section.split(":::{dropdown} ", 1)
+    assert "\n- " not in prose, "the summary's points must sit inside the dropdown"
+    assert dropdown.splitlines()[0].startswith("Summary of"), dropdown.splitlines()[0]
+    assert ":open:" not in dropdown.split("\n:::", 1)[0]
