@@ -9,6 +9,8 @@ instructor's code on fresh inputs in the hidden checks.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from transformer_lab.selfcheck.checks import answers
@@ -62,68 +64,60 @@ def probe_paddings() -> list[torch.Tensor]:
     return drawn
 
 
+_mistake = functools.partial(answers.mistake, NAME)
+
 MISTAKES: list[Mistake] = [
-    Mistake(
+    _mistake(
         "padding_ignored",
         "only the future is blocked: padded keys are still visible",
         "either reason blocks a key: combine the future and the padding with a logical or",
-        answers.answer(NAME, "padding_ignored"),
     ),
-    Mistake(
+    _mistake(
         "causal_missing",
         "only the padding is blocked: every query can still read later tokens",
         "also block the keys after each query: the part of an (L, L) matrix above its diagonal",
-        answers.answer(NAME, "causal_missing"),
     ),
-    Mistake(
+    _mistake(
         "blocked_diagonal",
         "the diagonal is blocked too: a token may read itself (j = i)",
         "triu(diagonal=1) blocks j > i only; triu() with diagonal=0 also blocks j = i",
-        answers.answer(NAME, "blocked_diagonal"),
     ),
-    Mistake(
+    _mistake(
         "causal_off_by_one",
         "the causal mask is one off: each token may also read the next one (triu(diagonal=2))",
         "key j is the future of query i when j > i: triu(diagonal=1), so j = i + 1 is blocked",
-        answers.answer(NAME, "causal_off_by_one"),
     ),
-    Mistake(
+    _mistake(
         "causal_transposed",
         "the past is blocked instead of the future (tril instead of triu)",
         "the future of query i is the keys j > i: the upper triangle, triu(diagonal=1)",
-        answers.answer(NAME, "causal_transposed"),
     ),
-    Mistake(
+    _mistake(
         "inverted_mask",
         "the mask is inverted: True marks what a query may read",
         "True means 'must not attend' (as key_padding_mask and attn_mask in PyTorch)",
-        answers.answer(NAME, "inverted_mask"),
     ),
-    Mistake(
+    _mistake(
         "padding_inverted",
         "the padding was inverted (~padding): real keys are blocked, padded ones visible",
         "padding is already True where a key must be hidden: use it as it is",
-        answers.answer(NAME, "padding_inverted"),
     ),
-    Mistake(
+    _mistake(
         "padding_on_queries",
         "the padding was applied to the queries (rows) instead of the keys (columns)",
         "padding[:, None, :] puts the mask on the key axis: every query row hides the same padded keys",
-        answers.answer(NAME, "padding_on_queries"),
     ),
-    Mistake(
+    _mistake(
         "padding_on_both_axes",
         "padded queries were blocked as well, so their rows hide every key (softmax "
         "of a row of −∞ is NaN)",
         "padding hides keys (columns) only; a padded query may still read the real keys before it",
-        answers.answer(NAME, "padding_on_both_axes"),
     ),
-    Mistake(
+    _mistake(
         "combined_with_and",
         "future and padding were combined with & (and): a key is blocked only when it "
         "is both",
         "a key is hidden when it is in the future OR padding: use |",
-        answers.answer(NAME, "combined_with_and"),
     ),
 ]
 

@@ -99,148 +99,125 @@ def expected_weights(
         return reference_weights(x.double(), padding, copy.deepcopy(mha).double())
 
 
+_mistake = functools.partial(answers.mistake, NAME)
+
 MISTAKES: list[Mistake] = [
-    Mistake(
+    _mistake(
         "no_output_projection",
         "the heads were concatenated but the output projection (mha.out_proj) was not "
         "applied",
         "finish with concat @ mha.out_proj.weight.T + mha.out_proj.bias",
-        answers.answer(NAME, "no_output_projection"),
     ),
-    Mistake(
+    _mistake(
         "heads_split_without_transpose",
         "the heads were split with a reshape to (B, H, L, D/H) and no "
         "transpose, which mixes the positions and features of different tokens",
         "reshape to (B, L, H, D/H), then transpose(1, 2) to (B, H, L, D/H)",
-        answers.answer(NAME, "heads_split_without_transpose"),
     ),
-    Mistake(
+    _mistake(
         "heads_merged_without_transpose",
         "the heads were merged with a reshape from (B, H, L, D/H) and no "
         "transpose, which mixes the heads of different tokens",
         "transpose(1, 2) back to (B, L, H, D/H), then reshape to (B, L, D)",
-        answers.answer(NAME, "heads_merged_without_transpose"),
     ),
-    Mistake(
+    _mistake(
         "scaled_by_model_width",
         "the scores were divided by √D (the model width) instead of √(D/H), the width "
         "of one head",
         "head_width = D // mha.num_heads; divide by math.sqrt(head_width)",
-        answers.answer(NAME, "scaled_by_model_width"),
     ),
-    Mistake(
+    _mistake(
         "no_scaling",
         "the scores were not divided by √(D/H)",
         "divide each head's scores by math.sqrt(D // mha.num_heads)",
-        answers.answer(NAME, "no_scaling"),
     ),
-    Mistake(
+    _mistake(
         "single_head",
         "the attention ran as one head over the full width: the heads were never split",
         "split q, k, v into mha.num_heads heads of width D/H, attend per head, then merge",
-        answers.answer(NAME, "single_head"),
     ),
-    Mistake(
+    _mistake(
         "mask_ignored",
         "the key padding mask had no effect",
         "scores.masked_fill(padding[:, None, None, :], "
         "float('-inf')) for scores of shape (B, H, L, L)",
-        answers.answer(NAME, "mask_ignored"),
     ),
-    Mistake(
+    _mistake(
         "inverted_mask",
         "the mask was inverted: the real keys were hidden and the padded ones kept",
         "True means ignore: fill where padding is True",
-        answers.answer(NAME, "inverted_mask"),
     ),
-    Mistake(
+    _mistake(
         "padding_tiled_by_example",
         "the padding mask was tiled for the heads with padding.repeat(H, 1), which lines the "
         "rows up as example 0, 1, 0, 1, ... while the heads were folded example by example "
         "(b·H + h): heads read another example's mask",
         "padding.repeat_interleave(H, dim=0) gives each example's row H times in a row, in the "
         "order of a (B, H, ...) -> (B·H, ...) reshape",
-        answers.answer(NAME, "padding_tiled_by_example"),
     ),
-    Mistake(
+    _mistake(
         "mask_after_softmax",
         "padded keys were zeroed after the softmax instead of set to −∞ before it",
         "masked_fill with float('-inf') on the scores, then softmax",
-        answers.answer(NAME, "mask_after_softmax"),
     ),
-    Mistake(
+    _mistake(
         "mask_on_queries",
         "the padding was applied to the queries instead of the keys",
         "padding[:, None, None, :] lines up with the key axis of (B, H, Lq, Lk)",
-        answers.answer(NAME, "mask_on_queries"),
     ),
-    Mistake(
-        "softmax_over_queries",
-        "the softmax ran over the queries instead of the keys (dim=-1)",
-        "torch.softmax(scores, dim=-1)",
-        answers.answer(NAME, "softmax_over_queries"),
-    ),
-    # the same with a finite fill: a column of -1e9 spreads evenly where one of −∞ gives NaN
-    Mistake(
-        "softmax_over_queries",
-        "the softmax ran over the queries instead of the keys (dim=-1)",
-        "torch.softmax(scores, dim=-1)",
-        answers.answer(NAME, "softmax_over_queries:finite"),
-    ),
-    Mistake(
-        "softmax_over_heads",
-        "the softmax ran over the heads (dim=1 of (B, H, L, L)) instead of the keys",
-        "torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1",
-        answers.answer(NAME, "softmax_over_heads"),
-    ),
-    Mistake(
-        "softmax_over_heads",
-        "the softmax ran over the heads (dim=1 of (B, H, L, L)) instead of the keys",
-        "torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1",
-        answers.answer(NAME, "softmax_over_heads:finite"),
+    *(  # each with a fill of −∞ and a finite one (a column of -1e9 spreads evenly, −∞ gives NaN)
+        _mistake(code, message, advice, key=code + fill)
+        for code, message, advice in (
+            (
+                "softmax_over_queries",
+                "the softmax ran over the queries instead of the keys (dim=-1)",
+                "torch.softmax(scores, dim=-1)",
+            ),
+            (
+                "softmax_over_heads",
+                "the softmax ran over the heads (dim=1 of (B, H, L, L)) instead of the keys",
+                "torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1",
+            ),
+        )
+        for fill in ("", ":finite")
     ),
     *(  # every other order of the three chunks
-        Mistake(
+        _mistake(
             "qkv_order",
             "the three chunks of the input projection were taken in another order than q, "
             "k, v (mha.in_proj_weight stacks W_q, W_k, W_v in that order)",
             "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)",
-            answers.answer(NAME, f"qkv_order:{order}"),
+            key=f"qkv_order:{order}",
         )
         for order in ("kqv", "qvk", "vkq", "kvq", "vqk")
     ),
-    Mistake(
+    _mistake(
         "out_proj_not_transposed",
         "the output projection used mha.out_proj.weight without .T: a Linear computes "
         "x @ W.T + b, and W (D, D) is square, so the shapes hid it",
         "concat @ mha.out_proj.weight.T + mha.out_proj.bias (or F.linear(concat, W, b))",
-        answers.answer(NAME, "out_proj_not_transposed"),
     ),
-    Mistake(
+    _mistake(
         "in_proj_bias_ignored",
         "the input projection's bias (mha.in_proj_bias) was left out",
         "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)",
-        answers.answer(NAME, "in_proj_bias_ignored"),
     ),
-    Mistake(
+    _mistake(
         "out_proj_bias_ignored",
         "the output projection's bias (mha.out_proj.bias) was left out",
         "concat @ mha.out_proj.weight.T + mha.out_proj.bias",
-        answers.answer(NAME, "out_proj_bias_ignored"),
     ),
-    Mistake(
+    _mistake(
         "biases_ignored",
         "both biases (mha.in_proj_bias and mha.out_proj.bias) were left out",
         "add mha.in_proj_bias after the input projection and mha.out_proj.bias after the output projection",
-        answers.answer(NAME, "biases_ignored"),
     ),
-    Mistake(
+    _mistake(
         "residual_inside_attention",
         "the input x was added to the attention's output (a residual connection): the "
         "encoder layer adds that residual itself, after the attention; multi-head attention "
         "alone returns the output projection",
         "return merged @ mha.out_proj.weight.T + mha.out_proj.bias, without + x",
-        answers.answer(NAME, "residual_inside_attention"),
     ),
 ]
 # Two slips at once that go together: a model-width scale when the heads were never split is
@@ -263,9 +240,8 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
     if returned.library:
         fail_library(returned.library, WHAT)
     check_unchanged([x, padding], returned.args[:2], ["x", "padding"])
-    after = returned.args[
-        2
-    ].state_dict()  # the layer, or its state when it came back from a worker
+    # the layer, or its state when it came back from a worker
+    after = returned.args[2].state_dict()
     changed = [
         key
         for key, value in after.items()

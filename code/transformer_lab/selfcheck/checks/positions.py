@@ -96,10 +96,7 @@ def toy_probe(n_tokens: int, d_model: int, seed: int):
     )
 
 
-def _toy(code: str, message: str, advice: str) -> Mistake:
-    return Mistake(code, message, advice, answers.answer(TOY_NAME, code))
-
-
+_toy = functools.partial(answers.mistake, TOY_NAME)
 TOY_MISTAKES: list[Mistake] = [
     _toy(
         "softmax_over_queries",
@@ -362,16 +359,11 @@ ADDED = {
 }
 
 
-def _mistake(check: str, code: str, message: str, advice: str) -> Mistake:
-    return Mistake(code, message, advice, answers.answer(check, code))
-
-
 def forward_mistakes(check: str, positions: str) -> list[Mistake]:
     """The known mistakes of a forward whose right answer adds ``positions`` (all but the
     position mistakes, which each task lists itself), each under its stage."""
 
-    def m(code, message, advice):
-        return _mistake(check, code, message, advice)
+    m = functools.partial(answers.mistake, check)
 
     return [
         *_staged(
@@ -473,13 +465,13 @@ FORWARD_MISTAKES: list[Mistake] = [
     *_staged(
         EMBEDDING,
         [
-            _mistake(
+            answers.mistake(
                 NO_POS_NAME,
                 "positions_still_added",
                 "the learned position embedding (model.pos) is still added",
                 "leave out the line that adds model.pos(...)",
             ),
-            _mistake(
+            answers.mistake(
                 NO_POS_NAME,
                 "position_zero_added",
                 "every character gets position 0's learned vector (model.pos of index 0): "
@@ -496,7 +488,7 @@ SINES_MISTAKES: list[Mistake] = [
     *_staged(
         EMBEDDING,
         [
-            _mistake(SINES_NAME, *entry)
+            answers.mistake(SINES_NAME, *entry)
             for entry in (
                 (
                     "learned_table_added",
@@ -763,10 +755,7 @@ def check_forward_with_sinusoids(function) -> CheckResult:
 # --- Task 5: the sinusoid table -------------------------------------------------------------
 
 
-def _table(code: str, message: str, advice: str) -> Mistake:
-    return Mistake(code, message, advice, answers.answer(TABLE_NAME, code))
-
-
+_table = functools.partial(answers.mistake, TABLE_NAME)
 TABLE_MISTAKES: list[Mistake] = [
     _table(
         "sines_cosines_swapped",

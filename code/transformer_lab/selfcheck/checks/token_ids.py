@@ -50,10 +50,7 @@ def probe_tokenizer():
     return Tokenizer.from_str(json.dumps(data))
 
 
-def _bpe(code: str, message: str, advice: str) -> Mistake:
-    return Mistake(code, message, advice, answers.answer(NAME, code))
-
-
+_bpe = functools.partial(answers.mistake, NAME)
 MISTAKES: list[Mistake] = [
     _bpe(
         "left_padding",
