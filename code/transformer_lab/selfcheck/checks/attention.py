@@ -20,6 +20,7 @@ from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
     check_gradient,
     check_unchanged,
+    checker,
     close,
     compare_rows,
     require_tensor,
@@ -28,7 +29,6 @@ from transformer_lab.selfcheck.checks.tensors import (
     smallest_input_note,
 )
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Failed,
     Mistake,
     StudentRaised,
@@ -36,9 +36,8 @@ from transformer_lab.selfcheck.core import (
     fail,
     fail_if_none,
     first_match,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "attention", "Exercise 3"
@@ -729,34 +728,30 @@ def _name_the_infinity(student: StudentFunction, failure: Failed) -> None:
     raise failure
 
 
-def check_attention(function) -> CheckResult:
+@checker(NAME, EXERCISE)
+def check_attention(student: StudentFunction) -> None:
     """Check ``attention(q, k, v, padding) -> (output, weights)`` against the package's version."""
-    student = as_student(function)
-
-    def body():
-        if student.library_names:
-            fail_library(student.library_names, EXERCISE)
-        try:
-            _check_probe(student, *attention_probe(seed=answers.fresh_seed(20)))
-        except Failed as failure:
-            _name_the_infinity(student, failure)
-        # no padding at all, and a self-attention shape with Lq == Lk
-        g = torch.Generator().manual_seed(answers.fresh_seed(21))
-        x = torch.randn(3, 4, ATT_D, generator=g)
-        _check_probe(
-            student,
-            x,
-            x,
-            torch.randn(3, 4, ATT_DV, generator=g),
-            torch.zeros(3, 4, dtype=torch.bool),
-        )
-        _check_overflow(student)
-        check_gradient(
-            student,
-            list(attention_probe(seed=answers.fresh_seed(22))),
-            ["q", "k", "v"],
-            "first",
-            reference.attention,
-        )
-
-    return run_check(NAME, EXERCISE, body)
+    if student.library_names:
+        fail_library(student.library_names, EXERCISE)
+    try:
+        _check_probe(student, *attention_probe(seed=answers.fresh_seed(20)))
+    except Failed as failure:
+        _name_the_infinity(student, failure)
+    # no padding at all, and a self-attention shape with Lq == Lk
+    g = torch.Generator().manual_seed(answers.fresh_seed(21))
+    x = torch.randn(3, 4, ATT_D, generator=g)
+    _check_probe(
+        student,
+        x,
+        x,
+        torch.randn(3, 4, ATT_DV, generator=g),
+        torch.zeros(3, 4, dtype=torch.bool),
+    )
+    _check_overflow(student)
+    check_gradient(
+        student,
+        list(attention_probe(seed=answers.fresh_seed(22))),
+        ["q", "k", "v"],
+        "first",
+        reference.attention,
+    )

@@ -26,9 +26,14 @@ from transformer_lab.selfcheck.checks.positions import (
     logit_text,
     model_probe,
 )
-from transformer_lab.selfcheck.checks.tensors import close, shape_text, smallest_failure
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import as_student
+from transformer_lab.selfcheck.checks.tensors import (
+    checker,
+    close,
+    shape_text,
+    smallest_failure,
+)
+from transformer_lab.selfcheck.core import Mistake, diagnose, fail
+from transformer_lab.selfcheck.execution import StudentFunction
 
 NAME, EXERCISE = "repaired_forward", "Task 4"
 TOLERANCE = 1e-5
@@ -89,44 +94,41 @@ def mistakes() -> list[Mistake]:
     ]
 
 
-def check_repaired_forward(function) -> CheckResult:
+@checker(NAME, EXERCISE)
+def check_repaired_forward(student: StudentFunction) -> None:
     """Task 4: the repaired forward against the broken one with every bug taken out."""
-    student = as_student(function)
     model = model_probe(answers.fresh_seed(6), broken=True)
     reference = answers.reference(NAME)
     call = forward_call(student, FORWARD_HINTS)
 
-    def body():
-        failure = smallest_failure(
-            ids_probes(),
-            lambda probe: call(model, *probe),
-            lambda ids, padding: reference(model, ids, padding),
-            lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
-        )
-        if failure is None:
-            return
-        (ids, padding), logits, expected = failure
-        fail_if_random(call, model, ids, padding, logits)
-        where = f" (on the smallest input that fails: ids of shape {shape_text(ids)})"
-        shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
-        diagnose(
-            logits,
-            mistakes(),
-            (model, ids, padding),
-            lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-            *shown,
-            where,
-        )
-        locate_stage(call, model, NAME, "learned", sigmoid_code="double_sigmoid")
-        fail(
-            "logits_differ",
-            "the logits differ from the repaired model's" + where + "; the stages that can "
-            f"be checked alone pass ({HEAD.lower()}, the batch axis, one character, padding), "
-            f"so look at what acts on several real characters: the positions, the encoder "
-            f"call, {POOLING.lower()}",
-            *shown,
-            "keep the broken forward's steps (embed, add positions, encode, pool, head) and fix "
-            "only what is wrong",
-        )
-
-    return run_check(NAME, EXERCISE, body)
+    failure = smallest_failure(
+        ids_probes(),
+        lambda probe: call(model, *probe),
+        lambda ids, padding: reference(model, ids, padding),
+        lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
+    )
+    if failure is None:
+        return
+    (ids, padding), logits, expected = failure
+    fail_if_random(call, model, ids, padding, logits)
+    where = f" (on the smallest input that fails: ids of shape {shape_text(ids)})"
+    shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
+    diagnose(
+        logits,
+        mistakes(),
+        (model, ids, padding),
+        lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
+        *shown,
+        where,
+    )
+    locate_stage(call, model, NAME, "learned", sigmoid_code="double_sigmoid")
+    fail(
+        "logits_differ",
+        "the logits differ from the repaired model's" + where + "; the stages that can "
+        f"be checked alone pass ({HEAD.lower()}, the batch axis, one character, padding), "
+        f"so look at what acts on several real characters: the positions, the encoder "
+        f"call, {POOLING.lower()}",
+        *shown,
+        "keep the broken forward's steps (embed, add positions, encode, pool, head) and fix "
+        "only what is wrong",
+    )

@@ -7,15 +7,14 @@ import numbers
 import random
 
 from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tensors import checker
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Mistake,
     article,
     diagnose,
     fail,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import as_student, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "embedding_parameters", "Exercise 7"
@@ -111,43 +110,39 @@ def probes() -> list[tuple[int, int]]:
     return [(draw.randint(3, 60_000), draw.randint(2, 1024)) for _ in range(3)]
 
 
-def check_embedding_parameters(function) -> CheckResult:
+@checker(NAME, EXERCISE)
+def check_embedding_parameters(student: StudentFunction) -> None:
     """Check ``embedding_parameters(vocab_size, d) -> int`` against the package's version."""
-    student = as_student(function)
+    from transformer_lab.tokenizer import embedding_parameters
 
-    def body():
-        from transformer_lab.tokenizer import embedding_parameters
-
-        for vocab_size, d in probes():
-            expected = embedding_parameters(vocab_size, d)
-            result = student.call(vocab_size, d).result
-            if isinstance(result, bool) or not isinstance(result, numbers.Real):
-                kind = type_name(result)
-                fail(
-                    "not_a_number",
-                    f"{article(kind)} came back instead of a number",
-                    f"{expected:,} (an int)",
-                    bounded_repr(result, 80),
-                    "return vocab_size * d"
-                    + (" as a Python int: .item()" if kind == "torch.Tensor" else ""),
-                )
-            if result == expected:
-                continue
-            shown = f"{expected:,} for vocab_size={vocab_size}, d={d}"
-            diagnose(result, MISTAKES, (vocab_size, d), _same, shown, f"{result:,}")
-            small = smallest_wrong(student, embedding_parameters)
-            where = (
-                f" (smallest sizes where it goes wrong: vocab_size={small[0]}, d={small[1]}: "
-                f"expected {small[2]:,}, received {small[3]})"
-                if small
-                else ""
-            )
+    for vocab_size, d in probes():
+        expected = embedding_parameters(vocab_size, d)
+        result = student.call(vocab_size, d).result
+        if isinstance(result, bool) or not isinstance(result, numbers.Real):
+            kind = type_name(result)
             fail(
-                "parameters_differ",
-                "the count differs from vocab_size × d" + where,
-                shown,
-                f"{result:,}",
-                "sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())",
+                "not_a_number",
+                f"{article(kind)} came back instead of a number",
+                f"{expected:,} (an int)",
+                bounded_repr(result, 80),
+                "return vocab_size * d"
+                + (" as a Python int: .item()" if kind == "torch.Tensor" else ""),
             )
-
-    return run_check(NAME, EXERCISE, body)
+        if result == expected:
+            continue
+        shown = f"{expected:,} for vocab_size={vocab_size}, d={d}"
+        diagnose(result, MISTAKES, (vocab_size, d), _same, shown, f"{result:,}")
+        small = smallest_wrong(student, embedding_parameters)
+        where = (
+            f" (smallest sizes where it goes wrong: vocab_size={small[0]}, d={small[1]}: "
+            f"expected {small[2]:,}, received {small[3]})"
+            if small
+            else ""
+        )
+        fail(
+            "parameters_differ",
+            "the count differs from vocab_size × d" + where,
+            shown,
+            f"{result:,}",
+            "sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())",
+        )

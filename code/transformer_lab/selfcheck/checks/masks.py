@@ -16,12 +16,13 @@ import torch
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
     check_unchanged,
+    checker,
     require_tensor,
     shape_text,
     smallest_input_note,
 )
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import StudentFunction, as_student
+from transformer_lab.selfcheck.core import Mistake, diagnose, fail
+from transformer_lab.selfcheck.execution import StudentFunction
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "causal_padding_mask", "Exercise 11"
@@ -228,12 +229,8 @@ def _rows(mask: torch.Tensor) -> str:
     return "/".join("".join("1" if v else "0" for v in row) for row in mask.tolist())
 
 
-def check_causal_padding_mask(function) -> CheckResult:
+@checker(NAME, EXERCISE)
+def check_causal_padding_mask(student: StudentFunction) -> None:
     """Check ``causal_padding_mask(padding) -> (B, L, L)`` against the private reference."""
-    student = as_student(function)
-
-    def body():
-        for padding in probe_paddings():
-            _check_once(student, padding)
-
-    return run_check(NAME, EXERCISE, body)
+    for padding in probe_paddings():
+        _check_once(student, padding)

@@ -11,19 +11,18 @@ from transformer_lab import metrics as reference
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
     check_unchanged,
+    checker,
     shape_text,
     smallest_input_note,
 )
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Mistake,
     article,
     fail,
     fail_if_none,
     first_match,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "accuracy", "Exercise 1"
@@ -260,20 +259,16 @@ def _check_once(student: StudentFunction, logits, labels):
     )
 
 
-def check_accuracy(function) -> CheckResult:
+@checker(NAME, EXERCISE)
+def check_accuracy(student: StudentFunction) -> None:
     """Check ``accuracy(logits, labels) -> float`` against the package's version."""
-    student = as_student(function)
-
-    def body():
-        _check_once(student, ACCURACY_LOGITS, ACCURACY_LABELS)
-        g = torch.Generator().manual_seed(answers.fresh_seed(40))
-        logits = torch.randn(64, generator=g) * 2
-        logits = logits[logits.abs() > 1e-3]  # never exactly on the threshold
-        labels = (torch.rand(len(logits), generator=g) < 0.6).float()
-        _check_once(student, logits, labels)
-        _check_once(student, logits, labels.long())  # integer labels work too
-
-    return run_check(NAME, EXERCISE, body)
+    _check_once(student, ACCURACY_LOGITS, ACCURACY_LABELS)
+    g = torch.Generator().manual_seed(answers.fresh_seed(40))
+    logits = torch.randn(64, generator=g) * 2
+    logits = logits[logits.abs() > 1e-3]  # never exactly on the threshold
+    labels = (torch.rand(len(logits), generator=g) < 0.6).float()
+    _check_once(student, logits, labels)
+    _check_once(student, logits, labels.long())  # integer labels work too
 
 
 def accuracy_variants(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:

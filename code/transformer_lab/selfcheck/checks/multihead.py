@@ -22,6 +22,7 @@ from transformer_lab.selfcheck.checks.attention import fail_library
 from transformer_lab.selfcheck.checks.tensors import (
     check_gradient,
     check_unchanged,
+    checker,
     close,
     compare_rows,
     draw_parameters,
@@ -30,15 +31,13 @@ from transformer_lab.selfcheck.checks.tensors import (
     shape_text,
 )
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Mistake,
     article,
     combine,
     diagnose,
     fail,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 
 NAME, EXERCISE = "multi_head_attention", "Exercise 12"
 TOLERANCE = 1e-5
@@ -495,16 +494,12 @@ def gradient_probe() -> tuple:
     return mha_probe(seed=answers.fresh_seed(52))
 
 
-def check_multi_head_attention(function) -> CheckResult:
+@checker(NAME, EXERCISE)
+def check_multi_head_attention(student: StudentFunction) -> None:
     """Check ``multi_head_attention(x, padding, mha) -> (output, weights)`` against
     ``nn.MultiheadAttention``: the output (B, L, D) first, then every head's weights."""
-    student = as_student(function)
-
-    def body():
-        if student.library_names:
-            fail_library(student.library_names, WHAT)
-        for probe in main_probes():
-            _check_once(student, *probe)
-        check_gradient(student, list(gradient_probe()), ["x"], "first", reference)
-
-    return run_check(NAME, EXERCISE, body)
+    if student.library_names:
+        fail_library(student.library_names, WHAT)
+    for probe in main_probes():
+        _check_once(student, *probe)
+    check_gradient(student, list(gradient_probe()), ["x"], "first", reference)

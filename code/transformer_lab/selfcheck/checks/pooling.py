@@ -9,14 +9,15 @@ from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
     check_gradient,
     check_unchanged,
+    checker,
     close,
     compare_rows,
     require_tensor,
     shape_text,
     smallest_input_note,
 )
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import StudentFunction, as_student
+from transformer_lab.selfcheck.core import Mistake, diagnose, fail
+from transformer_lab.selfcheck.execution import StudentFunction
 
 NAME, EXERCISE = "masked_mean", "Exercise 2"
 
@@ -249,26 +250,22 @@ def _check_once(student: StudentFunction, x, padding):
     )
 
 
-def check_masked_mean(function) -> CheckResult:
+@checker(NAME, EXERCISE)
+def check_masked_mean(student: StudentFunction) -> None:
     """Check ``masked_mean(x, padding) -> (B, D)`` against the package's version."""
-    student = as_student(function)
-
-    def body():
-        _check_once(student, *masked_mean_probe(seed=answers.fresh_seed(30)))
-        _check_once(
-            student,
-            *masked_mean_probe(batch=4, length=6, width=2, seed=answers.fresh_seed(31)),
-        )
-        x = torch.randn(
-            2, 3, 4, generator=torch.Generator().manual_seed(answers.fresh_seed(32))
-        )
-        _check_once(student, x, torch.zeros(2, 3, dtype=torch.bool))  # no padding at all
-        check_gradient(
-            student,
-            list(masked_mean_probe(seed=answers.fresh_seed(33))),
-            ["x"],
-            "self",
-            reference.masked_mean,
-        )
-
-    return run_check(NAME, EXERCISE, body)
+    _check_once(student, *masked_mean_probe(seed=answers.fresh_seed(30)))
+    _check_once(
+        student,
+        *masked_mean_probe(batch=4, length=6, width=2, seed=answers.fresh_seed(31)),
+    )
+    x = torch.randn(
+        2, 3, 4, generator=torch.Generator().manual_seed(answers.fresh_seed(32))
+    )
+    _check_once(student, x, torch.zeros(2, 3, dtype=torch.bool))  # no padding at all
+    check_gradient(
+        student,
+        list(masked_mean_probe(seed=answers.fresh_seed(33))),
+        ["x"],
+        "self",
+        reference.masked_mean,
+    )

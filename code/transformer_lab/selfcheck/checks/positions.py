@@ -24,6 +24,7 @@ from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.attention import fail_library
 from transformer_lab.selfcheck.checks.model_parts import ModelParts
 from transformer_lab.selfcheck.checks.tensors import (
+    checker,
     close,
     compare_rows,
     draw_parameters,
@@ -40,7 +41,7 @@ from transformer_lab.selfcheck.core import (
     fail_with,
     run_check,
 )
-from transformer_lab.selfcheck.execution import as_student
+from transformer_lab.selfcheck.execution import StudentFunction, as_student
 
 TOY_NAME, TOY_EXERCISE = "toy_weights", "Task 2"
 NO_POS_NAME, NO_POS_EXERCISE = "forward_without_positions", "Task 1"
@@ -186,92 +187,89 @@ def _score_factor(table: torch.Tensor, expected: torch.Tensor) -> float | None:
     return factor
 
 
-def check_toy_weights(function) -> CheckResult:
+@checker(TOY_NAME, TOY_EXERCISE)
+def check_toy_weights(student: StudentFunction) -> None:
     """Check ``toy_weights(embeddings, w_q, w_k) -> (n, n)`` against the right table."""
-    student = as_student(function)
     reference = answers.reference(TOY_NAME)
 
-    def body():
-        if student.library_names:
-            fail_library(student.library_names, "Task 2")
+    if student.library_names:
+        fail_library(student.library_names, "Task 2")
 
-        def call(probe):
-            returned = student.call(*[t.clone() for t in probe], watch_library=True)
-            if returned.library:
-                fail_library(returned.library, "Task 2")
-            n = probe[0].shape[0]
-            table = require_tensor(returned.result, "the table", (n, n), "table")
-            if tuple(table.shape) != (n, n):
-                fail(
-                    "table_shape",
-                    "the table has the wrong shape: one row and one column per token",
-                    f"shape ({n}, {n}) for {n} tokens",
-                    f"shape {shape_text(table)}",
-                    "scores = q @ k.T is (tokens, tokens)",
-                )
-            return table
+    def call(probe):
+        returned = student.call(*[t.clone() for t in probe], watch_library=True)
+        if returned.library:
+            fail_library(returned.library, "Task 2")
+        n = probe[0].shape[0]
+        table = require_tensor(returned.result, "the table", (n, n), "table")
+        if tuple(table.shape) != (n, n):
+            fail(
+                "table_shape",
+                "the table has the wrong shape: one row and one column per token",
+                f"shape ({n}, {n}) for {n} tokens",
+                f"shape {shape_text(table)}",
+                "scores = q @ k.T is (tokens, tokens)",
+            )
+        return table
 
-        failure = smallest_failure(
-            toy_probes(),
-            call,
-            reference,
-            lambda a, b: close(a, b, atol=TOLERANCE, rtol=TOLERANCE),
-        )
-        if failure is None:
-            return
-        probe, table, expected = failure
-        where = f" (on the smallest probe that fails: {probe[0].shape[0]} tokens, d = {probe[0].shape[1]})"
-        expected_text, received_text = compare_rows("weights", table, expected)
-        diagnose(
-            table,
-            TOY_MISTAKES,
-            probe,
-            lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-            expected_text,
-            received_text,
-            where,
-        )
-        sums = table.double().sum(dim=-1)
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-            fail(
-                "rows_do_not_sum_to_one",
-                "the rows do not sum to 1 (no softmax, or one over another axis)" + where,
-                f"row sums {[1.0] * len(sums)}",
-                f"row sums {[round(float(s), 3) for s in sums]}",
-                "torch.softmax(scores, dim=-1)",
-            )
-        factor = _score_factor(table, expected)
-        if factor is not None:
-            d = probe[0].shape[1]
-            fail(
-                "scores_scaled_wrong",
-                f"the scores were divided by {math.sqrt(d) / factor:.4g} instead of "
-                f"√d = {math.sqrt(d):.4g}: the table is the right one made sharper or flatter"
-                + where,
-                expected_text,
-                received_text,
-                "divide q @ k.T by math.sqrt(d), d = embeddings.shape[1] (the width of a query)",
-            )
-        if bool((table < 0).any()):
-            fail(
-                "negative_weights",
-                "the rows sum to 1 but some weights are negative: dividing the scores by their "
-                "sum is not a softmax, whose shares are all positive (exponentials first)"
-                + where,
-                expected_text,
-                received_text,
-                "torch.softmax(scores, dim=-1): exponentiate, then divide by the row's sum",
-            )
+    failure = smallest_failure(
+        toy_probes(),
+        call,
+        reference,
+        lambda a, b: close(a, b, atol=TOLERANCE, rtol=TOLERANCE),
+    )
+    if failure is None:
+        return
+    probe, table, expected = failure
+    where = f" (on the smallest probe that fails: {probe[0].shape[0]} tokens, d = {probe[0].shape[1]})"
+    expected_text, received_text = compare_rows("weights", table, expected)
+    diagnose(
+        table,
+        TOY_MISTAKES,
+        probe,
+        lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
+        expected_text,
+        received_text,
+        where,
+    )
+    sums = table.double().sum(dim=-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
         fail(
-            "weights_differ",
-            "the rows sum to 1 but the weights differ from softmax((E W_q)(E W_k)ᵀ / √d)"
+            "rows_do_not_sum_to_one",
+            "the rows do not sum to 1 (no softmax, or one over another axis)" + where,
+            f"row sums {[1.0] * len(sums)}",
+            f"row sums {[round(float(s), 3) for s in sums]}",
+            "torch.softmax(scores, dim=-1)",
+        )
+    factor = _score_factor(table, expected)
+    if factor is not None:
+        d = probe[0].shape[1]
+        fail(
+            "scores_scaled_wrong",
+            f"the scores were divided by {math.sqrt(d) / factor:.4g} instead of "
+            f"√d = {math.sqrt(d):.4g}: the table is the right one made sharper or flatter"
             + where,
             expected_text,
             received_text,
-            "check each step on the smallest probe by hand: project, score, scale, softmax",
+            "divide q @ k.T by math.sqrt(d), d = embeddings.shape[1] (the width of a query)",
         )
-
-    return run_check(TOY_NAME, TOY_EXERCISE, body)
+    if bool((table < 0).any()):
+        fail(
+            "negative_weights",
+            "the rows sum to 1 but some weights are negative: dividing the scores by their "
+            "sum is not a softmax, whose shares are all positive (exponentials first)"
+            + where,
+            expected_text,
+            received_text,
+            "torch.softmax(scores, dim=-1): exponentiate, then divide by the row's sum",
+        )
+    fail(
+        "weights_differ",
+        "the rows sum to 1 but the weights differ from softmax((E W_q)(E W_k)ᵀ / √d)"
+        + where,
+        expected_text,
+        received_text,
+        "check each step on the smallest probe by hand: project, score, scale, softmax",
+    )
 
 
 # --- Task 1 and Task 5: the character model --------------------------------------------------
@@ -848,62 +846,59 @@ def _distance(mistake: Mistake, probes, tables) -> float:
     return sum(gaps)
 
 
-def check_sinusoidal_positions(function) -> CheckResult:
+@checker(TABLE_NAME, TABLE_EXERCISE)
+def check_sinusoidal_positions(student: StudentFunction) -> None:
     """Task 5: ``sinusoidal_positions(length, d_model) -> (length, d_model)`` against the right
     table; a mistake is named only when it explains the table on every size checked."""
-    student = as_student(function)
     reference = answers.reference(TABLE_NAME)
 
-    def body():
-        def call(probe):
-            length, width = probe
-            table = require_tensor(
-                student.call(length, width).result, "the table", probe, "table"
+    def call(probe):
+        length, width = probe
+        table = require_tensor(
+            student.call(length, width).result, "the table", probe, "table"
+        )
+        if tuple(table.shape) == (width, length) and length != width:
+            fail(
+                "table_transposed",
+                "the table is (d_model, length): one row per position is (length, d_model)",
+                f"shape ({length}, {width})",
+                f"shape {shape_text(table)}",
+                "positions down the rows: torch.arange(length)[:, None]",
             )
-            if tuple(table.shape) == (width, length) and length != width:
-                fail(
-                    "table_transposed",
-                    "the table is (d_model, length): one row per position is (length, d_model)",
-                    f"shape ({length}, {width})",
-                    f"shape {shape_text(table)}",
-                    "positions down the rows: torch.arange(length)[:, None]",
-                )
-            if tuple(table.shape) != probe:
-                fail(
-                    "table_shape",
-                    "the table has the wrong shape",
-                    f"shape ({length}, {width})",
-                    f"shape {shape_text(table)}",
-                    "one row per position, one column per model dimension",
-                )
-            return table
+        if tuple(table.shape) != probe:
+            fail(
+                "table_shape",
+                "the table has the wrong shape",
+                f"shape ({length}, {width})",
+                f"shape {shape_text(table)}",
+                "one row per position, one column per model dimension",
+            )
+        return table
 
-        probes = table_probes()
-        failure = smallest_failure(
-            probes,
-            call,
-            reference,
-            lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
-        )
-        if failure is None:
-            return
-        (length, width), table, expected = failure
-        where = f" (on the smallest table that fails: length {length}, d_model {width})"
-        expected_text, received_text = compare_rows("table", table, expected)
-        # Two mistakes can agree on one size (length 2 = d_model / 2 hides an exponent over
-        # the length): of those that explain the smallest failing table, the one closest to
-        # the student's tables on every size is named.
-        candidates = _explaining(table, (length, width))
-        if candidates:
-            tables = [call(probe) for probe in probes]
-            best = min(candidates, key=lambda m: _distance(m, probes, tables))
-            fail_with(best, expected_text, received_text, where)
-        fail(
-            "table_differs",
-            "the table differs from sin/cos(p / 10000^(2i / d_model))" + where,
-            expected_text,
-            received_text,
-            "row 0 must be 0, 1, 0, 1, ...; then check the frequencies column pair by column pair",
-        )
-
-    return run_check(TABLE_NAME, TABLE_EXERCISE, body)
+    probes = table_probes()
+    failure = smallest_failure(
+        probes,
+        call,
+        reference,
+        lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
+    )
+    if failure is None:
+        return
+    (length, width), table, expected = failure
+    where = f" (on the smallest table that fails: length {length}, d_model {width})"
+    expected_text, received_text = compare_rows("table", table, expected)
+    # Two mistakes can agree on one size (length 2 = d_model / 2 hides an exponent over
+    # the length): of those that explain the smallest failing table, the one closest to
+    # the student's tables on every size is named.
+    candidates = _explaining(table, (length, width))
+    if candidates:
+        tables = [call(probe) for probe in probes]
+        best = min(candidates, key=lambda m: _distance(m, probes, tables))
+        fail_with(best, expected_text, received_text, where)
+    fail(
+        "table_differs",
+        "the table differs from sin/cos(p / 10000^(2i / d_model))" + where,
+        expected_text,
+        received_text,
+        "row 0 must be 0, 1, 0, 1, ...; then check the frequencies column pair by column pair",
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 from collections.abc import Callable, Sequence
@@ -9,14 +10,40 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import nn
 
-from transformer_lab.selfcheck.core import article, fail, fail_if_none
-from transformer_lab.selfcheck.execution import StudentFunction, execute_gradient, type_name
+from transformer_lab.selfcheck.core import (
+    CheckResult,
+    article,
+    fail,
+    fail_if_none,
+    run_check,
+)
+from transformer_lab.selfcheck.execution import (
+    StudentFunction,
+    as_student,
+    execute_gradient,
+    type_name,
+)
 from transformer_lab.selfcheck.transport import bounded_repr
 
 # How close a student's gradient must come to the reference's: two float32 computations of the
 # same function differ in the last digits; a part left out of autograd differs in the first.
 GRADIENT_RTOL = 1e-4
 GRADIENT_ATOL = 1e-5
+
+
+def checker(name: str, exercise: str) -> Callable:
+    """Make ``body(student)``, which fails at the first mistake, the check
+    ``check(function) -> CheckResult`` of exercise ``name``."""
+
+    def make(body: Callable[[StudentFunction], None]) -> Callable[[object], CheckResult]:
+        @functools.wraps(body)
+        def check(function) -> CheckResult:
+            student = as_student(function)
+            return run_check(name, exercise, lambda: body(student))
+
+        return check
+
+    return make
 
 
 # --------------------------------------------------------------------------- probes every CPU draws alike

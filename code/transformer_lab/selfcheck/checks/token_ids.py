@@ -14,9 +14,9 @@ import random
 import torch
 
 from transformer_lab.selfcheck.checks import answers
-from transformer_lab.selfcheck.checks.tensors import shape_text, smallest_failure
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import as_student, type_name
+from transformer_lab.selfcheck.checks.tensors import checker, shape_text, smallest_failure
+from transformer_lab.selfcheck.core import Mistake, diagnose, fail
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 
 NAME, EXERCISE = "encode_with_bpe", "Task 6"
 TEXTS = [
@@ -143,9 +143,9 @@ def _explain(tokenizer, texts, length, ids, expected) -> None:
         )
 
 
-def check_encode_with_bpe(function) -> CheckResult:
+@checker(NAME, EXERCISE)
+def check_encode_with_bpe(student: StudentFunction) -> None:
     """Task 6: the student's ids against the tokenizer's, cut and right-padded with [PAD]."""
-    student = as_student(function)
     tokenizer = probe_tokenizer()
     reference = answers.reference(NAME)
 
@@ -179,28 +179,23 @@ def check_encode_with_bpe(function) -> CheckResult:
             )
         return result
 
-    def body():
-        failure = smallest_failure(
-            probes(),
-            call,
-            reference,
-            lambda a, b: torch.equal(a, b),
-        )
-        if failure is None:
-            return
-        (texts, length), ids, expected = failure
-        where = (
-            f" (on the smallest input that fails: {len(texts)} comment(s), length {length})"
-        )
-        shown = f"ids {expected.tolist()}", f"ids {ids.tolist()}"
-        diagnose(ids, MISTAKES, (texts, length), torch.equal, *shown, where)
-        _explain(tokenizer, texts, length, ids, expected)
-        fail(
-            "ids_differ",
-            "the ids differ from the tokenizer's, cut to `length` and padded with [PAD]"
-            + where,
-            *shown,
-            "tokenizer.encode(text).ids for each comment, then cut and pad on the right",
-        )
-
-    return run_check(NAME, EXERCISE, body)
+    failure = smallest_failure(
+        probes(),
+        call,
+        reference,
+        lambda a, b: torch.equal(a, b),
+    )
+    if failure is None:
+        return
+    (texts, length), ids, expected = failure
+    where = f" (on the smallest input that fails: {len(texts)} comment(s), length {length})"
+    shown = f"ids {expected.tolist()}", f"ids {ids.tolist()}"
+    diagnose(ids, MISTAKES, (texts, length), torch.equal, *shown, where)
+    _explain(tokenizer, texts, length, ids, expected)
+    fail(
+        "ids_differ",
+        "the ids differ from the tokenizer's, cut to `length` and padded with [PAD]"
+        + where,
+        *shown,
+        "tokenizer.encode(text).ids for each comment, then cut and pad on the right",
+    )

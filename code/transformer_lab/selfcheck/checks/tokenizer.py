@@ -11,16 +11,15 @@ import random
 from dataclasses import dataclass
 
 from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tensors import checker
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Mistake,
     article,
     diagnose,
     fail,
     fail_if_none,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
 TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 8"
@@ -512,129 +511,125 @@ def _differs_by(
     diagnose(trained, mistakes, (corpus, size), _same_vocabulary, expected, received)
 
 
-def check_train_bpe_tokenizer(function) -> CheckResult:
+@checker(TRAIN_NAME, TRAIN_EXERCISE)
+def check_train_bpe_tokenizer(student_function: StudentFunction) -> None:
     """Check ``train_bpe_tokenizer(corpus, vocab_size)`` against the package's version."""
-    student_function = as_student(function)
-
-    def body():
-        ref = _ref()
-        inputs = tokenizer_inputs()
-        corpus = list(ref.TINY_CORPUS)
-        sizes = {
-            size: (
-                _train(student_function, corpus, size),
-                ref.train_bpe_tokenizer(corpus, size),
-            )
-            for size in inputs.sizes
-        }
-        student, reference = sizes[inputs.sizes[0]]
-        model = type(student.model).__name__
-        if model != "BPE":
+    ref = _ref()
+    inputs = tokenizer_inputs()
+    corpus = list(ref.TINY_CORPUS)
+    sizes = {
+        size: (
+            _train(student_function, corpus, size),
+            ref.train_bpe_tokenizer(corpus, size),
+        )
+        for size in inputs.sizes
+    }
+    student, reference = sizes[inputs.sizes[0]]
+    model = type(student.model).__name__
+    if model != "BPE":
+        fail(
+            "wrong_model",
+            f"the model is {model}, not BPE",
+            'Tokenizer(models.BPE(unk_token="[UNK]"))',
+            f"Tokenizer(models.{model}(...))",
+            "byte-pair encoding is models.BPE, trained with trainers.BpeTrainer",
+        )
+    if student.get_vocab_size() <= len(ref.SPECIAL_TOKENS):
+        fail(
+            "untrained",
+            "the tokenizer was never trained (its vocabulary is empty)",
+            f"{reference.get_vocab_size()} tokens after training",
+            f"{student.get_vocab_size()} tokens",
+            "tokenizer.train_from_iterator(corpus, trainer)",
+        )
+    _check_model_options(student)
+    got = {size: pair[0].get_vocab_size() for size, pair in sizes.items()}
+    want = {size: pair[1].get_vocab_size() for size, pair in sizes.items()}
+    wanted = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in want.items())
+    received = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in got.items())
+    if set(got.values()) == {ref.minimum_vocab_size(corpus)}:
+        fail(
+            "no_merges",
+            "no merge was learned: the vocabulary is only the single characters (was the trainer "
+            "given one string, so that it saw one character at a time?)",
+            wanted,
+            received,
+            "tokenizer.train_from_iterator(corpus, trainer) with the list of texts itself",
+        )
+    if got != want:
+        for size, (trained, reference_at_size) in sizes.items():
+            if got[size] != want[size]:
+                _differs_by(trained, reference_at_size, corpus, size, wanted, received)
+        same = len(set(got.values())) == 1
+        fail(
+            "ignores_vocab_size" if same else "vocab_size_differs",
+            "the vocabulary size does not follow the vocab_size argument"
+            if same
+            else "the vocabulary size differs from what vocab_size asks for"
+            + _smallest_training_note(student_function),
+            wanted,
+            received,
+            "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)",
+        )
+    _check_structure(student, reference, inputs)
+    # A small corpus runs out of pairs before other_size: the vocabulary stops short of it.
+    other_corpus, other_size = inputs.other_corpus, inputs.other_size
+    other = _train(student_function, other_corpus, other_size)
+    other_reference = ref.train_bpe_tokenizer(list(other_corpus), other_size)
+    if other.get_vocab() != other_reference.get_vocab():
+        expected, received = _vocab_difference(other, other_reference)
+        if other.get_vocab() == sizes[other_size][0].get_vocab():
             fail(
-                "wrong_model",
-                f"the model is {model}, not BPE",
-                'Tokenizer(models.BPE(unk_token="[UNK]"))',
-                f"Tokenizer(models.{model}(...))",
-                "byte-pair encoding is models.BPE, trained with trainers.BpeTrainer",
-            )
-        if student.get_vocab_size() <= len(ref.SPECIAL_TOKENS):
-            fail(
-                "untrained",
-                "the tokenizer was never trained (its vocabulary is empty)",
-                f"{reference.get_vocab_size()} tokens after training",
-                f"{student.get_vocab_size()} tokens",
-                "tokenizer.train_from_iterator(corpus, trainer)",
-            )
-        _check_model_options(student)
-        got = {size: pair[0].get_vocab_size() for size, pair in sizes.items()}
-        want = {size: pair[1].get_vocab_size() for size, pair in sizes.items()}
-        wanted = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in want.items())
-        received = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in got.items())
-        if set(got.values()) == {ref.minimum_vocab_size(corpus)}:
-            fail(
-                "no_merges",
-                "no merge was learned: the vocabulary is only the single characters (was the trainer "
-                "given one string, so that it saw one character at a time?)",
-                wanted,
+                "ignores_corpus",
+                "the tokenizer learned the same vocabulary from a different corpus: it does "
+                "not train on the corpus argument (a global corpus?)",
+                expected,
                 received,
-                "tokenizer.train_from_iterator(corpus, trainer) with the list of texts itself",
+                "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument",
             )
-        if got != want:
-            for size, (trained, reference_at_size) in sizes.items():
-                if got[size] != want[size]:
-                    _differs_by(trained, reference_at_size, corpus, size, wanted, received)
-            same = len(set(got.values())) == 1
+        _differs_by(
+            other, other_reference, list(other_corpus), other_size, expected, received
+        )
+    for size, (trained, reference_at_size) in [
+        *sizes.items(),
+        (other_size, (other, other_reference)),
+    ]:
+        if trained.get_vocab() != reference_at_size.get_vocab():
+            expected, received = _vocab_difference(trained, reference_at_size)
+            alphabet = {t for t in reference_at_size.get_vocab() if len(t) == 1}
+            missing = sorted(alphabet - set(trained.get_vocab()))
+            if missing:
+                fail(
+                    "missing_characters",
+                    f"characters of the corpus are missing from the vocabulary "
+                    f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
+                    expected,
+                    received,
+                    "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
+                    "character it sees; no limit_alphabet",
+                )
             fail(
-                "ignores_vocab_size" if same else "vocab_size_differs",
-                "the vocabulary size does not follow the vocab_size argument"
-                if same
-                else "the vocabulary size differs from what vocab_size asks for"
+                "vocabulary_differs",
+                f"with vocab_size={size} the learned vocabulary differs from the reference"
                 + _smallest_training_note(student_function),
-                wanted,
+                expected,
                 received,
-                "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)",
+                'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
+                "the two special tokens; no other options",
             )
-        _check_structure(student, reference, inputs)
-        # A small corpus runs out of pairs before other_size: the vocabulary stops short of it.
-        other_corpus, other_size = inputs.other_corpus, inputs.other_size
-        other = _train(student_function, other_corpus, other_size)
-        other_reference = ref.train_bpe_tokenizer(list(other_corpus), other_size)
-        if other.get_vocab() != other_reference.get_vocab():
-            expected, received = _vocab_difference(other, other_reference)
-            if other.get_vocab() == sizes[other_size][0].get_vocab():
-                fail(
-                    "ignores_corpus",
-                    "the tokenizer learned the same vocabulary from a different corpus: it does "
-                    "not train on the corpus argument (a global corpus?)",
-                    expected,
-                    received,
-                    "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument",
-                )
-            _differs_by(
-                other, other_reference, list(other_corpus), other_size, expected, received
-            )
-        for size, (trained, reference_at_size) in [
-            *sizes.items(),
-            (other_size, (other, other_reference)),
-        ]:
-            if trained.get_vocab() != reference_at_size.get_vocab():
-                expected, received = _vocab_difference(trained, reference_at_size)
-                alphabet = {t for t in reference_at_size.get_vocab() if len(t) == 1}
-                missing = sorted(alphabet - set(trained.get_vocab()))
-                if missing:
-                    fail(
-                        "missing_characters",
-                        f"characters of the corpus are missing from the vocabulary "
-                        f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
-                        expected,
-                        received,
-                        "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
-                        "character it sees; no limit_alphabet",
-                    )
-                fail(
-                    "vocabulary_differs",
-                    f"with vocab_size={size} the learned vocabulary differs from the reference"
-                    + _smallest_training_note(student_function),
-                    expected,
-                    received,
-                    'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
-                    "the two special tokens; no other options",
-                )
-        _check_unknown_characters(student, reference, inputs.unseen_characters)
-        sentence = inputs.unseen_sentence
-        tokens = student.encode(sentence).tokens
-        expected_tokens = reference.encode(sentence).tokens
-        if tokens != expected_tokens:
-            fail(
-                "encoding_differs",
-                "the vocabulary matches but encoding gives other tokens"
-                + _smallest_encoding_note(student, reference, sentence),
-                f"{sentence!r} -> {expected_tokens}",
-                f"-> {tokens}",
-                "do not add a normalizer, post-processor or dropout",
-            )
-
-    return run_check(TRAIN_NAME, TRAIN_EXERCISE, body)
+    _check_unknown_characters(student, reference, inputs.unseen_characters)
+    sentence = inputs.unseen_sentence
+    tokens = student.encode(sentence).tokens
+    expected_tokens = reference.encode(sentence).tokens
+    if tokens != expected_tokens:
+        fail(
+            "encoding_differs",
+            "the vocabulary matches but encoding gives other tokens"
+            + _smallest_encoding_note(student, reference, sentence),
+            f"{sentence!r} -> {expected_tokens}",
+            f"-> {tokens}",
+            "do not add a normalizer, post-processor or dropout",
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -820,33 +815,29 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
     )
 
 
-def check_tokens_per_word(function) -> CheckResult:
+@checker(COUNT_NAME, COUNT_EXERCISE)
+def check_tokens_per_word(student: StudentFunction) -> None:
     """Check ``tokens_per_word(tokenizer, words) -> {word: count}`` with two reference tokenizers."""
-    student = as_student(function)
-
-    def body():
-        ref = _ref()
-        inputs = tokenizer_inputs()
-        words = inputs.words
-        corpus = list(ref.TINY_CORPUS)
-        small, large = (ref.train_bpe_tokenizer(corpus, s) for s in inputs.count_sizes)
-        _check_once(student, large, words)
-        expected_small = ref.tokens_per_word(small, list(words))
-        result = student.call(small, list(words)).result
-        if (
-            isinstance(result, dict)
-            and result == ref.tokens_per_word(large, list(words)) != expected_small
-        ):
-            fail(
-                "ignores_tokenizer",
-                "the counts do not change with the tokenizer passed in (a global tokenizer?)",
-                f"with a vocabulary of {inputs.count_sizes[0]}: {expected_small}",
-                result,
-                "use the function's `tokenizer` argument",
-            )
-        _check_once(student, small, words)
-
-    return run_check(COUNT_NAME, COUNT_EXERCISE, body)
+    ref = _ref()
+    inputs = tokenizer_inputs()
+    words = inputs.words
+    corpus = list(ref.TINY_CORPUS)
+    small, large = (ref.train_bpe_tokenizer(corpus, s) for s in inputs.count_sizes)
+    _check_once(student, large, words)
+    expected_small = ref.tokens_per_word(small, list(words))
+    result = student.call(small, list(words)).result
+    if (
+        isinstance(result, dict)
+        and result == ref.tokens_per_word(large, list(words)) != expected_small
+    ):
+        fail(
+            "ignores_tokenizer",
+            "the counts do not change with the tokenizer passed in (a global tokenizer?)",
+            f"with a vocabulary of {inputs.count_sizes[0]}: {expected_small}",
+            result,
+            "use the function's `tokenizer` argument",
+        )
+    _check_once(student, small, words)
 
 
 PUBLIC_INPUTS = TokenizerInputs(
