@@ -14,29 +14,19 @@ from itertools import combinations
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.positions import (
     EMBEDDING,
-    FORWARD_HINTS,
     HEAD,
     LAYOUT,
     POOLING,
-    fail_if_random,
-    forward_call,
+    check_forward,
     forward_mistakes,
-    ids_probes,
-    locate_stage,
-    logit_text,
     model_probe,
+    unexplained,
 )
-from transformer_lab.selfcheck.checks.tensors import (
-    checker,
-    close,
-    shape_text,
-    smallest_failure,
-)
-from transformer_lab.selfcheck.core import Mistake, diagnose, fail
+from transformer_lab.selfcheck.checks.tensors import checker
+from transformer_lab.selfcheck.core import Mistake
 from transformer_lab.selfcheck.execution import StudentFunction
 
 NAME, EXERCISE = "repaired_forward", "Task 4"
-TOLERANCE = 1e-5
 BUGS = ("inverted_mask", "batch_axis", "double_sigmoid")
 
 # Each bug's name and symptom; the advice points at where to look, never at the repaired line
@@ -98,37 +88,11 @@ def mistakes() -> list[Mistake]:
 def check_repaired_forward(student: StudentFunction) -> None:
     """Task 4: the repaired forward against the broken one with every bug taken out."""
     model = model_probe(answers.fresh_seed(6), broken=True)
-    reference = answers.reference(NAME)
-    call = forward_call(student, FORWARD_HINTS)
-
-    failure = smallest_failure(
-        ids_probes(),
-        lambda probe: call(model, *probe),
-        lambda ids, padding: reference(model, ids, padding),
-        lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
-    )
-    if failure is None:
-        return
-    (ids, padding), logits, expected = failure
-    fail_if_random(call, model, ids, padding, logits)
-    where = f" (on the smallest input that fails: ids of shape {shape_text(ids)})"
-    shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
-    diagnose(
-        logits,
-        mistakes(),
-        (model, ids, padding),
-        lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-        *shown,
-        where,
-    )
-    locate_stage(call, model, NAME, "learned", sigmoid_code="double_sigmoid")
-    fail(
-        "logits_differ",
-        "the logits differ from the repaired model's" + where + "; the stages that can "
-        f"be checked alone pass ({HEAD.lower()}, the batch axis, one character, padding), "
-        f"so look at what acts on several real characters: the positions, the encoder "
-        f"call, {POOLING.lower()}",
-        *shown,
+    last = unexplained(
+        "the repaired model's",
+        HEAD.lower(),
+        f"the positions, the encoder call, {POOLING.lower()}",
         "keep the broken forward's steps (embed, add positions, encode, pool, head) and fix "
         "only what is wrong",
     )
+    check_forward(student, model, NAME, "learned", mistakes(), last)

@@ -34,14 +34,12 @@ from transformer_lab.selfcheck.checks.tensors import (
     smallest_failure,
 )
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Mistake,
     diagnose,
     fail,
     fail_with,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import StudentFunction, as_student
+from transformer_lab.selfcheck.execution import StudentFunction
 
 TOY_NAME, TOY_EXERCISE = "toy_weights", "Task 2"
 NO_POS_NAME, NO_POS_EXERCISE = "forward_without_positions", "Task 1"
@@ -583,9 +581,7 @@ def _finite(tensor: torch.Tensor) -> bool:
     return bool(torch.isfinite(tensor).all())
 
 
-def locate_stage(
-    call, model, check: str, positions: str, sigmoid_code: str = "returns_probabilities"
-) -> None:
+def locate_stage(call, model, check: str, positions: str) -> None:
     """Fail naming the first stage whose own small probe goes wrong; return if none does.
 
     Each probe makes the other stages trivial or irrelevant: a head with zero weights (every
@@ -676,7 +672,23 @@ def locate_stage(
         )
 
 
-def _check_forward(student, model, check: str, positions: str, mistakes) -> None:
+def unexplained(model: str, stages: str, look_at: str, advice: str) -> Mistake:
+    """The last word on a forward that no known mistake and no stage explains ({where}: the
+    smallest input that fails)."""
+    return Mistake(
+        "logits_differ",
+        f"the logits differ from {model}{{where}}; the stages that can be checked alone pass "
+        f"({stages}, the batch axis, one character, padding), so look at what acts on several "
+        f"real characters: {look_at}",
+        advice,
+    )
+
+
+def check_forward(
+    student, model, check: str, positions: str, mistakes, last: Mistake
+) -> None:
+    """The forward against ``check``'s on ``model``: a known mistake of ``mistakes`` is named,
+    else the first stage that goes wrong (:func:`locate_stage`), else ``last``."""
     call = forward_call(student)
     reference = answers.reference(check)
     failure = smallest_failure(
@@ -694,60 +706,38 @@ def _check_forward(student, model, check: str, positions: str, mistakes) -> None
         f"{int(padding.sum())} padding position(s))"
     )
     shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
-    diagnose(
-        logits,
-        mistakes,
-        (model, ids, padding),
-        lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-        *shown,
-        where,
-    )
+    same = lambda a, b: close(a, b, atol=1e-4, rtol=1e-4)  # noqa: E731
+    diagnose(logits, mistakes, (model, ids, padding), same, *shown, where)
     locate_stage(call, model, check, positions)
-    fail(
-        "logits_differ",
-        "the logits differ from the model's with the same weights" + where + "; the stages "
-        "that can be checked alone pass (the head, the batch axis, one character, padding), "
-        "so look at what acts on several real characters: the positions beyond the first, the "
-        "encoder call, the mean over the real characters",
-        *shown,
-        "embed, "
-        + ("add your sinusoids, " if positions == "sines" else "")
-        + "encode with src_key_padding_mask=padding, masked_mean, head, squeeze(-1)",
+    fail(last.code, last.message.format(where=where), *shown, last.advice)
+
+
+def _learned_or_sines(sines: str) -> Mistake:
+    return unexplained(
+        "the model's with the same weights",
+        "the head",
+        "the positions beyond the first, the encoder call, the mean over the real characters",
+        f"embed, {sines}encode with src_key_padding_mask=padding, masked_mean, head, squeeze(-1)",
     )
 
 
-def check_forward_without_positions(function) -> CheckResult:
+@checker(NO_POS_NAME, NO_POS_EXERCISE)
+def check_forward_without_positions(student: StudentFunction) -> None:
     """Task 1: ``forward_without_positions(model, ids, padding) -> (N,)`` against chapter 4's
     model without positions, on the parts of a model drawn afresh (public seed 3)."""
-    student = as_student(function)
-    return run_check(
-        NO_POS_NAME,
-        NO_POS_EXERCISE,
-        lambda: _check_forward(
-            student,
-            model_probe(answers.fresh_seed(3)),
-            NO_POS_NAME,
-            "none",
-            FORWARD_MISTAKES,
-        ),
+    model = model_probe(answers.fresh_seed(3))
+    check_forward(
+        student, model, NO_POS_NAME, "none", FORWARD_MISTAKES, _learned_or_sines("")
     )
 
 
-def check_forward_with_sinusoids(function) -> CheckResult:
+@checker(SINES_NAME, SINES_EXERCISE)
+def check_forward_with_sinusoids(student: StudentFunction) -> None:
     """Task 5: ``forward_with_sinusoids(model, ids, padding) -> (N,)`` against chapter 4's
     model with the sinusoids in place of its learned table (run after the table passes)."""
-    student = as_student(function)
-    return run_check(
-        SINES_NAME,
-        SINES_EXERCISE,
-        lambda: _check_forward(
-            student,
-            model_probe(answers.fresh_seed(4)),
-            SINES_NAME,
-            "sines",
-            SINES_MISTAKES,
-        ),
-    )
+    model = model_probe(answers.fresh_seed(4))
+    last = _learned_or_sines("add your sinusoids, ")
+    check_forward(student, model, SINES_NAME, "sines", SINES_MISTAKES, last)
 
 
 # --- Task 5: the sinusoid table -------------------------------------------------------------
