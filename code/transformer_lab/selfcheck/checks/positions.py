@@ -24,18 +24,19 @@ from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.attention import fail_library
 from transformer_lab.selfcheck.checks.model_parts import ModelParts
 from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
     checker,
     close,
     compare_rows,
     draw_parameters,
     exact_normal,
+    require_shape,
     require_tensor,
     shape_text,
     smallest_failure,
 )
 from transformer_lab.selfcheck.core import (
     Mistake,
-    diagnose,
     fail,
     fail_with,
 )
@@ -185,11 +186,16 @@ def _score_factor(table: torch.Tensor, expected: torch.Tensor) -> float | None:
     return factor
 
 
+TOY_SHAPE = Mistake(
+    "table_shape",
+    "the table has the wrong shape: one row and one column per token",
+    "scores = q @ k.T is (tokens, tokens)",
+)
+
+
 @checker(TOY_NAME, TOY_EXERCISE)
 def check_toy_weights(student: StudentFunction) -> None:
     """Check ``toy_weights(embeddings, w_q, w_k) -> (n, n)`` against the right table."""
-    reference = answers.reference(TOY_NAME)
-
     if student.library_names:
         fail_library(student.library_names, "Task 2")
 
@@ -199,73 +205,47 @@ def check_toy_weights(student: StudentFunction) -> None:
             fail_library(returned.library, "Task 2")
         n = probe[0].shape[0]
         table = require_tensor(returned.result, "the table", (n, n), "table")
-        if tuple(table.shape) != (n, n):
-            fail(
-                "table_shape",
-                "the table has the wrong shape: one row and one column per token",
-                f"shape ({n}, {n}) for {n} tokens",
-                f"shape {shape_text(table)}",
-                "scores = q @ k.T is (tokens, tokens)",
-            )
+        require_shape(table, (n, n), f"shape ({n}, {n}) for {n} tokens", TOY_SHAPE)
         return table
 
-    failure = smallest_failure(
-        toy_probes(),
-        call,
-        reference,
-        lambda a, b: close(a, b, atol=TOLERANCE, rtol=TOLERANCE),
-    )
+    same = functools.partial(close, atol=TOLERANCE, rtol=TOLERANCE)
+    failure = smallest_failure(toy_probes(), call, answers.reference(TOY_NAME), same)
     if failure is None:
         return
     probe, table, expected = failure
-    where = f" (on the smallest probe that fails: {probe[0].shape[0]} tokens, d = {probe[0].shape[1]})"
-    expected_text, received_text = compare_rows("weights", table, expected)
-    diagnose(
-        table,
-        TOY_MISTAKES,
-        probe,
-        lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-        expected_text,
-        received_text,
-        where,
+    n, d = probe[0].shape
+    shown = Evidence(
+        *compare_rows("weights", table, expected),
+        f" (on the smallest probe that fails: {n} tokens, d = {d})",
     )
+    shown.diagnose(table, TOY_MISTAKES, probe)
     sums = table.double().sum(dim=-1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
         fail(
             "rows_do_not_sum_to_one",
-            "the rows do not sum to 1 (no softmax, or one over another axis)" + where,
+            "the rows do not sum to 1 (no softmax, or one over another axis)" + shown.note,
             f"row sums {[1.0] * len(sums)}",
             f"row sums {[round(float(s), 3) for s in sums]}",
             "torch.softmax(scores, dim=-1)",
         )
     factor = _score_factor(table, expected)
     if factor is not None:
-        d = probe[0].shape[1]
-        fail(
+        shown.fail(
             "scores_scaled_wrong",
             f"the scores were divided by {math.sqrt(d) / factor:.4g} instead of "
-            f"√d = {math.sqrt(d):.4g}: the table is the right one made sharper or flatter"
-            + where,
-            expected_text,
-            received_text,
+            f"√d = {math.sqrt(d):.4g}: the table is the right one made sharper or flatter",
             "divide q @ k.T by math.sqrt(d), d = embeddings.shape[1] (the width of a query)",
         )
     if bool((table < 0).any()):
-        fail(
+        shown.fail(
             "negative_weights",
             "the rows sum to 1 but some weights are negative: dividing the scores by their "
-            "sum is not a softmax, whose shares are all positive (exponentials first)"
-            + where,
-            expected_text,
-            received_text,
+            "sum is not a softmax, whose shares are all positive (exponentials first)",
             "torch.softmax(scores, dim=-1): exponentiate, then divide by the row's sum",
         )
-    fail(
+    shown.fail(
         "weights_differ",
-        "the rows sum to 1 but the weights differ from softmax((E W_q)(E W_k)ᵀ / √d)"
-        + where,
-        expected_text,
-        received_text,
+        "the rows sum to 1 but the weights differ from softmax((E W_q)(E W_k)ᵀ / √d)",
         "check each step on the smallest probe by hand: project, score, scale, softmax",
     )
 
@@ -531,25 +511,23 @@ def forward_call(student, hints=FORWARD_HINTS):
         )
         n = ids.shape[0]
         logits = require_tensor(returned.result, "the result", (n,), "result")
-        if tuple(logits.shape) == (n, 1):
-            fail(
-                "not_squeezed",
-                "the output is (N, 1): the head's last axis was not squeezed",
-                f"shape ({n},): one logit per comment",
-                f"shape {shape_text(logits)}",
-                "model.head(pooled).squeeze(-1)",
-            )
-        if tuple(logits.shape) != (n,):
-            fail(
-                "result_shape",
-                "the output is not one logit per comment",
-                f"shape ({n},)",
-                f"shape {shape_text(logits)}",
-                "embed, encode, pool over the characters, score: (N, L) ids -> (N,) logits",
-            )
+        wanted = f"shape ({n},): one logit per comment"
+        require_shape(logits, (n,), wanted, LOGITS_SHAPE, {(n, 1): NOT_SQUEEZED})
         return logits
 
     return call
+
+
+LOGITS_SHAPE = Mistake(
+    "result_shape",
+    "the output is not one logit per comment",
+    "embed, encode, pool over the characters, score: (N, L) ids -> (N,) logits",
+)
+NOT_SQUEEZED = Mistake(
+    "not_squeezed",
+    "the output is (N, 1): the head's last axis was not squeezed",
+    "model.head(pooled).squeeze(-1)",
+)
 
 
 def logit_text(tensor: torch.Tensor) -> str:
@@ -695,7 +673,7 @@ def check_forward(
         ids_probes(),
         lambda probe: call(model, *probe),
         lambda ids, padding: reference(model, ids, padding),
-        lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
+        functools.partial(close, atol=TOLERANCE),
     )
     if failure is None:
         return
@@ -705,11 +683,13 @@ def check_forward(
         f" (on the smallest input that fails: ids of shape {shape_text(ids)}, "
         f"{int(padding.sum())} padding position(s))"
     )
-    shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
-    same = lambda a, b: close(a, b, atol=1e-4, rtol=1e-4)  # noqa: E731
-    diagnose(logits, mistakes, (model, ids, padding), same, *shown, where)
+    shown = Evidence(
+        f"logits {logit_text(expected)}", f"logits {logit_text(logits)}", where
+    )
+    shown.diagnose(logits, mistakes, (model, ids, padding))
     locate_stage(call, model, check, positions)
-    fail(last.code, last.message.format(where=where), *shown, last.advice)
+    shown = Evidence(shown.expected, shown.received)  # the note sits inside the message
+    shown.fail(last.code, last.message.format(where=where), last.advice)
 
 
 def _learned_or_sines(sines: str) -> Mistake:

@@ -6,15 +6,19 @@ import functools
 import math
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from transformer_lab.selfcheck.core import (
     CheckResult,
+    Mistake,
     article,
+    diagnose,
     fail,
     fail_if_none,
+    fail_with,
     run_check,
 )
 from transformer_lab.selfcheck.execution import (
@@ -157,6 +161,40 @@ def compare_rows(
         f"{label} = {row_text(expected[index])}",
         f"{label} = {row_text(received[index])}",
     )
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a failure shows (the expected and the received value) and a ``note`` that ends its
+    message (e.g. the smallest input that fails): one check's many failures share it."""
+
+    expected: object
+    received: object
+    note: str = ""
+
+    def fail(self, code: str, message: str, advice: str) -> None:
+        fail(code, message + self.note, self.expected, self.received, advice)
+
+    def fail_with(self, mistake: Mistake) -> None:
+        fail_with(mistake, self.expected, self.received, self.note)
+
+    def diagnose(self, received, mistakes, probe, same=close) -> None:
+        """Fail with the first of ``mistakes`` that gives ``received`` on ``probe``."""
+        diagnose(received, mistakes, probe, same, self.expected, self.received, self.note)
+
+
+def require_shape(
+    tensor: torch.Tensor,
+    shape: tuple,
+    expected: str,
+    other: Mistake,
+    known: dict | None = None,
+) -> None:
+    """Fail unless ``tensor`` has ``shape``: with the mistake ``known`` holds for the shape it
+    has, else with ``other``."""
+    if tuple(tensor.shape) != tuple(shape):
+        mistake = (known or {}).get(tuple(tensor.shape), other)
+        fail_with(mistake, expected, f"shape {shape_text(tensor)}")
 
 
 def require_tensor(
