@@ -35,11 +35,7 @@ from transformer_lab.selfcheck.checks.tensors import (
     shape_text,
     smallest_failure,
 )
-from transformer_lab.selfcheck.core import (
-    Mistake,
-    fail,
-    fail_with,
-)
+from transformer_lab.selfcheck.core import Mistake, fail, first_match
 from transformer_lab.selfcheck.execution import StudentFunction
 
 TOY_NAME, TOY_EXERCISE = "toy_weights", "Task 2"
@@ -321,6 +317,12 @@ def stage_inputs() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
 
 
 HEAD_BIAS = 0.75  # the head probe's bias: every comment must score this
+HEAD_CAUSES = {  # told apart by what a comment scores instead
+    "wrong_stage_head": "something is done to the head's output after model.head: return it, "
+    "squeezed",
+    "returns_probabilities": "a sigmoid at the end: BCEWithLogitsLoss wants the logits",
+    "head_bias_left_out": "the head's bias is left out",
+}
 
 EMBEDDING = "Stage 1 of 4, embedding and positions"
 LAYOUT = "Stage 2 of 4, encoder layout (batch axis, mask meaning)"
@@ -579,24 +581,16 @@ def locate_stage(call, model, check: str, positions: str) -> None:
     got = call(flat, ids[:1], padding[:1])
     if _finite(got) and not close(got, torch.tensor([HEAD_BIAS]), atol=1e-5):
         value = float(got[0].detach())
-        code, cause = (
-            "wrong_stage_head",
-            (
-                "something is done to the head's output after model.head: return it, squeezed"
-            ),
-        )
+        code = "wrong_stage_head"
         if abs(value - 1 / (1 + math.exp(-HEAD_BIAS))) < 1e-4:
-            code, cause = (
-                "returns_probabilities",
-                ("a sigmoid at the end: BCEWithLogitsLoss wants the logits"),
-            )
+            code = "returns_probabilities"
         elif abs(value) < 1e-6:
-            code, cause = "head_bias_left_out", "the head's bias is left out"
+            code = "head_bias_left_out"
         fail(
             code,
             f"{HEAD} goes wrong: with the head's weights set to zero and its bias to "
             f"{HEAD_BIAS}, every comment must score {HEAD_BIAS}, whatever the stages before "
-            f"it do; likely cause: {cause}",
+            f"it do; likely cause: {HEAD_CAUSES[code]}",
             f"logits [{HEAD_BIAS:.4f}]",
             f"logits {logit_text(got)}",
             "return model.head(pooled).squeeze(-1): no sigmoid, the bias included",
@@ -791,84 +785,62 @@ def table_probes() -> list[tuple[int, int]]:
     ]
 
 
-def _explaining(table: torch.Tensor, probe: tuple[int, int]) -> list[Mistake]:
-    """The table mistakes that give ``table`` on ``probe``."""
-    found = []
-    for mistake in TABLE_MISTAKES:
-        try:
-            wrong = mistake.variant(*probe)
-        except (ArithmeticError, LookupError, RuntimeError, TypeError, ValueError):
-            continue
-        if close(table, wrong, atol=1e-4, rtol=1e-4):
-            found.append(mistake)
-    return found
-
-
 def _distance(mistake: Mistake, probes, tables) -> float:
-    """The mean gap between the student's tables and the mistake's, over every size."""
-    gaps = []
-    for probe, table in zip(probes, tables):
-        try:
-            wrong = mistake.variant(*probe)
-        except (ArithmeticError, LookupError, RuntimeError, TypeError, ValueError):
-            return math.inf
-        gaps.append(float((table.double() - wrong.double()).abs().mean()))
-    return sum(gaps)
+    """The mean gap between the student's tables and the mistake's, summed over every size."""
+    try:
+        wrong = [mistake.variant(*probe) for probe in probes]
+    except (ArithmeticError, LookupError, RuntimeError, TypeError, ValueError):
+        return math.inf
+    return sum(float((t.double() - w.double()).abs().mean()) for t, w in zip(tables, wrong))
+
+
+TABLE_SHAPE = Mistake(
+    "table_shape",
+    "the table has the wrong shape",
+    "one row per position, one column per model dimension",
+)
+TABLE_TRANSPOSED = Mistake(
+    "table_transposed",
+    "the table is (d_model, length): one row per position is (length, d_model)",
+    "positions down the rows: torch.arange(length)[:, None]",
+)
 
 
 @checker(TABLE_NAME, TABLE_EXERCISE)
 def check_sinusoidal_positions(student: StudentFunction) -> None:
     """Task 5: ``sinusoidal_positions(length, d_model) -> (length, d_model)`` against the right
     table; a mistake is named only when it explains the table on every size checked."""
-    reference = answers.reference(TABLE_NAME)
 
     def call(probe):
         length, width = probe
         table = require_tensor(
             student.call(length, width).result, "the table", probe, "table"
         )
-        if tuple(table.shape) == (width, length) and length != width:
-            fail(
-                "table_transposed",
-                "the table is (d_model, length): one row per position is (length, d_model)",
-                f"shape ({length}, {width})",
-                f"shape {shape_text(table)}",
-                "positions down the rows: torch.arange(length)[:, None]",
-            )
-        if tuple(table.shape) != probe:
-            fail(
-                "table_shape",
-                "the table has the wrong shape",
-                f"shape ({length}, {width})",
-                f"shape {shape_text(table)}",
-                "one row per position, one column per model dimension",
-            )
+        wanted = f"shape ({length}, {width})"
+        require_shape(
+            table, probe, wanted, TABLE_SHAPE, {(width, length): TABLE_TRANSPOSED}
+        )
         return table
 
     probes = table_probes()
-    failure = smallest_failure(
-        probes,
-        call,
-        reference,
-        lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
-    )
+    same = functools.partial(close, atol=TOLERANCE)
+    failure = smallest_failure(probes, call, answers.reference(TABLE_NAME), same)
     if failure is None:
         return
     (length, width), table, expected = failure
-    where = f" (on the smallest table that fails: length {length}, d_model {width})"
-    expected_text, received_text = compare_rows("table", table, expected)
+    shown = Evidence(
+        *compare_rows("table", table, expected),
+        f" (on the smallest table that fails: length {length}, d_model {width})",
+    )
     # Two mistakes can agree on one size (length 2 = d_model / 2 hides an exponent over
     # the length): of those that explain the smallest failing table, the one closest to
     # the student's tables on every size is named.
-    candidates = _explaining(table, (length, width))
+    candidates = [m for m in TABLE_MISTAKES if first_match(table, [m], failure[0], close)]
     if candidates:
         tables = [call(probe) for probe in probes]
-        best = min(candidates, key=lambda m: _distance(m, probes, tables))
-        fail_with(best, expected_text, received_text, where)
-    fail(
+        shown.fail_with(min(candidates, key=lambda m: _distance(m, probes, tables)))
+    shown.fail(
         "table_differs",
-        "the table differs from sin/cos(p / 10000^(2i / d_model))" + where,
-        expected_text,
-        received_text,
+        "the table differs from sin/cos(p / 10000^(2i / d_model))",
         "row 0 must be 0, 1, 0, 1, ...; then check the frequencies column pair by column pair",
     )
