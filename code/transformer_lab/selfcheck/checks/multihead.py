@@ -20,6 +20,7 @@ from torch import nn
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.attention import fail_library
 from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
     check_gradient,
     check_unchanged,
     checker,
@@ -27,6 +28,7 @@ from transformer_lab.selfcheck.checks.tensors import (
     compare_rows,
     draw_parameters,
     exact_normal,
+    require_shape,
     require_tensor,
     shape_text,
 )
@@ -34,7 +36,6 @@ from transformer_lab.selfcheck.core import (
     Mistake,
     article,
     combine,
-    diagnose,
     fail,
 )
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
@@ -75,27 +76,19 @@ def mha_probe(
     return x, torch.tensor(padding), mha
 
 
-def expected_output(
-    x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention
-) -> torch.Tensor:
-    """What the exercise must reproduce, ``mha(x, x, x, key_padding_mask=padding)[0]``, from the
-    private reference in float64 (the tests check the two agree; calling the layer itself would
-    add a second of PyTorch's lazy imports to the self-check)."""
-    with torch.no_grad():
-        return reference(x.double(), padding, copy.deepcopy(mha).double())
-
-
 reference = answers.reference(NAME)
-reference_weights = answers.answer(NAME, "weights")
 
 
-def expected_weights(
-    x: torch.Tensor, padding: torch.Tensor, mha: nn.MultiheadAttention
-) -> torch.Tensor:
-    """Every head's weights (B, H, L, L), ``mha(x, x, x, key_padding_mask=padding,
-    average_attn_weights=False)[1]``, from the private reference in float64."""
+def expected_output(x, padding, mha, key: str = answers.REFERENCE) -> torch.Tensor:
+    """What the exercise must reproduce, ``mha(x, x, x, key_padding_mask=padding)[0]`` (``key``
+    "weights": every head's weights (B, H, L, L), ``mha(..., average_attn_weights=False)[1]``),
+    from the private reference in float64 (the tests check the two agree; calling the layer
+    itself would add a second of PyTorch's lazy imports to the self-check)."""
     with torch.no_grad():
-        return reference_weights(x.double(), padding, copy.deepcopy(mha).double())
+        return answers.answer(NAME, key)(x.double(), padding, copy.deepcopy(mha).double())
+
+
+expected_weights = functools.partial(expected_output, key="weights")
 
 
 _mistake = functools.partial(answers.mistake, NAME)
@@ -231,8 +224,40 @@ MISTAKES.append(
 )
 
 
+SHAPES = {
+    "result_shape": Mistake(
+        "result_shape",
+        "the result has the wrong shape",
+        "the output has the shape of x: (B, L, D)",
+    ),
+    "heads_not_merged": Mistake(
+        "heads_not_merged",
+        "the heads were not merged back: (B, H, L, D/H) instead of (B, L, D)",
+        "transpose(1, 2) to (B, L, H, D/H), reshape to (B, L, D), then the output projection",
+    ),
+    "weights_shape": Mistake(
+        "weights_shape",
+        "the weights have the wrong shape",
+        "(B, H, L, L): for every example and head, one row per query, one column per key",
+    ),
+    "weights_averaged": Mistake(
+        "weights_averaged",
+        "the weights were averaged over the heads (what nn.MultiheadAttention returns "
+        "by default): the exercise asks for each head's own table",
+        "keep the head axis (as average_attn_weights=False does)",
+    ),
+    "weights_heads_folded": Mistake(
+        "weights_heads_folded",
+        "the weights still have the heads folded into the batch, (B·H, L, L): the "
+        "output was unfolded back to (B, L, D), the weights were not",
+        "unfold them as the output: example b's heads are rows b·H to b·H + H − 1",
+    ),
+}
+
+
 def _check_once(student: StudentFunction, x, padding, mha) -> None:
     b, length, width = x.shape
+    heads = mha.num_heads
     expected = expected_output(x, padding, mha)
     state = {key: value.clone() for key, value in mha.state_dict().items()}
     returned = student.call(x.clone(), padding.clone(), mha, watch_library=True)
@@ -242,9 +267,7 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
     # the layer, or its state when it came back from a worker
     after = returned.args[2].state_dict()
     changed = [
-        key
-        for key, value in after.items()
-        if key not in state or not torch.equal(value, state[key])
+        k for k, v in after.items() if k not in state or not torch.equal(v, state[k])
     ]
     if changed:
         fail(
@@ -256,50 +279,29 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
         )
     result, weights = _output_and_weights(returned.result)
     result = require_tensor(result, "the result", (b, length, width), "result")
-    if tuple(result.shape) != (b, length, width):
-        heads = mha.num_heads
-        if tuple(result.shape) == (b, heads, length, width // heads):
-            fail(
-                "heads_not_merged",
-                "the heads were not merged back: (B, H, L, D/H) instead of (B, L, D)",
-                f"shape ({b}, {length}, {width}) = (B, L, D)",
-                f"shape {shape_text(result)}",
-                "transpose(1, 2) to (B, L, H, D/H), reshape to (B, L, D), then the output projection",
-            )
-        fail(
-            "result_shape",
-            "the result has the wrong shape",
-            f"shape ({b}, {length}, {width}) = (B, L, D)",
-            f"shape {shape_text(result)}",
-            "the output has the shape of x: (B, L, D)",
-        )
+    require_shape(
+        result,
+        (b, length, width),
+        f"shape ({b}, {length}, {width}) = (B, L, D)",
+        SHAPES["result_shape"],
+        {(b, heads, length, width // heads): SHAPES["heads_not_merged"]},
+    )
     if close(result, expected, atol=TOLERANCE, rtol=TOLERANCE):
         _check_weights(weights, x, padding, mha)
         return
-    expected_text, received_text = compare_rows("output", result, expected)
-    diagnose(
-        result,
-        MISTAKES,
-        (x, padding, mha),
-        lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-        expected_text,
-        received_text,
-    )
+    shown = Evidence(*compare_rows("output", result, expected))
+    shown.diagnose(result, MISTAKES, (x, padding, mha))
     if not torch.isfinite(result).all():
-        fail(
+        shown.fail(
             "result_not_finite",
             "the result contains NaN or inf",
-            expected_text,
-            received_text,
             "mask only the keys, with −∞ before the softmax; every example has a real key",
         )
     locate_step(student, x, padding, mha)
-    fail(
+    shown.fail(
         "output_differs",
         f"the output differs from mha(x, x, x, key_padding_mask=padding) by more than "
         f"{TOLERANCE:g}",
-        expected_text,
-        received_text,
         "check each step's shape: project, split into heads, scale by √(D/H), mask, softmax, mix, merge, project",
     )
 
@@ -338,44 +340,19 @@ def _check_weights(weights: object, x, padding, mha) -> None:
             "keep the weights each head's softmax gives and return them with the output",
         )
     weights = require_tensor(weights, "the weights (the second result)", shape, "weights")
-    if tuple(weights.shape) != shape:
-        if tuple(weights.shape) == (b, length, length):
-            fail(
-                "weights_averaged",
-                "the weights were averaged over the heads (what nn.MultiheadAttention returns "
-                "by default): the exercise asks for each head's own table",
-                wanted,
-                f"shape {shape_text(weights)}",
-                "keep the head axis (as average_attn_weights=False does)",
-            )
-        if tuple(weights.shape) == (b * heads, length, length):
-            fail(
-                "weights_heads_folded",
-                "the weights still have the heads folded into the batch, (B·H, L, L): the "
-                "output was unfolded back to (B, L, D), the weights were not",
-                wanted,
-                f"shape {shape_text(weights)}",
-                "unfold them as the output: example b's heads are rows b·H to b·H + H − 1",
-            )
-        fail(
-            "weights_shape",
-            "the weights have the wrong shape",
-            wanted,
-            f"shape {shape_text(weights)}",
-            "(B, H, L, L): for every example and head, one row per query, one column per key",
-        )
+    known = {
+        (b, length, length): SHAPES["weights_averaged"],
+        (b * heads, length, length): SHAPES["weights_heads_folded"],
+    }
+    require_shape(weights, shape, wanted, SHAPES["weights_shape"], known)
     expected = expected_weights(x, padding, mha)
-    if close(weights, expected, atol=TOLERANCE, rtol=TOLERANCE):
-        return
-    expected_text, received_text = compare_rows("weights", weights, expected)
-    fail(
-        "returned_weights_differ",
-        "the output is right, but the weights differ from each head's softmax of its scaled, "
-        "masked scores",
-        expected_text,
-        received_text,
-        "return the weights the softmax gave, the ones that mixed the values",
-    )
+    if not close(weights, expected, atol=TOLERANCE, rtol=TOLERANCE):
+        Evidence(*compare_rows("weights", weights, expected)).fail(
+            "returned_weights_differ",
+            "the output is right, but the weights differ from each head's softmax of its "
+            "scaled, masked scores",
+            "return the weights the softmax gave, the ones that mixed the values",
+        )
 
 
 def _layer(mha: nn.MultiheadAttention, heads: int | None = None, **zero: bool):
