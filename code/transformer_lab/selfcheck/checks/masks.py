@@ -15,35 +15,30 @@ import torch
 
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
     check_unchanged,
     checker,
+    require_shape,
     require_tensor,
-    shape_text,
     smallest_input_note,
 )
-from transformer_lab.selfcheck.core import Mistake, diagnose, fail
+from transformer_lab.selfcheck.core import Mistake
 from transformer_lab.selfcheck.execution import StudentFunction
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "causal_padding_mask", "Exercise 11"
 
+
 # B = 3 and L = 5 differ and every example has a real first token. Padding at the end alone hides
 # mistakes (the future already covers those keys for the earlier queries), so two examples have
 # a padded key in the middle: each mistake below gives another mask.
-PROBE_PADDING = torch.tensor(
-    [
-        [False, False, False, True, True],
-        [False, True, False, False, False],
-        [False, False, True, False, True],
-    ]
-)
+def _padding(*rows: str) -> torch.Tensor:
+    """A padding mask (B, L) from one string per example: '1' where the token is padding."""
+    return torch.tensor([[c == "1" for c in row] for row in rows])
 
-SECOND_PADDING = torch.tensor(
-    [
-        [False, False, True, True, True, True, True],
-        [False, False, False, False, False, False, True],
-    ]
-)
+
+PROBE_PADDING = _padding("00011", "01000", "00101")
+SECOND_PADDING = _padding("0011111", "0000001")
 
 
 def probe_paddings() -> list[torch.Tensor]:
@@ -125,13 +120,18 @@ MISTAKES: list[Mistake] = [
 reference = answers.reference(NAME)
 
 # The smallest paddings first (one example, its rows as '01/00'), for a "differs" message.
-SMALL_PROBES = [
-    (torch.tensor([[False]]),),
-    (torch.tensor([[False, False]]),),
-    (torch.tensor([[False, True]]),),
-    (torch.tensor([[False, False, False]]),),
-    (torch.tensor([[False, False, True]]),),
-]
+SMALL_PROBES = [(_padding(row),) for row in ("0", "00", "01", "000", "001")]
+SHAPE = Mistake(
+    "mask_shape",
+    "the mask has the wrong shape",
+    "one row per query and one column per key, for every example: (B, L, L)",
+)
+NO_BATCH_AXIS = Mistake(
+    "missing_batch_axis",
+    "the mask has no batch axis: (L, L) instead of (B, L, L), so it cannot hold "
+    "each example's padding",
+    "give the future a batch axis and the padding a query axis: broadcasting then gives (B, L, L)",
+)
 
 
 def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
@@ -139,67 +139,44 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
     expected = reference(padding)
     returned = student.call(padding.clone())
     check_unchanged([padding], returned.args, ["padding"])
-    result = require_tensor(returned.result, "the mask", (b, length, length), "mask")
-    if tuple(result.shape) != (b, length, length):
-        if tuple(result.shape) == (length, length):
-            fail(
-                "missing_batch_axis",
-                "the mask has no batch axis: (L, L) instead of (B, L, L), so it cannot hold "
-                "each example's padding",
-                f"shape ({b}, {length}, {length}) = (B, L, L)",
-                f"shape {shape_text(result)}",
-                "give the future a batch axis and the padding a query axis: broadcasting then gives (B, L, L)",
-            )
-        fail(
-            "mask_shape",
-            "the mask has the wrong shape",
-            f"shape ({b}, {length}, {length}) = (B, L, L)",
-            f"shape {shape_text(result)}",
-            "one row per query and one column per key, for every example: (B, L, L)",
-        )
-    rows = f"example {b - 1}: {_rows(expected[-1])}"
+    shape = (b, length, length)
+    result = require_tensor(returned.result, "the mask", shape, "mask")
+    wanted = f"shape ({b}, {length}, {length}) = (B, L, L)"
+    require_shape(result, shape, wanted, SHAPE, {(length, length): NO_BATCH_AXIS})
     if result.dtype != torch.bool:
+        dtype = Evidence(
+            f"dtype torch.bool, example {b - 1}: {_rows(expected[-1])}",
+            f"dtype {result.dtype}",
+        )
         values = result.detach().double()
-        if torch.equal(values == float("-inf"), expected) and bool(
-            (values[~expected] == 0).all()
-        ):
-            fail(
+        blocked = values == float("-inf")
+        if torch.equal(blocked, expected) and bool((values[~expected] == 0).all()):
+            dtype.fail(
                 "additive_float_mask",
                 "a float mask of 0 and −∞ came back; the exercise asks for a bool mask "
                 "(True = blocked)",
-                f"dtype torch.bool, {rows}",
-                f"dtype {result.dtype}",
                 "return the boolean mask itself; masked_fill turns it into −∞ scores later",
             )
         if torch.equal(values != 0, expected):
-            fail(
+            dtype.fail(
                 "not_bool",
                 f"the mask has dtype {result.dtype}, not torch.bool (the pattern is right)",
-                f"dtype torch.bool, {rows}",
-                f"dtype {result.dtype}",
                 "build it from bool tensors, or add .bool()",
             )
-        fail(
+        dtype.fail(
             "not_bool",
             f"the mask has dtype {result.dtype}, not torch.bool",
-            f"dtype torch.bool, {rows}",
-            f"dtype {result.dtype}",
             "True where query i must not read key j, as a bool tensor",
         )
     if torch.equal(result, expected):
         return
     worst = int((result != expected).flatten(1).sum(1).argmax())
-    shown_expected = f"example {worst}: {_rows(expected[worst])}"
-    shown = f"example {worst}: {_rows(result[worst])}"
-    diagnose(
-        result,
-        MISTAKES,
-        (padding,),
-        lambda a, b: torch.equal(a, b.to(a.dtype)),
-        shown_expected,
-        shown,
+    shown = Evidence(
+        f"example {worst}: {_rows(expected[worst])}",
+        f"example {worst}: {_rows(result[worst])}",
     )
-    fail(
+    shown.diagnose(result, MISTAKES, (padding,), lambda a, b: torch.equal(a, b.to(a.dtype)))
+    shown.fail(
         "mask_differs",
         "the mask differs: query i must not read key j when j > i or key j is padding"
         + smallest_input_note(
@@ -218,8 +195,6 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
                 else bounded_repr(mask, 60)
             ),
         ),
-        shown_expected,
-        shown,
         "redo the smallest input by hand: which keys are in the future of each query, and which are padding?",
     )
 
