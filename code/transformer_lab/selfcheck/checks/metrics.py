@@ -10,6 +10,7 @@ import torch
 from transformer_lab import metrics as reference
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
     check_unchanged,
     checker,
     shape_text,
@@ -177,17 +178,8 @@ def _check_once(student: StudentFunction, logits, labels):
     result = returned.result
     want = f"{expected:.4f} (type float)"
     fail_if_none(result, want, "end with `return ...`")
-    if isinstance(result, torch.Tensor):
-        if result.numel() == 1:
-            value = float(result.detach().reshape(-1)[0])
-            fail(
-                "returned_tensor",
-                "a tensor came back instead of a Python float"
-                + _wrong_value_note(value, logits, labels, expected),
-                want,
-                f"{value:.4f} (type torch.Tensor)",
-                "end with .item() or float(...)",
-            )
+    kind = type_name(result)
+    if isinstance(result, torch.Tensor) and result.numel() != 1:
         fail(
             "returned_tensor",
             "a tensor of many numbers came back instead of one Python float",
@@ -195,33 +187,32 @@ def _check_once(student: StudentFunction, logits, labels):
             f"a tensor of shape {shape_text(result)}",
             "average the correct predictions: .mean().item()",
         )
-    kind = type_name(result)
+    tensor = isinstance(result, torch.Tensor)
     # numpy.float64 is a float: fine.
-    if kind.startswith("numpy.") and not isinstance(result, float):
-        value = float(result)
+    if tensor or (kind.startswith("numpy.") and not isinstance(result, float)):
+        value = float(result.detach().reshape(-1)[0]) if tensor else float(result)
         fail(
-            "returned_numpy",
-            f"{article(kind)} came back instead of a Python float"
+            "returned_tensor" if tensor else "returned_numpy",
+            ("a tensor" if tensor else article(kind))
+            + " came back instead of a Python float"
             + _wrong_value_note(value, logits, labels, expected),
             want,
             f"{value:.4f} (type {kind})",
-            "wrap it in float(...)",
+            "end with .item() or float(...)" if tensor else "wrap it in float(...)",
         )
+    number = isinstance(result, numbers.Real) and not isinstance(result, bool)
+    if isinstance(result, float):
+        if abs(result - expected) < 1e-6:
+            return
+        shown = Evidence(f"{expected:.4f}", f"{result:.4f}")
+    elif number:
+        note = f" (and {article(kind)} came back, not a float)"
+        shown = Evidence(want, f"{result} (type {kind})", note)
+    if number:
+        shown.diagnose(result, MISTAKES, (logits, labels), _same_number)
+        if result == 0:
+            _explain_zero(student, expected, shown.note)
     if not isinstance(result, float):
-        if isinstance(result, numbers.Real) and not isinstance(result, bool):
-            match = first_match(result, MISTAKES, (logits, labels), _same_number)
-            if match is not None:
-                fail(
-                    match.code,
-                    match.message + f" (and {article(kind)} came back, not a float)",
-                    want,
-                    f"{result} (type {kind})",
-                    match.advice,
-                )
-            if result == 0:
-                _explain_zero(
-                    student, expected, f" (and {article(kind)} came back, not a float)"
-                )
         fail(
             "not_a_float",
             f"{article(kind)} came back instead of a Python float",
@@ -229,13 +220,6 @@ def _check_once(student: StudentFunction, logits, labels):
             bounded_repr(result, 80),
             "return a float between 0 and 1, e.g. with .item()",
         )
-    if abs(result - expected) < 1e-6:
-        return
-    match = first_match(result, MISTAKES, (logits, labels), _same_number)
-    if match is not None:
-        fail(match.code, match.message, f"{expected:.4f}", f"{result:.4f}", match.advice)
-    if result == 0.0:
-        _explain_zero(student, expected)
     fail(
         "accuracy_differs",
         "the accuracy differs from the share of (logit > 0) == label"
