@@ -168,43 +168,23 @@ def drawn_inputs(seed: int) -> TokenizerInputs:
 # ---------------------------------------------------------------------------------------------
 
 
-def _require_tokenizer(result, what: str) -> None:
+def _train(student: StudentFunction, corpus, vocab_size: int):
+    """The student's tokenizer trained on ``corpus``; fails unless it is a Tokenizer."""
     from tokenizers import Tokenizer, models, trainers
 
-    if isinstance(result, Tokenizer):
-        return
-    expected = "a trained tokenizers.Tokenizer"
-    fail_if_none(result, expected, ADVICE, f"{what} is None: the function has no `return`")
-    category = getattr(result, "category", "")  # an Opaque stand-in from a worker
-    if isinstance(result, trainers.Trainer) or category == "trainer":
-        fail(
-            "returned_trainer",
-            f"{what} is the trainer, not the tokenizer",
-            expected,
-            type_name(result),
-            ADVICE,
-        )
-    if isinstance(result, models.Model) or category == "model":
-        fail(
-            "returned_model",
-            f"{what} is the bare BPE model, not a Tokenizer wrapping it",
-            expected,
-            type_name(result),
-            ADVICE,
-        )
-    fail(
-        "not_a_tokenizer",
-        f"{what} is not a tokenizers.Tokenizer",
-        expected,
-        type_name(result),
-        ADVICE,
-    )
-
-
-def _train(student: StudentFunction, corpus, vocab_size: int):
     result = student.call(list(corpus), vocab_size, quiet=True).result
-    _require_tokenizer(result, "the returned value")
-    return result
+    if isinstance(result, Tokenizer):
+        return result
+    expected = "a trained tokenizers.Tokenizer"
+    no_return = "the returned value is None: the function has no `return`"
+    fail_if_none(result, expected, ADVICE, no_return)
+    category = getattr(result, "category", "")  # an Opaque stand-in from a worker
+    code, what = "not_a_tokenizer", "is not a tokenizers.Tokenizer"
+    if isinstance(result, trainers.Trainer) or category == "trainer":
+        code, what = "returned_trainer", "is the trainer, not the tokenizer"
+    elif isinstance(result, models.Model) or category == "model":
+        code, what = "returned_model", "is the bare BPE model, not a Tokenizer wrapping it"
+    fail(code, f"the returned value {what}", expected, type_name(result), ADVICE)
 
 
 def _pieces(pre_tokenizer, text: str) -> list[str]:
@@ -302,37 +282,42 @@ def _check_structure(student, reference, inputs: TokenizerInputs) -> None:
         )
 
 
+# Marks of word pieces that plain BPE does not make: (option, which tokens it marks, message,
+# expected).
+WORD_MARKS = [
+    (
+        "continuing_subword_prefix",
+        str.startswith,
+        "the tokens that continue a word are marked with {mark} (continuing_subword_prefix, "
+        "WordPiece's convention): each character then has two tokens, with and without "
+        "the mark, and the vocabulary fills up with them",
+        "no continuing_subword_prefix: 'attention' -> ['attention'], pieces unmarked",
+    ),
+    (
+        "end_of_word_suffix",
+        str.endswith,
+        "the last piece of every word is marked with {mark} (end_of_word_suffix, as in "
+        "the original BPE paper): a word's ending gets tokens of its own",
+        "no end_of_word_suffix: pieces unmarked",
+    ),
+]
+
+
 def _check_model_options(student) -> None:
     """Options of models.BPE (or of the trainer, which sets them on the model) that the
     exercise's plain BPE does not have: word-piece marks and BPE dropout."""
     model = student.model
-    prefix = getattr(model, "continuing_subword_prefix", None)
-    suffix = getattr(model, "end_of_word_suffix", None)
-    if prefix:
-        inside = sorted(t for t in student.get_vocab() if t.startswith(prefix))[:4]
-        fail(
-            "continuing_subword_prefix",
-            f"the tokens that continue a word are marked with {bounded_repr(prefix, 40)} "
-            "(continuing_subword_prefix, "
-            "WordPiece's convention): each character then has two tokens, with and without "
-            "the mark, and the vocabulary fills up with them",
-            "no continuing_subword_prefix: 'attention' -> ['attention'], pieces unmarked",
-            f"continuing_subword_prefix={bounded_repr(prefix, 40)}: tokens such as "
-            + bounded_repr(inside, 120),
-            "remove continuing_subword_prefix from BPE(...) and BpeTrainer(...)",
-        )
-    if suffix:
-        ends = sorted(t for t in student.get_vocab() if t.endswith(suffix))[:4]
-        fail(
-            "end_of_word_suffix",
-            f"the last piece of every word is marked with {bounded_repr(suffix, 40)} "
-            "(end_of_word_suffix, as in "
-            "the original BPE paper): a word's ending gets tokens of its own",
-            "no end_of_word_suffix: pieces unmarked",
-            f"end_of_word_suffix={bounded_repr(suffix, 40)}: tokens such as "
-            + bounded_repr(ends, 120),
-            "remove end_of_word_suffix from BPE(...) and BpeTrainer(...)",
-        )
+    for option, marked, message, expected in WORD_MARKS:
+        mark = getattr(model, option, None)
+        if mark:
+            tokens = sorted(t for t in student.get_vocab() if marked(t, mark))[:4]
+            fail(
+                option,
+                message.format(mark=bounded_repr(mark, 40)),
+                expected,
+                f"{option}={bounded_repr(mark, 40)}: tokens such as {bounded_repr(tokens, 120)}",
+                f"remove {option} from BPE(...) and BpeTrainer(...)",
+            )
     dropout = getattr(model, "dropout", None)
     if dropout:
         fail(
