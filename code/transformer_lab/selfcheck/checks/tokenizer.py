@@ -11,7 +11,10 @@ import random
 from dataclasses import dataclass
 
 from transformer_lab.selfcheck.checks import answers
-from transformer_lab.selfcheck.checks.tensors import checker
+from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
+    checker,
+)
 from transformer_lab.selfcheck.core import (
     Mistake,
     article,
@@ -484,16 +487,14 @@ def _same_vocabulary(student, variant) -> bool:
     return student.get_vocab() == variant.get_vocab()
 
 
-def _differs_by(
-    trained, reference, corpus, size: int, expected: str, received: str
-) -> None:
+def _differs_by(trained, reference, corpus, size: int, shown: Evidence) -> None:
     """``trained`` differs from ``reference``: fail with the option that explains it, if one does."""
     mistakes = [
         m
         for m in TRAINING_MISTAKES
         if not _same_vocabulary(reference, m.variant(corpus, size))
     ]
-    diagnose(trained, mistakes, (corpus, size), _same_vocabulary, expected, received)
+    shown.diagnose(trained, mistakes, (corpus, size), _same_vocabulary)
 
 
 @checker(TRAIN_NAME, TRAIN_EXERCISE)
@@ -530,75 +531,67 @@ def check_train_bpe_tokenizer(student_function: StudentFunction) -> None:
     _check_model_options(student)
     got = {size: pair[0].get_vocab_size() for size, pair in sizes.items()}
     want = {size: pair[1].get_vocab_size() for size, pair in sizes.items()}
-    wanted = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in want.items())
-    received = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in got.items())
+    shown = Evidence(
+        *(
+            ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in c.items())
+            for c in (want, got)
+        )
+    )
     if set(got.values()) == {ref.minimum_vocab_size(corpus)}:
-        fail(
+        shown.fail(
             "no_merges",
             "no merge was learned: the vocabulary is only the single characters (was the trainer "
             "given one string, so that it saw one character at a time?)",
-            wanted,
-            received,
             "tokenizer.train_from_iterator(corpus, trainer) with the list of texts itself",
         )
     if got != want:
         for size, (trained, reference_at_size) in sizes.items():
             if got[size] != want[size]:
-                _differs_by(trained, reference_at_size, corpus, size, wanted, received)
+                _differs_by(trained, reference_at_size, corpus, size, shown)
         same = len(set(got.values())) == 1
-        fail(
+        shown.fail(
             "ignores_vocab_size" if same else "vocab_size_differs",
             "the vocabulary size does not follow the vocab_size argument"
             if same
             else "the vocabulary size differs from what vocab_size asks for"
             + _smallest_training_note(student_function),
-            wanted,
-            received,
             "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)",
         )
     _check_structure(student, reference, inputs)
     # A small corpus runs out of pairs before other_size: the vocabulary stops short of it.
-    other_corpus, other_size = inputs.other_corpus, inputs.other_size
+    other_corpus, other_size = list(inputs.other_corpus), inputs.other_size
     other = _train(student_function, other_corpus, other_size)
-    other_reference = ref.train_bpe_tokenizer(list(other_corpus), other_size)
+    other_reference = ref.train_bpe_tokenizer(other_corpus, other_size)
     if other.get_vocab() != other_reference.get_vocab():
-        expected, received = _vocab_difference(other, other_reference)
+        shown = Evidence(*_vocab_difference(other, other_reference))
         if other.get_vocab() == sizes[other_size][0].get_vocab():
-            fail(
+            shown.fail(
                 "ignores_corpus",
                 "the tokenizer learned the same vocabulary from a different corpus: it does "
                 "not train on the corpus argument (a global corpus?)",
-                expected,
-                received,
                 "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument",
             )
-        _differs_by(
-            other, other_reference, list(other_corpus), other_size, expected, received
-        )
+        _differs_by(other, other_reference, other_corpus, other_size, shown)
     for size, (trained, reference_at_size) in [
         *sizes.items(),
         (other_size, (other, other_reference)),
     ]:
         if trained.get_vocab() != reference_at_size.get_vocab():
-            expected, received = _vocab_difference(trained, reference_at_size)
+            shown = Evidence(*_vocab_difference(trained, reference_at_size))
             alphabet = {t for t in reference_at_size.get_vocab() if len(t) == 1}
             missing = sorted(alphabet - set(trained.get_vocab()))
             if missing:
-                fail(
+                shown.fail(
                     "missing_characters",
                     f"characters of the corpus are missing from the vocabulary "
                     f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
-                    expected,
-                    received,
                     "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
                     "character it sees; no limit_alphabet",
                 )
-            fail(
+            shown.fail(
                 "vocabulary_differs",
                 f"with vocab_size={size} the learned vocabulary differs from the reference"
                 + _smallest_training_note(student_function),
-                expected,
-                received,
                 'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
                 "the two special tokens; no other options",
             )
