@@ -670,7 +670,7 @@ def _name_the_infinity(student: StudentFunction, failure: Failed) -> None:
     raise failure
 
 
-@checker(NAME, EXERCISE)
+@checker(NAME, EXERCISE, "attention(q, k, v, padding)")
 def check_attention(student: StudentFunction) -> None:
     """Check ``attention(q, k, v, padding) -> (output, weights)`` against the package's version."""
     if student.library_names:

@@ -16,6 +16,7 @@ from transformer_lab.selfcheck.checks.positions import (
     EMBEDDING,
     HEAD,
     LAYOUT,
+    MODEL_OPTIONS,
     POOLING,
     check_forward,
     forward_mistakes,
@@ -84,7 +85,7 @@ def mistakes() -> list[Mistake]:
     ]
 
 
-@checker(NAME, EXERCISE)
+@checker(NAME, EXERCISE, "repaired_forward(model, ids, padding)", **MODEL_OPTIONS)
 def check_repaired_forward(student: StudentFunction) -> None:
     """Task 4: the repaired forward against the broken one with every bug taken out."""
     model = model_probe(answers.fresh_seed(6), broken=True)

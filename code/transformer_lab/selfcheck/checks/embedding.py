@@ -110,7 +110,7 @@ def probes() -> list[tuple[int, int]]:
     return [(draw.randint(3, 60_000), draw.randint(2, 1024)) for _ in range(3)]
 
 
-@checker(NAME, EXERCISE)
+@checker(NAME, EXERCISE, "embedding_parameters(vocab_size, d)")
 def check_embedding_parameters(student: StudentFunction) -> None:
     """Check ``embedding_parameters(vocab_size, d) -> int`` against the package's version."""
     from transformer_lab.tokenizer import embedding_parameters

@@ -204,7 +204,7 @@ def _rows(mask: torch.Tensor) -> str:
     return "/".join("".join("1" if v else "0" for v in row) for row in mask.tolist())
 
 
-@checker(NAME, EXERCISE)
+@checker(NAME, EXERCISE, "causal_padding_mask(padding)", optional=True)
 def check_causal_padding_mask(student: StudentFunction) -> None:
     """Check ``causal_padding_mask(padding) -> (B, L, L)`` against the private reference."""
     for padding in probe_paddings():

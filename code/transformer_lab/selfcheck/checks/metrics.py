@@ -243,7 +243,7 @@ def _check_once(student: StudentFunction, logits, labels):
     )
 
 
-@checker(NAME, EXERCISE)
+@checker(NAME, EXERCISE, "accuracy(logits, labels)")
 def check_accuracy(student: StudentFunction) -> None:
     """Check ``accuracy(logits, labels) -> float`` against the package's version."""
     _check_once(student, ACCURACY_LOGITS, ACCURACY_LABELS)

@@ -471,7 +471,7 @@ def gradient_probe() -> tuple:
     return mha_probe(seed=answers.fresh_seed(52))
 
 
-@checker(NAME, EXERCISE)
+@checker(NAME, EXERCISE, "multi_head_attention(x, padding, mha)", optional=True)
 def check_multi_head_attention(student: StudentFunction) -> None:
     """Check ``multi_head_attention(x, padding, mha) -> (output, weights)`` against
     ``nn.MultiheadAttention``: the output (B, L, D) first, then every head's weights."""

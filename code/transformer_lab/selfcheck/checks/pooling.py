@@ -237,7 +237,7 @@ def _check_once(student: StudentFunction, x, padding):
     )
 
 
-@checker(NAME, EXERCISE)
+@checker(NAME, EXERCISE, "masked_mean(x, padding)")
 def check_masked_mean(student: StudentFunction) -> None:
     """Check ``masked_mean(x, padding) -> (B, D)`` against the package's version."""
     _check_once(student, *masked_mean_probe(seed=answers.fresh_seed(30)))

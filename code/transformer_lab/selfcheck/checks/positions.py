@@ -43,6 +43,9 @@ NO_POS_NAME, NO_POS_EXERCISE = "forward_without_positions", "Task 1"
 TABLE_NAME, TABLE_EXERCISE = "sinusoidal_positions", "Task 5"
 SINES_NAME, SINES_EXERCISE = "forward_with_sinusoids", "Task 5"
 TOLERANCE = 1e-5
+# What a right Week-20 forward imports: the pooling. The model it is handed is a ModelParts (a
+# worker module), so the book's models and their forwards stay tripwires in the worker.
+MODEL_OPTIONS = {"book_modules": ("transformer_lab.pooling",), "library_attention": True}
 
 # Errors of a forward that point at a cause (checked before the general hints; the `.T` hint of
 # the worker comes after these, and only when a `.T` met a tensor that is not 2-D).
@@ -189,7 +192,7 @@ TOY_SHAPE = Mistake(
 )
 
 
-@checker(TOY_NAME, TOY_EXERCISE)
+@checker(TOY_NAME, TOY_EXERCISE, "toy_weights(embeddings, w_q, w_k)")
 def check_toy_weights(student: StudentFunction) -> None:
     """Check ``toy_weights(embeddings, w_q, w_k) -> (n, n)`` against the right table."""
     if student.library_names:
@@ -695,7 +698,12 @@ def _learned_or_sines(sines: str) -> Mistake:
     )
 
 
-@checker(NO_POS_NAME, NO_POS_EXERCISE)
+@checker(
+    NO_POS_NAME,
+    NO_POS_EXERCISE,
+    "forward_without_positions(model, ids, padding)",
+    **MODEL_OPTIONS,
+)
 def check_forward_without_positions(student: StudentFunction) -> None:
     """Task 1: ``forward_without_positions(model, ids, padding) -> (N,)`` against chapter 4's
     model without positions, on the parts of a model drawn afresh (public seed 3)."""
@@ -705,7 +713,14 @@ def check_forward_without_positions(student: StudentFunction) -> None:
     )
 
 
-@checker(SINES_NAME, SINES_EXERCISE)
+@checker(
+    SINES_NAME,
+    SINES_EXERCISE,
+    "forward_with_sinusoids(model, ids, padding)",
+    optional=True,
+    requires=TABLE_NAME,
+    **MODEL_OPTIONS,
+)
 def check_forward_with_sinusoids(student: StudentFunction) -> None:
     """Task 5: ``forward_with_sinusoids(model, ids, padding) -> (N,)`` against chapter 4's
     model with the sinusoids in place of its learned table (run after the table passes)."""
@@ -806,7 +821,7 @@ TABLE_TRANSPOSED = Mistake(
 )
 
 
-@checker(TABLE_NAME, TABLE_EXERCISE)
+@checker(TABLE_NAME, TABLE_EXERCISE, "sinusoidal_positions(length, d_model)", optional=True)
 def check_sinusoidal_positions(student: StudentFunction) -> None:
     """Task 5: ``sinusoidal_positions(length, d_model) -> (length, d_model)`` against the right
     table; a mistake is named only when it explains the table on every size checked."""

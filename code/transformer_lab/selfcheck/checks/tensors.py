@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import math
 import secrets
 from collections.abc import Callable, Sequence
@@ -35,17 +34,37 @@ GRADIENT_RTOL = 1e-4
 GRADIENT_ATOL = 1e-5
 
 
-def checker(name: str, exercise: str) -> Callable:
-    """Make ``body(student)``, which fails at the first mistake, the check
-    ``check(function) -> CheckResult`` of exercise ``name``."""
+@dataclass(frozen=True)
+class Check:
+    """One graded function: its name, its exercise, its signature and the check that runs it."""
 
-    def make(body: Callable[[StudentFunction], None]) -> Callable[[object], CheckResult]:
-        @functools.wraps(body)
-        def check(function) -> CheckResult:
+    name: str
+    exercise: str
+    signature: str
+    run: Callable[[object], CheckResult]
+    # A stretch exercise: leaving it alone is "not attempted", not a failure.
+    optional: bool = False
+    requires: str | None = None  # a check whose function this one calls: it must pass first
+    # Book modules the student's code builds on (the model it is handed, a helper it imports):
+    # only these load for real in the worker; every other book module is a tripwire there.
+    book_modules: tuple[str, ...] = ()
+    # True when PyTorch's attention may run in the worker (inside the book's own encoder layer).
+    library_attention: bool = False
+
+    def __call__(self, function) -> CheckResult:
+        return self.run(function)
+
+
+def checker(name: str, exercise: str, signature: str, **options) -> Callable:
+    """Make ``body(student)``, which fails at the first mistake, the :class:`Check` of
+    ``signature`` (``options``: its other fields)."""
+
+    def make(body: Callable[[StudentFunction], None]) -> Check:
+        def run(function) -> CheckResult:
             student = as_student(function)
             return run_check(name, exercise, lambda: body(student))
 
-        return check
+        return Check(name, exercise, signature, run, **options)
 
     return make
 

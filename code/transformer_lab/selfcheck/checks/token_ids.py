@@ -150,7 +150,7 @@ IDS_SHAPE = Mistake(
 )
 
 
-@checker(NAME, EXERCISE)
+@checker(NAME, EXERCISE, "encode_with_bpe(tokenizer, texts, length)", optional=True)
 def check_encode_with_bpe(student: StudentFunction) -> None:
     """Task 6: the student's ids against the tokenizer's, cut and right-padded with [PAD]."""
     tokenizer = probe_tokenizer()

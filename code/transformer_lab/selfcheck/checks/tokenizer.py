@@ -497,7 +497,7 @@ def _differs_by(trained, reference, corpus, size: int, shown: Evidence) -> None:
     shown.diagnose(trained, mistakes, (corpus, size), _same_vocabulary)
 
 
-@checker(TRAIN_NAME, TRAIN_EXERCISE)
+@checker(TRAIN_NAME, TRAIN_EXERCISE, "train_bpe_tokenizer(corpus, vocab_size)")
 def check_train_bpe_tokenizer(student_function: StudentFunction) -> None:
     """Check ``train_bpe_tokenizer(corpus, vocab_size)`` against the package's version."""
     ref = _ref()
@@ -793,7 +793,7 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
     )
 
 
-@checker(COUNT_NAME, COUNT_EXERCISE)
+@checker(COUNT_NAME, COUNT_EXERCISE, "tokens_per_word(tokenizer, words)")
 def check_tokens_per_word(student: StudentFunction) -> None:
     """Check ``tokens_per_word(tokenizer, words) -> {word: count}`` with two reference tokenizers."""
     ref = _ref()
