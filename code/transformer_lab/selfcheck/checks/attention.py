@@ -110,23 +110,18 @@ SCALES: list[Mistake] = [
         "d is the width of q and k, q.shape[-1]; v may be wider or narrower",
         lambda q, k, v: math.sqrt(v.shape[-1]),
     ),
-    Mistake(
-        "wrong_width",
-        "the scores were divided by √Lq, the number of queries (q.shape[1]), instead of √d",
-        "on batched tensors q.shape[1] is Lq, not d; use d = q.shape[-1]",
-        lambda q, k, v: math.sqrt(q.shape[1]),
-    ),
-    Mistake(
-        "wrong_width",
-        "the scores were divided by √Lk, the number of keys (k.shape[1]), instead of √d",
-        "on batched tensors k.shape[1] is Lk, not d; use d = q.shape[-1]",
-        lambda q, k, v: math.sqrt(k.shape[1]),
-    ),
-    Mistake(
-        "wrong_width",
-        "the scores were divided by √B, the batch size (q.shape[0]), instead of √d",
-        "on batched tensors q.shape[0] is B, not d; use d = q.shape[-1]",
-        lambda q, k, v: math.sqrt(q.shape[0]),
+    *(
+        Mistake(
+            "wrong_width",
+            f"the scores were divided by √{size}, {what} ({shape}), instead of √d",
+            f"on batched tensors {shape} is {size}, not d; use d = q.shape[-1]",
+            lambda q, k, v, _of=of, _axis=axis: math.sqrt((q, k)[_of].shape[_axis]),
+        )
+        for size, what, shape, of, axis in (  # of: 0 for q, 1 for k
+            ("Lq", "the number of queries", "q.shape[1]", 0, 1),
+            ("Lk", "the number of keys", "k.shape[1]", 1, 1),
+            ("B", "the batch size", "q.shape[0]", 0, 0),
+        )
     ),
 ]
 

@@ -22,57 +22,54 @@ TABLE = "an embedding is a table of shape (vocab_size, d), and nothing else"
 # 7 x 3: every mistake below gives another number.
 PROBES = [(80, 128), (50_000, 768), (7, 3)]
 
+
+def _count(code: str, message: str, variant) -> Mistake:
+    return Mistake(code, message, TABLE, variant)
+
+
 MISTAKES: list[Mistake] = [
-    Mistake(
+    _count(
         "added_not_multiplied",
         "the sizes were added; a (vocab_size, d) table holds vocab_size × d numbers",
-        TABLE,
         lambda vocab_size, d: vocab_size + d,
     ),
-    Mistake(
+    _count(
         "counted_a_bias",
         "d numbers too many: a bias, or one row too many ((vocab_size + 1) × d, a row for "
         "padding?); an embedding is a lookup table with no bias, and [PAD] is already one of "
         "the vocab_size tokens",
-        TABLE,
         lambda vocab_size, d: vocab_size * d + d,
     ),
-    Mistake(
+    _count(
         "subtracted_special_tokens",
         "the special tokens were taken out ((vocab_size - 2) × d): [UNK] and [PAD] have rows "
         "of the table like every other token",
-        TABLE,
         lambda vocab_size, d: (vocab_size - 2) * d,
     ),
-    Mistake(
+    _count(
         "width_squared",
         "the count is d × d; the table has one row per token: vocab_size × d",
-        TABLE,
         lambda vocab_size, d: d * d,
     ),
-    Mistake(
+    _count(
         "vocab_squared",
         "the count is vocab_size × vocab_size; each token's row has d numbers",
-        TABLE,
         lambda vocab_size, d: vocab_size * vocab_size,
     ),
-    Mistake(
+    _count(
         "counted_twice",
         "the table was counted twice (an input and an output table?); the question is about "
         "one embedding table",
-        TABLE,
         lambda vocab_size, d: 2 * vocab_size * d,
     ),
-    Mistake(
+    _count(
         "counted_bytes",
         "bytes were counted (4 per float32 number), not parameters",
-        TABLE,
         lambda vocab_size, d: 4 * vocab_size * d,
     ),
-    Mistake(
+    _count(
         "in_millions",
         "the count came back in millions; return the plain number of parameters",
-        TABLE,
         lambda vocab_size, d: vocab_size * d / 1e6,
     ),
 ]
