@@ -400,22 +400,19 @@ def _check_unknown_characters(student, reference, text: str) -> None:
         return
     advice = f'Tokenizer(models.BPE(unk_token="{ref.UNKNOWN_TOKEN}")): the model needs to know its unknown token'
     unk_token = getattr(student.model, "unk_token", None)
+    shown = Evidence(f"{text!r} -> {expected}", f"-> {received}")
     if received == [token for token in expected if token != ref.UNKNOWN_TOKEN]:
-        fail(
+        shown.fail(
             "missing_unk_token",
             f"the BPE model has no unk_token: characters the corpus never contained "
             f"({strange}) vanish from the encoding instead of becoming {ref.UNKNOWN_TOKEN}",
-            f"{text!r} -> {expected}",
-            f"-> {received}",
             advice,
         )
     if unk_token is not None and unk_token != ref.UNKNOWN_TOKEN:
-        fail(
+        shown.fail(
             "wrong_unk_token",
             f"the BPE model's unk_token is {bounded_repr(unk_token, 40)}, not "
             f"{ref.UNKNOWN_TOKEN!r}",
-            f"{text!r} -> {expected}",
-            f"-> {received}",
             advice,
         )
 
@@ -688,42 +685,30 @@ def _check_values(result: dict, expected: dict, tokenizer) -> None:
     if not bad:
         return
     word, value = next(iter(bad.items()))
-    shown_expected, shown = (
-        f"{word!r}: {expected[word]}",
-        f"{word!r}: {bounded_repr(value, 100)}",
-    )
-    if isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
-        fail(
+    shown = Evidence(f"{word!r}: {expected[word]}", f"{word!r}: {bounded_repr(value, 100)}")
+    listed = isinstance(value, (list, tuple))
+    if listed and all(isinstance(t, str) for t in value):
+        shown.fail(
             "stored_tokens",
             "the tokens themselves (a list) were stored instead of their number",
-            shown_expected,
-            shown,
             "store len(tokenizer.encode(word).tokens)",
         )
-    if isinstance(value, (list, tuple)) and all(
-        isinstance(t, numbers.Integral) for t in value
-    ):
-        fail(
+    if listed and all(isinstance(t, numbers.Integral) for t in value):
+        shown.fail(
             "stored_token_ids",
             "the token ids (a list) were stored instead of their number",
-            shown_expected,
-            shown,
             "store len(tokenizer.encode(word).ids)",
         )
     if value is None and all(v == tokenizer.token_to_id(w) for w, v in result.items()):
-        fail(
+        shown.fail(
             "used_token_to_id",
             "the value stored is tokenizer.token_to_id(word): an id (None for a word that is "
             "not one token), not a count",
-            shown_expected,
-            shown,
             "len(tokenizer.encode(word).tokens)",
         )
-    fail(
+    shown.fail(
         "values_not_counts",
         f"the values are not whole numbers (e.g. {word!r}: {type_name(value)})",
-        shown_expected,
-        shown,
         "store an int: the number of tokens",
     )
 
