@@ -17,6 +17,7 @@ import copy
 import functools
 import math
 import random
+from collections.abc import Callable
 
 import torch
 
@@ -75,9 +76,11 @@ FORWARD_HINTS = [
 ]
 
 
-def _staged(stage: str, mistakes: list[Mistake]) -> list[Mistake]:
-    """``mistakes`` with their stage named first in the message."""
-    return [Mistake(m.code, f"{stage}: {m.message}", m.advice, m.variant) for m in mistakes]
+def _staged(check: str, stage: str) -> Callable[[str, str, str], Mistake]:
+    """``mistake(code, message, advice)``: a mistake of ``check`` with ``stage`` named first."""
+    return lambda code, message, advice: answers.mistake(
+        check, code, f"{stage}: {message}", advice
+    )
 
 
 # --- Task 2: the toy table -------------------------------------------------------------------
@@ -331,6 +334,7 @@ EMBEDDING = "Stage 1 of 4, embedding and positions"
 LAYOUT = "Stage 2 of 4, encoder layout (batch axis, mask meaning)"
 POOLING = "Stage 3 of 4, pooling"
 HEAD = "Stage 4 of 4, head and output"
+STAGES = (EMBEDDING, LAYOUT, POOLING, HEAD)
 
 # What each task adds to the embeddings, for the messages of stage 1.
 ADDED = {
@@ -343,164 +347,128 @@ ADDED = {
 def forward_mistakes(check: str, positions: str) -> list[Mistake]:
     """The known mistakes of a forward whose right answer adds ``positions`` (all but the
     position mistakes, which each task lists itself), each under its stage."""
-
-    m = functools.partial(answers.mistake, check)
-
+    embedding, layout, pooling, head = (_staged(check, s) for s in STAGES)
     return [
-        *_staged(
-            EMBEDDING,
-            [
-                m(
-                    "embedding_scaled",
-                    "the embeddings were multiplied by √D (the original paper's habit); this "
-                    "model adds its embeddings unscaled",
-                    ADDED[positions],
-                ),
-            ],
+        embedding(
+            "embedding_scaled",
+            "the embeddings were multiplied by √D (the original paper's habit); this "
+            "model adds its embeddings unscaled",
+            ADDED[positions],
         ),
-        *_staged(
-            LAYOUT,
-            [
-                m(
-                    "padding_not_masked",
-                    "the encoder reads the padding: no src_key_padding_mask was passed",
-                    "model.encoder(x, src_key_padding_mask=padding)",
-                ),
-                m(
-                    "inverted_mask",
-                    "the mask is inverted: the real characters are hidden and the padding read",
-                    "True means padding: pass padding itself, not ~padding",
-                ),
-                m(
-                    "batch_axis",
-                    "the encoder attends across the batch: it was handed the comments along "
-                    "its sequence axis, so each character reads the characters at the same "
-                    "place in the other comments",
-                    "a batch-first layer reads (N, L, D) as it is; a sequence-first one reads "
-                    "x.transpose(0, 1) and gives back (L, N, D)",
-                ),
-                m(
-                    "encoder_skipped",
-                    "the encoder was skipped: the embeddings go straight to the pooling, so "
-                    "no character reads any other",
-                    "hand the embeddings to model.encoder, with the padding mask, and pool "
-                    "what it returns",
-                ),
-                m(
-                    "causal_mask",
-                    "the encoder was given a causal mask: each character reads only the ones "
-                    "before it, while a classifier of whole comments may read every character",
-                    "model.encoder(x, src_key_padding_mask=padding), no mask=... for the future",
-                ),
-            ],
+        layout(
+            "padding_not_masked",
+            "the encoder reads the padding: no src_key_padding_mask was passed",
+            "model.encoder(x, src_key_padding_mask=padding)",
         ),
-        *_staged(
-            POOLING,
-            [
-                m(
-                    "plain_mean",
-                    "the pooling averages the padding too (a plain .mean(dim=1))",
-                    "pool with masked_mean(x, padding) from transformer_lab.pooling",
-                ),
-                m(
-                    "max_pool",
-                    "the pooling takes the largest value of each feature over the characters "
-                    "(max), not their mean",
-                    "masked_mean(x, padding): the average of the real characters",
-                ),
-                m(
-                    "sum_pool",
-                    "the pooling sums the real characters instead of averaging them, so a "
-                    "longer comment gets a larger vector",
-                    "masked_mean(x, padding): divide by the number of real characters",
-                ),
-                m(
-                    "first_token_pooled",
-                    "only the first character's output is scored (x[:, 0], a [CLS] habit): "
-                    "this model has no [CLS] token and pools every real character",
-                    "masked_mean(x, padding) over all the real characters",
-                ),
-            ],
+        layout(
+            "inverted_mask",
+            "the mask is inverted: the real characters are hidden and the padding read",
+            "True means padding: pass padding itself, not ~padding",
         ),
-        *_staged(
-            HEAD,
-            [
-                m(
-                    "returns_probabilities",
-                    "the forward returns probabilities (a sigmoid at the end); training uses "
-                    "BCEWithLogitsLoss, which applies the sigmoid itself",
-                    "return the head's raw output, squeezed: model.head(...).squeeze(-1)",
-                ),
-                m(
-                    "head_bias_left_out",
-                    "the head's bias was left out (pooled @ model.head.weight...): a Linear "
-                    "layer adds its bias",
-                    "model.head(pooled).squeeze(-1), which adds model.head.bias",
-                ),
-            ],
+        layout(
+            "batch_axis",
+            "the encoder attends across the batch: it was handed the comments along "
+            "its sequence axis, so each character reads the characters at the same "
+            "place in the other comments",
+            "a batch-first layer reads (N, L, D) as it is; a sequence-first one reads "
+            "x.transpose(0, 1) and gives back (L, N, D)",
+        ),
+        layout(
+            "encoder_skipped",
+            "the encoder was skipped: the embeddings go straight to the pooling, so "
+            "no character reads any other",
+            "hand the embeddings to model.encoder, with the padding mask, and pool "
+            "what it returns",
+        ),
+        layout(
+            "causal_mask",
+            "the encoder was given a causal mask: each character reads only the ones "
+            "before it, while a classifier of whole comments may read every character",
+            "model.encoder(x, src_key_padding_mask=padding), no mask=... for the future",
+        ),
+        pooling(
+            "plain_mean",
+            "the pooling averages the padding too (a plain .mean(dim=1))",
+            "pool with masked_mean(x, padding) from transformer_lab.pooling",
+        ),
+        pooling(
+            "max_pool",
+            "the pooling takes the largest value of each feature over the characters "
+            "(max), not their mean",
+            "masked_mean(x, padding): the average of the real characters",
+        ),
+        pooling(
+            "sum_pool",
+            "the pooling sums the real characters instead of averaging them, so a "
+            "longer comment gets a larger vector",
+            "masked_mean(x, padding): divide by the number of real characters",
+        ),
+        pooling(
+            "first_token_pooled",
+            "only the first character's output is scored (x[:, 0], a [CLS] habit): "
+            "this model has no [CLS] token and pools every real character",
+            "masked_mean(x, padding) over all the real characters",
+        ),
+        head(
+            "returns_probabilities",
+            "the forward returns probabilities (a sigmoid at the end); training uses "
+            "BCEWithLogitsLoss, which applies the sigmoid itself",
+            "return the head's raw output, squeezed: model.head(...).squeeze(-1)",
+        ),
+        head(
+            "head_bias_left_out",
+            "the head's bias was left out (pooled @ model.head.weight...): a Linear "
+            "layer adds its bias",
+            "model.head(pooled).squeeze(-1), which adds model.head.bias",
         ),
     ]
 
 
+_no_positions = _staged(NO_POS_NAME, EMBEDDING)
 FORWARD_MISTAKES: list[Mistake] = [
-    *_staged(
-        EMBEDDING,
-        [
-            answers.mistake(
-                NO_POS_NAME,
-                "positions_still_added",
-                "the learned position embedding (model.pos) is still added",
-                "leave out the line that adds model.pos(...)",
-            ),
-            answers.mistake(
-                NO_POS_NAME,
-                "position_zero_added",
-                "every character gets position 0's learned vector (model.pos of index 0): "
-                "setting the indices to 0 keeps a position embedding, one shared by all; "
-                "Task 1 adds none",
-                "leave model.pos out: x = model.embed(ids)",
-            ),
-        ],
+    _no_positions(
+        "positions_still_added",
+        "the learned position embedding (model.pos) is still added",
+        "leave out the line that adds model.pos(...)",
+    ),
+    _no_positions(
+        "position_zero_added",
+        "every character gets position 0's learned vector (model.pos of index 0): "
+        "setting the indices to 0 keeps a position embedding, one shared by all; "
+        "Task 1 adds none",
+        "leave model.pos out: x = model.embed(ids)",
     ),
     *forward_mistakes(NO_POS_NAME, "none"),
 ]
 
+_sines = _staged(SINES_NAME, EMBEDDING)
 SINES_MISTAKES: list[Mistake] = [
-    *_staged(
-        EMBEDDING,
-        [
-            answers.mistake(SINES_NAME, *entry)
-            for entry in (
-                (
-                    "learned_table_added",
-                    "the learned table model.pos is added, not the sinusoids",
-                    "add sinusoidal_positions(L, D) (your Task 5 table), not model.pos(...)",
-                ),
-                (
-                    "no_positions",
-                    "no positions reach the model: this is Task 1's forward",
-                    "add sinusoidal_positions(ids.shape[1], D)[None] to model.embed(ids)",
-                ),
-                (
-                    "learned_table_kept",
-                    "both tables are added: the sinusoids and the learned model.pos",
-                    "add sinusoidal_positions(L, D) in place of model.pos(...), not beside it",
-                ),
-                (
-                    "same_position_everywhere",
-                    "every character gets the vector of position 0 (the table's first row, "
-                    "0, 1, 0, 1, ..., broadcast over the comment): the model sees no order, as "
-                    "in Task 1",
-                    "add the whole table, sinusoidal_positions(ids.shape[1], D), one row per "
-                    "position",
-                ),
-                (
-                    "positions_scaled",
-                    "the sinusoids were scaled down (divided by √D) before they were added",
-                    "add sinusoidal_positions(L, D) as it is",
-                ),
-            )
-        ],
+    _sines(
+        "learned_table_added",
+        "the learned table model.pos is added, not the sinusoids",
+        "add sinusoidal_positions(L, D) (your Task 5 table), not model.pos(...)",
+    ),
+    _sines(
+        "no_positions",
+        "no positions reach the model: this is Task 1's forward",
+        "add sinusoidal_positions(ids.shape[1], D)[None] to model.embed(ids)",
+    ),
+    _sines(
+        "learned_table_kept",
+        "both tables are added: the sinusoids and the learned model.pos",
+        "add sinusoidal_positions(L, D) in place of model.pos(...), not beside it",
+    ),
+    _sines(
+        "same_position_everywhere",
+        "every character gets the vector of position 0 (the table's first row, "
+        "0, 1, 0, 1, ..., broadcast over the comment): the model sees no order, as "
+        "in Task 1",
+        "add the whole table, sinusoidal_positions(ids.shape[1], D), one row per position",
+    ),
+    _sines(
+        "positions_scaled",
+        "the sinusoids were scaled down (divided by √D) before they were added",
+        "add sinusoidal_positions(L, D) as it is",
     ),
     *forward_mistakes(SINES_NAME, "sines"),
 ]
