@@ -7,11 +7,14 @@ import numbers
 import random
 
 from transformer_lab.selfcheck.checks import answers
-from transformer_lab.selfcheck.checks.tensors import checker
+from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
+    checker,
+    smallest_input_note,
+)
 from transformer_lab.selfcheck.core import (
     Mistake,
     article,
-    diagnose,
     fail,
 )
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
@@ -85,20 +88,6 @@ SMALL_SIZES = [
 ]
 
 
-def smallest_wrong(student, reference) -> tuple[int, int, int, str] | None:
-    """(vocab_size, d, expected, received) for the smallest sizes whose count is wrong."""
-    for vocab_size, d in SMALL_SIZES:
-        expected = reference(vocab_size, d)
-        result = student.call(vocab_size, d).result
-        if (
-            isinstance(result, bool)
-            or not isinstance(result, numbers.Real)
-            or result != expected
-        ):
-            return vocab_size, d, expected, bounded_repr(result, 40)
-    return None
-
-
 def probes() -> list[tuple[int, int]]:
     """``PROBES``, or (hidden checks) three sizes drawn afresh from the same ranges."""
     if answers.mode() != answers.HIDDEN:
@@ -127,19 +116,19 @@ def check_embedding_parameters(student: StudentFunction) -> None:
             )
         if result == expected:
             continue
-        shown = f"{expected:,} for vocab_size={vocab_size}, d={d}"
-        diagnose(result, MISTAKES, (vocab_size, d), _same, shown, f"{result:,}")
-        small = smallest_wrong(student, embedding_parameters)
-        where = (
-            f" (smallest sizes where it goes wrong: vocab_size={small[0]}, d={small[1]}: "
-            f"expected {small[2]:,}, received {small[3]})"
-            if small
-            else ""
-        )
-        fail(
+        shown = Evidence(f"{expected:,} for vocab_size={vocab_size}, d={d}", f"{result:,}")
+        shown.diagnose(result, MISTAKES, (vocab_size, d), _same)
+        shown.fail(
             "parameters_differ",
-            "the count differs from vocab_size × d" + where,
-            shown,
-            f"{result:,}",
+            "the count differs from vocab_size × d"
+            + smallest_input_note(
+                student,
+                embedding_parameters,
+                SMALL_SIZES,
+                lambda a, b: (
+                    not isinstance(a, bool) and isinstance(a, numbers.Real) and a == b
+                ),
+                lambda vocab_size, d: f"vocab_size={vocab_size}, d={d}",
+            ),
             "sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())",
         )
