@@ -33,6 +33,7 @@ from transformer_lab.selfcheck.checks.tensors import (
     exact_normal,
     require_shape,
     require_tensor,
+    row_text,
     shape_text,
     smallest_failure,
 )
@@ -505,8 +506,7 @@ NOT_SQUEEZED = Mistake(
 
 def logit_text(tensor: torch.Tensor) -> str:
     """Logits to 6 decimals: two logits that differ must not look equal in the report."""
-    values = [float(x) for x in tensor.detach().reshape(-1).tolist()]
-    return "[" + ", ".join(f"{x:.6f}" if math.isfinite(x) else str(x) for x in values) + "]"
+    return row_text(tensor, digits=6)
 
 
 def fail_if_random(call, model, ids, padding, logits: torch.Tensor) -> None:
