@@ -513,14 +513,9 @@ def _shapes(q, k, v) -> tuple[tuple, tuple]:
 def _check_probe(student: StudentFunction, q, k, v, padding):
     """One probe: structure, shapes, weights (against every typical mistake), then output."""
     out_shape, w_shape = _shapes(q, k, v)
-    returned = student.call(
-        q.clone(),
-        k.clone(),
-        v.clone(),
-        padding.clone(),
-        hints=ATTENTION_HINTS,
-        watch_library=True,
-    )
+    probe = (q, k, v, padding)
+    clones = [t.clone() for t in probe]
+    returned = student.call(*clones, hints=ATTENTION_HINTS, watch_library=True)
     if returned.library:
         fail_library(returned.library, EXERCISE)
     check_unchanged([q, k, v, padding], returned.args, ["q", "k", "v", "padding"])
@@ -529,7 +524,6 @@ def _check_probe(student: StudentFunction, q, k, v, padding):
     expected_output, expected_weights = reference.attention(
         q.double(), k.double(), v.double(), padding
     )
-    probe = (q, k, v, padding)
     try:
         if not close(weights, expected_weights):
             _diagnose_weights(output, weights, probe, expected_output, expected_weights)

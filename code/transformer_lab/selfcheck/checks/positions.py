@@ -258,12 +258,10 @@ def check_toy_weights(student: StudentFunction) -> None:
 
 def as_parts(model) -> ModelParts:
     """The parts of a chapter-4 model (copies), under their names, without its forward."""
-    return ModelParts(
-        *(
-            copy.deepcopy(getattr(model, name))
-            for name in ("embed", "pos", "encoder", "head")
-        )
-    ).eval()
+    parts = [
+        copy.deepcopy(getattr(model, name)) for name in ("embed", "pos", "encoder", "head")
+    ]
+    return ModelParts(*parts).eval()
 
 
 @functools.cache

@@ -104,10 +104,8 @@ def draw_parameters(module: nn.Module, generator: torch.Generator) -> nn.Module:
             own = dict(part.named_parameters(recurse=False))
             matrices = [p for p in own.values() if p.dim() >= 2]
             for parameter in own.values():
-                if isinstance(part, nn.Embedding):
-                    std = 1.0
-                else:
-                    std = 1.0 / math.sqrt(3 * matrices[0].shape[-1])
+                embedding = isinstance(part, nn.Embedding)
+                std = 1.0 if embedding else 1.0 / math.sqrt(3 * matrices[0].shape[-1])
                 parameter.copy_(exact_normal(generator, *parameter.shape, std=std))
             if isinstance(part, nn.Embedding) and part.padding_idx is not None:
                 part.weight[part.padding_idx] = 0.0

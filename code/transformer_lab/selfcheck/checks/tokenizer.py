@@ -60,14 +60,10 @@ def _ref():
 
 @dataclass(frozen=True)
 class TokenizerInputs:
-    """What the two tokenizer checks train on and encode.
-
-    ``sizes``: the two vocabulary sizes the training check asks for on ``TINY_CORPUS`` (both
-    reachable; the first also more than ``other_corpus`` can reach, see ``OTHER_SIZE``);
-    ``other_corpus``: a second corpus, with capitals; ``unseen_sentence``: encoded after
-    training; ``unseen_characters``: holds characters the corpus never contained;
-    ``words`` and ``count_sizes``: what the counting check counts, with tokenizers of these
-    two sizes (the smaller first)."""
+    """What the two tokenizer checks train on and encode: two ``sizes`` on ``TINY_CORPUS`` (the
+    first more than ``other_corpus``, which has capitals, can reach), text to encode after
+    training (``unseen_characters`` holds characters the corpus never contained), and the
+    ``words`` to count with tokenizers of the two ``count_sizes`` (the smaller first)."""
 
     sizes: tuple[int, int]
     other_corpus: tuple[str, ...]
