@@ -151,22 +151,19 @@ def _explain_zero(student: StudentFunction, expected: float, note: str = "") -> 
         whole = abs(float(perfect) - 1.0) < 1e-6
     except (TypeError, ValueError, RuntimeError):
         whole = False
+    shown = Evidence(f"{expected:.4f}", "0.0000", note)
     if whole:
-        fail(
+        shown.fail(
             "integer_division",
             "the accuracy was rounded down to a whole number: // (or int()) instead of / "
-            "(0.0 here, and 1.0 where every prediction is right)" + note,
-            f"{expected:.4f}",
-            "0.0000",
+            "(0.0 here, and 1.0 where every prediction is right)",
             "divide with /, e.g. correct / len(labels)",
         )
-    fail(
+    shown.fail(
         "nothing_counted_right",
         "the accuracy is 0.0 although some predictions are right, and it stays below 1 where "
         "all are: no prediction is ever counted as right (a probability or a raw logit "
-        "compared with a 0/1 label is never equal to it)" + note,
-        f"{expected:.4f}",
-        "0.0000",
+        "compared with a 0/1 label is never equal to it)",
         "predictions = logits > 0, then (predictions.float() == labels.float()).float().mean()",
     )
 
