@@ -1,10 +1,9 @@
 """Week 20, Task 4: ``repaired_forward(model, ids, padding) -> (N,)`` for the broken transformer
 (``transformer_lab.broken_transformer``); a bug left in is named, alone or with the others.
 
-The check hands the student the parts of a ``BrokenPraiseClassifier`` (its sequence-first
-encoder included) and no forward: the repair must be written, not called. The repaired outputs
-and each bug's outputs come from :mod:`transformer_lab.selfcheck.checks.answers`; when no known bug
-explains a wrong forward, the stage-by-stage probes of Tasks 1 and 5 name where it goes wrong.
+The student gets the parts of a ``BrokenPraiseClassifier`` (its sequence-first encoder
+included) and no forward to call. The answers come from ``answers.py``; when no known bug
+explains a wrong forward, the stage probes of Tasks 1 and 5 name where it goes wrong.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 Query i may read key j only when j <= i and key j is real; the mask is True where it may not.
 
-The chapters do not show this function, so the right mask and each mistake's mask come from
-:mod:`transformer_lab.selfcheck.checks.answers`: stored for the public inputs below, computed by the
-instructor's code on fresh inputs in the hidden checks.
+The chapters do not show this function: the right mask and each mistake's come from
+``answers.py`` (stored for the public inputs, the instructor's code in the hidden checks).
 """
 
 from __future__ import annotations

@@ -3,11 +3,9 @@ weights of an ``nn.MultiheadAttention``: the output (B, L, D) and every head's a
 (B, H, L, L), checked against the layer itself in evaluation mode (``mha(x, x, x,
 key_padding_mask=padding, average_attn_weights=False)``).
 
-Chapter 3's ``set_classifier.multi_head_self_attention`` computes the output alone; the weights of
-each head are what the exercise adds, so a copy of the chapter's function is not an answer.
-The chapters do not show the weights, so the right output and weights and each mistake's output
-come from :mod:`transformer_lab.selfcheck.checks.answers`: stored for the public inputs, computed by the
-instructor's code on fresh inputs in the hidden checks."""
+Chapter 3's ``set_classifier.multi_head_self_attention`` computes the output alone, so a copy of
+it is not an answer. The right output and weights and each mistake's output come from
+``answers.py`` (stored for the public inputs, the instructor's code in the hidden checks)."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
 """Week 20's checks: the toy attention table (Task 2), the character model without positions
 (Task 1) and, as a stretch, the sinusoidal positions and the model that adds them (Task 5).
 
-The model tasks are functions of a model (``forward_without_positions(model, ids, padding)``):
-the check hands them a :class:`~transformer_lab.selfcheck.checks.model_parts.ModelParts`, chapter 4's
-parts with weights the check draws and no forward of its own, so that a pass is the student's
-forward and not the book's. The right answers and the known mistakes' answers come from
-:mod:`transformer_lab.selfcheck.checks.answers` (stored for the public inputs; the instructor's code,
-on inputs drawn afresh, in the hidden checks). When no known mistake explains a wrong forward,
-:func:`locate_stage` names the first stage (embedding and positions, encoder layout, pooling,
-head and output) whose own small probe goes wrong.
+A forward is handed a :class:`~transformer_lab.selfcheck.checks.model_parts.ModelParts`
+(chapter 4's parts, weights the check draws, no forward of its own), so a pass is the student's
+forward. The right and the mistaken answers come from ``answers.py``. When no known mistake
+explains a wrong forward, :func:`locate_stage` names the first stage whose own probe goes wrong.
 """
 
 from __future__ import annotations

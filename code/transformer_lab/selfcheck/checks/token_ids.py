@@ -1,9 +1,8 @@
 """Week 20, Task 6 (stretch): ``encode_with_bpe(tokenizer, texts, length) -> (N, length)``, the
 ids a byte-level BPE tokenizer gives each comment, cut and padded for chapter 4's model.
 
-The right ids and each known mistake's ids come from :mod:`transformer_lab.selfcheck.checks.answers`
-(keyed by the comments and the length: the tokenizer is always :func:`probe_tokenizer`, whose
-[PAD] is not id 0)."""
+The right and the mistaken ids come from ``answers.py`` (keyed by the comments and the length:
+the tokenizer is always :func:`probe_tokenizer`, whose [PAD] is not id 0)."""
 
 from __future__ import annotations
 
