@@ -1,4 +1,6 @@
-"""Comparing and printing the tensors the checks exchange with the student's functions."""
+"""What every check shares: the :class:`Check` that ``@checker`` makes of a check's body, the
+:class:`Evidence` its failures show, and the drawing, comparing and printing of the tensors the
+checks exchange with the student's functions."""
 
 from __future__ import annotations
 
