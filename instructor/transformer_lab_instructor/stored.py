@@ -5,8 +5,9 @@
 
 It runs, in ``record`` mode, every computation the public checks of ``causal_padding_mask``,
 ``multi_head_attention`` and Week 20's tasks ask :mod:`transformer_lab.selfcheck.checks.answers`
-for, on their public inputs: the reference on every probe (the main ones, the smallest-input ladder, the step probes), every
-known mistake on the main probes, and the reference's Jacobian on the gradient probe.
+for, on their public inputs: the reference on every probe (the main ones, the smallest-input
+ladder, the step probes), every known mistake on the main probes, and the reference's Jacobian
+on the gradient probe.
 ``tests/test_editions.py`` checks that the committed file is what this writes."""
 
 from __future__ import annotations

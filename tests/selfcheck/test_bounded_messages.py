@@ -32,7 +32,7 @@ def peak_while(check, function):
         masks.check_causal_padding_mask,
         tokenizer.check_tokens_per_word,
     ],
-    ids=lambda check: check.__name__,
+    ids=lambda check: check.name,
 )
 def test_a_huge_returned_value_costs_a_check_little(check):
     result, peak = peak_while(check, lambda *args: BIG)

@@ -39,6 +39,8 @@ from pathlib import Path
 
 import torch
 
+from transformer_lab.selfcheck.core import Mistake
+
 PUBLIC, HIDDEN, RECORD = "public", "hidden", "record"
 DATA = Path(__file__).resolve().parents[1] / "data" / "stored_outputs.json"
 REFERENCE = "reference"  # the answer key of a check's right answer
@@ -124,6 +126,11 @@ def answer(check: str, key: str) -> Callable[..., object]:
 
     call.__name__ = call.__qualname__ = f"{check}_{key}".replace(":", "_")
     return call
+
+
+def mistake(check: str, code: str, message: str, advice: str, key: str = "") -> Mistake:
+    """A mistake of ``check`` whose wrong answer is answer ``key`` (default: its ``code``)."""
+    return Mistake(code, message, advice, answer(check, key or code))
 
 
 def _live_table() -> dict[str, dict[str, Callable[..., object]]]:

@@ -8,6 +8,7 @@ weights it should have been mixed with.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import math
@@ -18,27 +19,29 @@ import torch
 from transformer_lab import attention as reference
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
     check_gradient,
     check_unchanged,
+    checker,
     close,
     compare_rows,
+    require_shape,
     require_tensor,
     row_text,
     shape_text,
     smallest_input_note,
 )
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Failed,
     Mistake,
     StudentRaised,
     combine,
     fail,
     fail_if_none,
+    fail_with,
     first_match,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "attention", "Exercise 3"
@@ -107,23 +110,18 @@ SCALES: list[Mistake] = [
         "d is the width of q and k, q.shape[-1]; v may be wider or narrower",
         lambda q, k, v: math.sqrt(v.shape[-1]),
     ),
-    Mistake(
-        "wrong_width",
-        "the scores were divided by √Lq, the number of queries (q.shape[1]), instead of √d",
-        "on batched tensors q.shape[1] is Lq, not d; use d = q.shape[-1]",
-        lambda q, k, v: math.sqrt(q.shape[1]),
-    ),
-    Mistake(
-        "wrong_width",
-        "the scores were divided by √Lk, the number of keys (k.shape[1]), instead of √d",
-        "on batched tensors k.shape[1] is Lk, not d; use d = q.shape[-1]",
-        lambda q, k, v: math.sqrt(k.shape[1]),
-    ),
-    Mistake(
-        "wrong_width",
-        "the scores were divided by √B, the batch size (q.shape[0]), instead of √d",
-        "on batched tensors q.shape[0] is B, not d; use d = q.shape[-1]",
-        lambda q, k, v: math.sqrt(q.shape[0]),
+    *(
+        Mistake(
+            "wrong_width",
+            f"the scores were divided by √{size}, {what} ({shape}), instead of √d",
+            f"on batched tensors {shape} is {size}, not d; use d = q.shape[-1]",
+            lambda q, k, v, _of=of, _axis=axis: math.sqrt((q, k)[_of].shape[_axis]),
+        )
+        for size, what, shape, of, axis in (  # of: 0 for q, 1 for k
+            ("Lq", "the number of queries", "q.shape[1]", 0, 1),
+            ("Lk", "the number of keys", "k.shape[1]", 1, 1),
+            ("B", "the batch size", "q.shape[0]", 0, 0),
+        )
     ),
 ]
 
@@ -274,32 +272,29 @@ def _weights(q, k, v, padding, scale: Mistake, normaliser: Mistake, mask) -> tor
     return after(normaliser.variant(scores), ignore)
 
 
-def _fixed_weights(q, k, v, padding, *, scale, normaliser, mask):
-    """``_weights`` with one combination of scale, normaliser and mask fixed (a variant)."""
-    return _weights(q, k, v, padding, scale, normaliser, mask)
-
-
 def weight_mistakes() -> list[Mistake]:
     """Every combination of scale, normalisation and mask with at least one mistake, fewest first,
     then a few mistakes of another kind. Each ``variant(q, k, v, padding)`` returns its weights."""
     combinations = []
     for scale, normaliser, mask in itertools.product(SCALES, NORMALISERS, MASKS):
         parts = [m for m in (scale, normaliser, mask[0]) if m.code]
-        if not parts:
-            continue
-        variant = functools.partial(
-            _fixed_weights, scale=scale, normaliser=normaliser, mask=mask
-        )
-        combinations.append((len(parts), combine(*parts, variant=variant)))
+        if parts:
+            variant = functools.partial(
+                _weights, scale=scale, normaliser=normaliser, mask=mask
+            )
+            combinations.append((len(parts), combine(*parts, variant=variant)))
     # Stable: single mistakes in table order first.
     combinations.sort(key=lambda pair: pair[0])
     singles = [m for n, m in combinations if n == 1]
     return singles + OTHER_WEIGHT_MISTAKES + [m for n, m in combinations if n > 1]
 
 
-def _masked_scores(q, k, v, padding):
-    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
-    return scores.masked_fill(padding[:, None, :], float("-inf"))
+def _scores(q, k, v, padding, scale: bool = True, mask: bool = True) -> torch.Tensor:
+    """q kᵀ (divided by √d when ``scale``; padded keys −∞ when ``mask``), in float64."""
+    scores = (
+        q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1] if scale else 1)
+    )
+    return scores.masked_fill(padding[:, None, :], float("-inf")) if mask else scores
 
 
 OTHER_WEIGHT_MISTAKES: list[Mistake] = [
@@ -309,12 +304,7 @@ OTHER_WEIGHT_MISTAKES: list[Mistake] = [
         "before it), so each row sums to 1/√d",
         "scale the scores, then softmax: softmax(q kᵀ / √d)",
         lambda q, k, v, padding: (
-            torch.softmax(
-                (q.double() @ k.double().transpose(-2, -1)).masked_fill(
-                    padding[:, None, :], float("-inf")
-                ),
-                -1,
-            )
+            torch.softmax(_scores(q, k, v, padding, scale=False), -1)
             / math.sqrt(q.shape[-1])
         ),
     ),
@@ -327,25 +317,21 @@ RETURNED_WEIGHT_MISTAKES: list[Mistake] = [
         "the output is right, but the returned weights are the ones before the mask "
         "(the padded keys still have weight)",
         "return the weights you mixed the values with: after masked_fill and softmax",
-        lambda q, k, v, padding: torch.softmax(
-            q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1]), -1
-        ),
+        lambda *probe: torch.softmax(_scores(*probe, mask=False), -1),
     ),
     Mistake(
         "returned_scores",
         "the output is right, but the scores (before the softmax) were returned instead of "
         "the weights",
         "return softmax(scores), the weights you mixed the values with",
-        _masked_scores,
+        _scores,
     ),
     Mistake(
         "returned_scores",
         "the output is right, but the unmasked scores (before the softmax) were returned "
         "instead of the weights",
         "return softmax(scores), the weights you mixed the values with",
-        lambda q, k, v, padding: (
-            q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
-        ),
+        functools.partial(_scores, mask=False),
     ),
 ]
 
@@ -367,39 +353,32 @@ def fail_library(names: list[str], what: str) -> None:
     )
 
 
+ONE_TENSOR = Mistake(
+    "returned_one_tensor",
+    "a single tensor was returned instead of the pair (output, weights)",
+    "return output, weights",
+)
+ONLY_OUTPUT = Mistake(
+    "returned_only_output",
+    "only the output was returned, not (output, weights)",
+    "return output, weights",
+)
+ONLY_WEIGHTS = Mistake(
+    "returned_only_weights",
+    "only the weights were returned, not (output, weights)",
+    "return output, weights",
+)
+
+
 def unpack_pair(result, out_shape, w_shape):
     """Check the return value is (output, weights) and return the two tensors."""
-    fail_if_none(
-        result,
-        f"(output {out_shape}, weights {w_shape})",
-        "end with `return output, weights`",
-    )
+    pair = f"(output {out_shape}, weights {w_shape})"
+    fail_if_none(result, pair, "end with `return output, weights`")
+    expected = f"a pair: output {out_shape} and weights {w_shape}"
     if isinstance(result, torch.Tensor):
-        expected = f"a pair: output {out_shape} and weights {w_shape}"
         received = f"one tensor of shape {shape_text(result)}"
-        if tuple(result.shape) == out_shape:
-            fail(
-                "returned_only_output",
-                "only the output was returned, not (output, weights)",
-                expected,
-                received,
-                "return output, weights",
-            )
-        if tuple(result.shape) == w_shape:
-            fail(
-                "returned_only_weights",
-                "only the weights were returned, not (output, weights)",
-                expected,
-                received,
-                "return output, weights",
-            )
-        fail(
-            "returned_one_tensor",
-            "a single tensor was returned instead of the pair (output, weights)",
-            expected,
-            received,
-            "return output, weights",
-        )
+        alone = {out_shape: ONLY_OUTPUT, w_shape: ONLY_WEIGHTS}
+        fail_with(alone.get(tuple(result.shape), ONE_TENSOR), expected, received)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         got = type_name(result)
         if isinstance(result, (tuple, list)):
@@ -407,7 +386,7 @@ def unpack_pair(result, out_shape, w_shape):
         fail(
             "wrong_return_count",
             "the function should return exactly two things: (output, weights)",
-            f"a pair: output {out_shape} and weights {w_shape}",
+            expected,
             got,
             "return output, weights",
         )
@@ -417,7 +396,7 @@ def unpack_pair(result, out_shape, w_shape):
             fail(
                 "swapped_outputs",
                 "the pair came back in the wrong order: (weights, output)",
-                f"(output {out_shape}, weights {w_shape})",
+                pair,
                 f"({shape_text(output)}, {shape_text(weights)})",
                 "return output, weights — output first",
             )
@@ -426,67 +405,65 @@ def unpack_pair(result, out_shape, w_shape):
     return output, weights
 
 
+SHAPES = {
+    "weights_shape": Mistake(
+        "weights_shape",
+        "the weights have the wrong shape",
+        "one row per query and one column per key, for every example",
+    ),
+    "weights_transposed": Mistake(
+        "weights_transposed",
+        "the weights have keys and queries swapped (did you compute k @ qᵀ?)",
+        "scores = q @ k.transpose(-2, -1): one row per query, one column per key",
+    ),
+    "output_shape": Mistake(
+        "output_shape",
+        "the output has the wrong shape",
+        "output = weights @ v: (B, Lq, Lk) @ (B, Lk, Dv) -> (B, Lq, Dv)",
+    ),
+    "mixed_keys": Mistake(
+        "mixed_keys",
+        "the output has the width of the keys: the weights mixed k instead of v",
+        "output = weights @ v",
+    ),
+}
+
+
 def _check_shapes(output, weights, out_shape, w_shape, d):
     b, lq, lk = w_shape
-    if tuple(weights.shape) != w_shape:
-        if tuple(weights.shape) == (b, lk, lq):
-            fail(
-                "weights_transposed",
-                "the weights have keys and queries swapped (did you compute k @ qᵀ?)",
-                f"weights of shape {w_shape} = (B, Lq, Lk)",
-                f"shape {shape_text(weights)}",
-                "scores = q @ k.transpose(-2, -1): one row per query, one column per key",
-            )
-        fail(
-            "weights_shape",
-            "the weights have the wrong shape",
-            f"weights of shape {w_shape} = (B, Lq, Lk)",
-            f"shape {shape_text(weights)}",
-            "one row per query and one column per key, for every example",
-        )
-    if tuple(output.shape) != out_shape:
-        if tuple(output.shape) == (b, lq, d):
-            fail(
-                "mixed_keys",
-                "the output has the width of the keys: the weights mixed k instead of v",
-                f"output of shape {out_shape} = (B, Lq, Dv)",
-                f"shape {shape_text(output)}",
-                "output = weights @ v",
-            )
-        fail(
-            "output_shape",
-            "the output has the wrong shape",
-            f"output of shape {out_shape} = (B, Lq, Dv)",
-            f"shape {shape_text(output)}",
-            "output = weights @ v: (B, Lq, Lk) @ (B, Lk, Dv) -> (B, Lq, Dv)",
-        )
+    require_shape(
+        weights,
+        w_shape,
+        f"weights of shape {w_shape} = (B, Lq, Lk)",
+        SHAPES["weights_shape"],
+        {(b, lk, lq): SHAPES["weights_transposed"]},
+    )
+    require_shape(
+        output,
+        out_shape,
+        f"output of shape {out_shape} = (B, Lq, Dv)",
+        SHAPES["output_shape"],
+        {(b, lq, d): SHAPES["mixed_keys"]},
+    )
 
 
 def _diagnose_weights(output, weights, probe, expected_output, expected_weights):
     """The weights differ from the reference: name the mistake, or describe the difference."""
-    q, k, v, padding = probe
-    expected, received = compare_rows("weights", weights, expected_weights)
+    v = probe[2]
+    shown = Evidence(*compare_rows("weights", weights, expected_weights))
     if close(output, expected_output) and not close(output, weights.double() @ v.double()):
-        match = first_match(weights, RETURNED_WEIGHT_MISTAKES, probe, close)
-        if match is not None:
-            fail(match.code, match.message, expected, received, match.advice)
-        fail(
+        shown.diagnose(weights, RETURNED_WEIGHT_MISTAKES, probe)
+        shown.fail(
             "returned_weights_differ",
             "the output is right, but the returned weights are not the ones that "
             "produced it",
-            expected,
-            received,
             "return the weights you mixed the values with",
         )
-    match = first_match(weights, weight_mistakes(), probe, close)
-    if match is not None:
-        fail(match.code, match.message, expected, received, match.advice)
+    shown.diagnose(weights, weight_mistakes(), probe)
     if not torch.isfinite(weights).all():
-        fail(
+        shown.fail(
             "weights_not_finite",
             "the weights contain NaN or ±inf",
-            expected,
-            received,
             "every row needs at least one finite score; fill padded scores with −∞ before softmax only",
         )
     sums = weights.detach().double().sum(-1)
@@ -498,19 +475,16 @@ def _diagnose_weights(output, weights, probe, expected_output, expected_weights)
             f"row sums {row_text(sums.reshape(-1))}",
             "apply torch.softmax over the keys (dim=-1) as the last step of the weights",
         )
-    fail(
+    shown.fail(
         "weights_differ",
         "the weights differ from softmax(q kᵀ / √d) with padded keys masked",
-        expected,
-        received,
         "compare your scores with q @ k.transpose(-2, -1) / math.sqrt(d) step by step",
     )
 
 
 def _diagnose_output(output, probe, expected_output):
     """The weights are right but the output is not: which weights (or values) was it mixed from?"""
-    q, k, v, padding = probe
-    expected, received = compare_rows("output", output, expected_output)
+    shown = Evidence(*compare_rows("output", output, expected_output))
     mixed = [
         Mistake(
             m.code, m.message, m.advice, lambda *p, _m=m: _m.variant(*p) @ p[2].double()
@@ -519,36 +493,29 @@ def _diagnose_output(output, probe, expected_output):
     ]
     match = first_match(output, mixed, probe, close)
     if match is not None:
-        fail(
+        shown.fail(
             "output_from_other_weights",
             f"the weights are right but the output was mixed with other weights, ones where {match.message}",
-            expected,
-            received,
             "compute output = weights @ v with the weights you return",
         )
-    fail(
+    shown.fail(
         "output_differs",
         "the weights are right but the output is not weights @ v",
-        expected,
-        received,
         "output = weights @ v",
     )
 
 
+def _shapes(q, k, v) -> tuple[tuple, tuple]:
+    """The shapes of the output (B, Lq, Dv) and of the weights (B, Lq, Lk)."""
+    return (q.shape[0], q.shape[1], v.shape[2]), (q.shape[0], q.shape[1], k.shape[1])
+
+
 def _check_probe(student: StudentFunction, q, k, v, padding):
     """One probe: structure, shapes, weights (against every typical mistake), then output."""
-    out_shape, w_shape = (
-        (q.shape[0], q.shape[1], v.shape[2]),
-        (q.shape[0], q.shape[1], k.shape[1]),
-    )
-    returned = student.call(
-        q.clone(),
-        k.clone(),
-        v.clone(),
-        padding.clone(),
-        hints=ATTENTION_HINTS,
-        watch_library=True,
-    )
+    out_shape, w_shape = _shapes(q, k, v)
+    probe = (q, k, v, padding)
+    clones = [t.clone() for t in probe]
+    returned = student.call(*clones, hints=ATTENTION_HINTS, watch_library=True)
     if returned.library:
         fail_library(returned.library, EXERCISE)
     check_unchanged([q, k, v, padding], returned.args, ["q", "k", "v", "padding"])
@@ -559,29 +526,19 @@ def _check_probe(student: StudentFunction, q, k, v, padding):
     )
     try:
         if not close(weights, expected_weights):
-            _diagnose_weights(
-                output, weights, (q, k, v, padding), expected_output, expected_weights
-            )
+            _diagnose_weights(output, weights, probe, expected_output, expected_weights)
         if not close(output, expected_output):
-            _diagnose_output(output, (q, k, v, padding), expected_output)
+            _diagnose_output(output, probe, expected_output)
     except Failed as failure:
-        if failure.finding.code not in (
+        finding = failure.finding
+        if finding.code not in (
             "weights_differ",
             "output_differs",
             "returned_weights_differ",
         ):
             raise
         note = _smallest_attention_note(student, SMALL_PROBES)
-        finding = failure.finding
-        raise Failed(
-            type(finding)(
-                finding.code,
-                finding.mistake + note,
-                finding.expected,
-                finding.received,
-                finding.advice,
-            )
-        ) from None
+        raise Failed(dataclasses.replace(finding, mistake=finding.mistake + note)) from None
 
 
 def _smallest_attention_note(student: StudentFunction, probes: list[tuple]) -> str:
@@ -608,51 +565,30 @@ def _smallest_attention_note(student: StudentFunction, probes: list[tuple]) -> s
     )
 
 
+def _one(q: list, k: list, v: list, padding: list) -> tuple:
+    """A probe of one example from nested lists: q (Lq, D), k (Lk, D), v (Lk, Dv), padding (Lk,)."""
+    return (*(torch.tensor([x]) for x in (q, k, v)), torch.tensor([padding]))
+
+
 # The smallest inputs first (one query; one, then two keys; then padding and two features), for
 # a "differs" message that names the smallest input on which the answer goes wrong.
 SMALL_PROBES = [
-    (
-        torch.tensor([[[1.0]]]),
-        torch.tensor([[[1.0]]]),
-        torch.tensor([[[2.0]]]),
-        torch.tensor([[False]]),
-    ),
-    (
-        torch.tensor([[[1.0]]]),
-        torch.tensor([[[1.0], [0.0]]]),
-        torch.tensor([[[2.0], [4.0]]]),
-        torch.tensor([[False, False]]),
-    ),
-    (
-        torch.tensor([[[1.0]]]),
-        torch.tensor([[[1.0], [0.0], [2.0]]]),
-        torch.tensor([[[2.0], [4.0], [8.0]]]),
-        torch.tensor([[False, False, True]]),
-    ),
-    (
-        torch.tensor([[[1.0, 0.0], [0.0, 1.0]]]),
-        torch.tensor([[[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]]),
-        torch.tensor([[[2.0], [4.0], [8.0]]]),
-        torch.tensor([[False, False, True]]),
+    _one([[1.0]], [[1.0]], [[2.0]], [False]),
+    _one([[1.0]], [[1.0], [0.0]], [[2.0], [4.0]], [False, False]),
+    _one([[1.0]], [[1.0], [0.0], [2.0]], [[2.0], [4.0], [8.0]], [False, False, True]),
+    _one(
+        [[1.0, 0.0], [0.0, 1.0]],
+        [[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]],
+        [[2.0], [4.0], [8.0]],
+        [False, False, True],
     ),
 ]
-
 
 # Large scores, the smallest inputs first: one query and two keys whose scores are 400 and 380
 # (the first key should take almost all the weight), then the same beside a padded key.
 LARGE_PROBES = [
-    (
-        torch.tensor([[[20.0]]]),
-        torch.tensor([[[20.0], [19.0]]]),
-        torch.tensor([[[2.0], [4.0]]]),
-        torch.tensor([[False, False]]),
-    ),
-    (
-        torch.tensor([[[20.0]]]),
-        torch.tensor([[[20.0], [19.0], [0.0]]]),
-        torch.tensor([[[2.0], [4.0], [8.0]]]),
-        torch.tensor([[False, False, True]]),
-    ),
+    _one([[20.0]], [[20.0], [19.0]], [[2.0], [4.0]], [False, False]),
+    _one([[20.0]], [[20.0], [19.0], [0.0]], [[2.0], [4.0], [8.0]], [False, False, True]),
 ]
 
 
@@ -672,13 +608,8 @@ def overflow_probe():
 def _check_overflow(student: StudentFunction):
     """Large scores: a hand-written exp(s) / sum(exp(s)) overflows to inf / inf = NaN."""
     q, k, v, padding = overflow_probe()
-    out_shape, w_shape = (
-        (q.shape[0], q.shape[1], v.shape[2]),
-        (q.shape[0], q.shape[1], k.shape[1]),
-    )
-    output, weights = unpack_pair(
-        student.call(q, k, v, padding, hints=ATTENTION_HINTS).result, out_shape, w_shape
-    )
+    returned = student.call(q, k, v, padding, hints=ATTENTION_HINTS)
+    output, weights = unpack_pair(returned.result, *_shapes(q, k, v))
     if not (
         torch.isfinite(weights[~padding[:, None, :].expand_as(weights)]).all()
         and torch.isfinite(output).all()
@@ -724,39 +655,34 @@ def _name_the_infinity(student: StudentFunction, failure: Failed) -> None:
     weights = result[1] if isinstance(result, (tuple, list)) and len(result) == 2 else None
     if isinstance(weights, torch.Tensor) and torch.isfinite(weights).all():
         plus = next(m for m, _, _ in MASKS if m.code == "mask_with_plus_inf")
-        finding = failure.finding
-        fail(plus.code, plus.message, finding.expected, finding.received, plus.advice)
+        fail_with(plus, failure.finding.expected, failure.finding.received)
     raise failure
 
 
-def check_attention(function) -> CheckResult:
+@checker(NAME, EXERCISE, "attention(q, k, v, padding)")
+def check_attention(student: StudentFunction) -> None:
     """Check ``attention(q, k, v, padding) -> (output, weights)`` against the package's version."""
-    student = as_student(function)
-
-    def body():
-        if student.library_names:
-            fail_library(student.library_names, EXERCISE)
-        try:
-            _check_probe(student, *attention_probe(seed=answers.fresh_seed(20)))
-        except Failed as failure:
-            _name_the_infinity(student, failure)
-        # no padding at all, and a self-attention shape with Lq == Lk
-        g = torch.Generator().manual_seed(answers.fresh_seed(21))
-        x = torch.randn(3, 4, ATT_D, generator=g)
-        _check_probe(
-            student,
-            x,
-            x,
-            torch.randn(3, 4, ATT_DV, generator=g),
-            torch.zeros(3, 4, dtype=torch.bool),
-        )
-        _check_overflow(student)
-        check_gradient(
-            student,
-            list(attention_probe(seed=answers.fresh_seed(22))),
-            ["q", "k", "v"],
-            "first",
-            reference.attention,
-        )
-
-    return run_check(NAME, EXERCISE, body)
+    if student.library_names:
+        fail_library(student.library_names, EXERCISE)
+    try:
+        _check_probe(student, *attention_probe(seed=answers.fresh_seed(20)))
+    except Failed as failure:
+        _name_the_infinity(student, failure)
+    # no padding at all, and a self-attention shape with Lq == Lk
+    g = torch.Generator().manual_seed(answers.fresh_seed(21))
+    x = torch.randn(3, 4, ATT_D, generator=g)
+    _check_probe(
+        student,
+        x,
+        x,
+        torch.randn(3, 4, ATT_DV, generator=g),
+        torch.zeros(3, 4, dtype=torch.bool),
+    )
+    _check_overflow(student)
+    check_gradient(
+        student,
+        list(attention_probe(seed=answers.fresh_seed(22))),
+        ["q", "k", "v"],
+        "first",
+        reference.attention,
+    )

@@ -1,10 +1,9 @@
 """Week 20, Task 4: ``repaired_forward(model, ids, padding) -> (N,)`` for the broken transformer
 (``transformer_lab.broken_transformer``); a bug left in is named, alone or with the others.
 
-The check hands the student the parts of a ``BrokenPraiseClassifier`` (its sequence-first
-encoder included) and no forward: the repair must be written, not called. The repaired outputs
-and each bug's outputs come from :mod:`transformer_lab.selfcheck.checks.answers`; when no known bug
-explains a wrong forward, the stage-by-stage probes of Tasks 1 and 5 name where it goes wrong.
+The student gets the parts of a ``BrokenPraiseClassifier`` (its sequence-first encoder
+included) and no forward to call. The answers come from ``answers.py``; when no known bug
+explains a wrong forward, the stage probes of Tasks 1 and 5 name where it goes wrong.
 """
 
 from __future__ import annotations
@@ -14,24 +13,20 @@ from itertools import combinations
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.positions import (
     EMBEDDING,
-    FORWARD_HINTS,
     HEAD,
     LAYOUT,
+    MODEL_OPTIONS,
     POOLING,
-    fail_if_random,
-    forward_call,
+    check_forward,
     forward_mistakes,
-    ids_probes,
-    locate_stage,
-    logit_text,
     model_probe,
+    unexplained,
 )
-from transformer_lab.selfcheck.checks.tensors import close, shape_text, smallest_failure
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import as_student
+from transformer_lab.selfcheck.checks.tensors import checker
+from transformer_lab.selfcheck.core import Mistake
+from transformer_lab.selfcheck.execution import StudentFunction
 
 NAME, EXERCISE = "repaired_forward", "Task 4"
-TOLERANCE = 1e-5
 BUGS = ("inverted_mask", "batch_axis", "double_sigmoid")
 
 # Each bug's name and symptom; the advice points at where to look, never at the repaired line
@@ -89,44 +84,15 @@ def mistakes() -> list[Mistake]:
     ]
 
 
-def check_repaired_forward(function) -> CheckResult:
+@checker(NAME, EXERCISE, "repaired_forward(model, ids, padding)", **MODEL_OPTIONS)
+def check_repaired_forward(student: StudentFunction) -> None:
     """Task 4: the repaired forward against the broken one with every bug taken out."""
-    student = as_student(function)
     model = model_probe(answers.fresh_seed(6), broken=True)
-    reference = answers.reference(NAME)
-    call = forward_call(student, FORWARD_HINTS)
-
-    def body():
-        failure = smallest_failure(
-            ids_probes(),
-            lambda probe: call(model, *probe),
-            lambda ids, padding: reference(model, ids, padding),
-            lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
-        )
-        if failure is None:
-            return
-        (ids, padding), logits, expected = failure
-        fail_if_random(call, model, ids, padding, logits)
-        where = f" (on the smallest input that fails: ids of shape {shape_text(ids)})"
-        shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
-        diagnose(
-            logits,
-            mistakes(),
-            (model, ids, padding),
-            lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-            *shown,
-            where,
-        )
-        locate_stage(call, model, NAME, "learned", sigmoid_code="double_sigmoid")
-        fail(
-            "logits_differ",
-            "the logits differ from the repaired model's" + where + "; the stages that can "
-            f"be checked alone pass ({HEAD.lower()}, the batch axis, one character, padding), "
-            f"so look at what acts on several real characters: the positions, the encoder "
-            f"call, {POOLING.lower()}",
-            *shown,
-            "keep the broken forward's steps (embed, add positions, encode, pool, head) and fix "
-            "only what is wrong",
-        )
-
-    return run_check(NAME, EXERCISE, body)
+    last = unexplained(
+        "the repaired model's",
+        HEAD.lower(),
+        f"the positions, the encoder call, {POOLING.lower()}",
+        "keep the broken forward's steps (embed, add positions, encode, pool, head) and fix "
+        "only what is wrong",
+    )
+    check_forward(student, model, NAME, "learned", mistakes(), last)

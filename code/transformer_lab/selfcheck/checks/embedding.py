@@ -7,15 +7,17 @@ import numbers
 import random
 
 from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
+    checker,
+    smallest_input_note,
+)
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Mistake,
     article,
-    diagnose,
     fail,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import as_student, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "embedding_parameters", "Exercise 7"
@@ -23,57 +25,54 @@ TABLE = "an embedding is a table of shape (vocab_size, d), and nothing else"
 # 7 x 3: every mistake below gives another number.
 PROBES = [(80, 128), (50_000, 768), (7, 3)]
 
+
+def _count(code: str, message: str, variant) -> Mistake:
+    return Mistake(code, message, TABLE, variant)
+
+
 MISTAKES: list[Mistake] = [
-    Mistake(
+    _count(
         "added_not_multiplied",
         "the sizes were added; a (vocab_size, d) table holds vocab_size × d numbers",
-        TABLE,
         lambda vocab_size, d: vocab_size + d,
     ),
-    Mistake(
+    _count(
         "counted_a_bias",
         "d numbers too many: a bias, or one row too many ((vocab_size + 1) × d, a row for "
         "padding?); an embedding is a lookup table with no bias, and [PAD] is already one of "
         "the vocab_size tokens",
-        TABLE,
         lambda vocab_size, d: vocab_size * d + d,
     ),
-    Mistake(
+    _count(
         "subtracted_special_tokens",
         "the special tokens were taken out ((vocab_size - 2) × d): [UNK] and [PAD] have rows "
         "of the table like every other token",
-        TABLE,
         lambda vocab_size, d: (vocab_size - 2) * d,
     ),
-    Mistake(
+    _count(
         "width_squared",
         "the count is d × d; the table has one row per token: vocab_size × d",
-        TABLE,
         lambda vocab_size, d: d * d,
     ),
-    Mistake(
+    _count(
         "vocab_squared",
         "the count is vocab_size × vocab_size; each token's row has d numbers",
-        TABLE,
         lambda vocab_size, d: vocab_size * vocab_size,
     ),
-    Mistake(
+    _count(
         "counted_twice",
         "the table was counted twice (an input and an output table?); the question is about "
         "one embedding table",
-        TABLE,
         lambda vocab_size, d: 2 * vocab_size * d,
     ),
-    Mistake(
+    _count(
         "counted_bytes",
         "bytes were counted (4 per float32 number), not parameters",
-        TABLE,
         lambda vocab_size, d: 4 * vocab_size * d,
     ),
-    Mistake(
+    _count(
         "in_millions",
         "the count came back in millions; return the plain number of parameters",
-        TABLE,
         lambda vocab_size, d: vocab_size * d / 1e6,
     ),
 ]
@@ -89,20 +88,6 @@ SMALL_SIZES = [
 ]
 
 
-def smallest_wrong(student, reference) -> tuple[int, int, int, str] | None:
-    """(vocab_size, d, expected, received) for the smallest sizes whose count is wrong."""
-    for vocab_size, d in SMALL_SIZES:
-        expected = reference(vocab_size, d)
-        result = student.call(vocab_size, d).result
-        if (
-            isinstance(result, bool)
-            or not isinstance(result, numbers.Real)
-            or result != expected
-        ):
-            return vocab_size, d, expected, bounded_repr(result, 40)
-    return None
-
-
 def probes() -> list[tuple[int, int]]:
     """``PROBES``, or (hidden checks) three sizes drawn afresh from the same ranges."""
     if answers.mode() != answers.HIDDEN:
@@ -111,43 +96,39 @@ def probes() -> list[tuple[int, int]]:
     return [(draw.randint(3, 60_000), draw.randint(2, 1024)) for _ in range(3)]
 
 
-def check_embedding_parameters(function) -> CheckResult:
+@checker(NAME, EXERCISE, "embedding_parameters(vocab_size, d)")
+def check_embedding_parameters(student: StudentFunction) -> None:
     """Check ``embedding_parameters(vocab_size, d) -> int`` against the package's version."""
-    student = as_student(function)
+    from transformer_lab.tokenizer import embedding_parameters
 
-    def body():
-        from transformer_lab.tokenizer import embedding_parameters
-
-        for vocab_size, d in probes():
-            expected = embedding_parameters(vocab_size, d)
-            result = student.call(vocab_size, d).result
-            if isinstance(result, bool) or not isinstance(result, numbers.Real):
-                kind = type_name(result)
-                fail(
-                    "not_a_number",
-                    f"{article(kind)} came back instead of a number",
-                    f"{expected:,} (an int)",
-                    bounded_repr(result, 80),
-                    "return vocab_size * d"
-                    + (" as a Python int: .item()" if kind == "torch.Tensor" else ""),
-                )
-            if result == expected:
-                continue
-            shown = f"{expected:,} for vocab_size={vocab_size}, d={d}"
-            diagnose(result, MISTAKES, (vocab_size, d), _same, shown, f"{result:,}")
-            small = smallest_wrong(student, embedding_parameters)
-            where = (
-                f" (smallest sizes where it goes wrong: vocab_size={small[0]}, d={small[1]}: "
-                f"expected {small[2]:,}, received {small[3]})"
-                if small
-                else ""
-            )
+    for vocab_size, d in probes():
+        expected = embedding_parameters(vocab_size, d)
+        result = student.call(vocab_size, d).result
+        if isinstance(result, bool) or not isinstance(result, numbers.Real):
+            kind = type_name(result)
             fail(
-                "parameters_differ",
-                "the count differs from vocab_size × d" + where,
-                shown,
-                f"{result:,}",
-                "sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())",
+                "not_a_number",
+                f"{article(kind)} came back instead of a number",
+                f"{expected:,} (an int)",
+                bounded_repr(result, 80),
+                "return vocab_size * d"
+                + (" as a Python int: .item()" if kind == "torch.Tensor" else ""),
             )
-
-    return run_check(NAME, EXERCISE, body)
+        if result == expected:
+            continue
+        shown = Evidence(f"{expected:,} for vocab_size={vocab_size}, d={d}", f"{result:,}")
+        shown.diagnose(result, MISTAKES, (vocab_size, d), _same)
+        shown.fail(
+            "parameters_differ",
+            "the count differs from vocab_size × d"
+            + smallest_input_note(
+                student,
+                embedding_parameters,
+                SMALL_SIZES,
+                lambda a, b: (
+                    not isinstance(a, bool) and isinstance(a, numbers.Real) and a == b
+                ),
+                lambda vocab_size, d: f"vocab_size={vocab_size}, d={d}",
+            ),
+            "sum(p.numel() for p in nn.Embedding(vocab_size, d).parameters())",
+        )

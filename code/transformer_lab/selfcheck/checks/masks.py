@@ -2,45 +2,42 @@
 
 Query i may read key j only when j <= i and key j is real; the mask is True where it may not.
 
-The chapters do not show this function, so the right mask and each mistake's mask come from
-:mod:`transformer_lab.selfcheck.checks.answers`: stored for the public inputs below, computed by the
-instructor's code on fresh inputs in the hidden checks.
+The chapters do not show this function: the right mask and each mistake's come from
+``answers.py`` (stored for the public inputs, the instructor's code in the hidden checks).
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
     check_unchanged,
+    checker,
+    require_shape,
     require_tensor,
-    shape_text,
     smallest_input_note,
 )
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import StudentFunction, as_student
+from transformer_lab.selfcheck.core import Mistake
+from transformer_lab.selfcheck.execution import StudentFunction
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "causal_padding_mask", "Exercise 11"
 
+
 # B = 3 and L = 5 differ and every example has a real first token. Padding at the end alone hides
 # mistakes (the future already covers those keys for the earlier queries), so two examples have
 # a padded key in the middle: each mistake below gives another mask.
-PROBE_PADDING = torch.tensor(
-    [
-        [False, False, False, True, True],
-        [False, True, False, False, False],
-        [False, False, True, False, True],
-    ]
-)
+def _padding(*rows: str) -> torch.Tensor:
+    """A padding mask (B, L) from one string per example: '1' where the token is padding."""
+    return torch.tensor([[c == "1" for c in row] for row in rows])
 
-SECOND_PADDING = torch.tensor(
-    [
-        [False, False, True, True, True, True, True],
-        [False, False, False, False, False, False, True],
-    ]
-)
+
+PROBE_PADDING = _padding("00011", "01000", "00101")
+SECOND_PADDING = _padding("0011111", "0000001")
 
 
 def probe_paddings() -> list[torch.Tensor]:
@@ -62,81 +59,78 @@ def probe_paddings() -> list[torch.Tensor]:
     return drawn
 
 
+_mistake = functools.partial(answers.mistake, NAME)
+
 MISTAKES: list[Mistake] = [
-    Mistake(
+    _mistake(
         "padding_ignored",
         "only the future is blocked: padded keys are still visible",
         "either reason blocks a key: combine the future and the padding with a logical or",
-        answers.answer(NAME, "padding_ignored"),
     ),
-    Mistake(
+    _mistake(
         "causal_missing",
         "only the padding is blocked: every query can still read later tokens",
         "also block the keys after each query: the part of an (L, L) matrix above its diagonal",
-        answers.answer(NAME, "causal_missing"),
     ),
-    Mistake(
+    _mistake(
         "blocked_diagonal",
         "the diagonal is blocked too: a token may read itself (j = i)",
         "triu(diagonal=1) blocks j > i only; triu() with diagonal=0 also blocks j = i",
-        answers.answer(NAME, "blocked_diagonal"),
     ),
-    Mistake(
+    _mistake(
         "causal_off_by_one",
         "the causal mask is one off: each token may also read the next one (triu(diagonal=2))",
         "key j is the future of query i when j > i: triu(diagonal=1), so j = i + 1 is blocked",
-        answers.answer(NAME, "causal_off_by_one"),
     ),
-    Mistake(
+    _mistake(
         "causal_transposed",
         "the past is blocked instead of the future (tril instead of triu)",
         "the future of query i is the keys j > i: the upper triangle, triu(diagonal=1)",
-        answers.answer(NAME, "causal_transposed"),
     ),
-    Mistake(
+    _mistake(
         "inverted_mask",
         "the mask is inverted: True marks what a query may read",
         "True means 'must not attend' (as key_padding_mask and attn_mask in PyTorch)",
-        answers.answer(NAME, "inverted_mask"),
     ),
-    Mistake(
+    _mistake(
         "padding_inverted",
         "the padding was inverted (~padding): real keys are blocked, padded ones visible",
         "padding is already True where a key must be hidden: use it as it is",
-        answers.answer(NAME, "padding_inverted"),
     ),
-    Mistake(
+    _mistake(
         "padding_on_queries",
         "the padding was applied to the queries (rows) instead of the keys (columns)",
         "padding[:, None, :] puts the mask on the key axis: every query row hides the same padded keys",
-        answers.answer(NAME, "padding_on_queries"),
     ),
-    Mistake(
+    _mistake(
         "padding_on_both_axes",
         "padded queries were blocked as well, so their rows hide every key (softmax "
         "of a row of −∞ is NaN)",
         "padding hides keys (columns) only; a padded query may still read the real keys before it",
-        answers.answer(NAME, "padding_on_both_axes"),
     ),
-    Mistake(
+    _mistake(
         "combined_with_and",
         "future and padding were combined with & (and): a key is blocked only when it "
         "is both",
         "a key is hidden when it is in the future OR padding: use |",
-        answers.answer(NAME, "combined_with_and"),
     ),
 ]
 
 reference = answers.reference(NAME)
 
 # The smallest paddings first (one example, its rows as '01/00'), for a "differs" message.
-SMALL_PROBES = [
-    (torch.tensor([[False]]),),
-    (torch.tensor([[False, False]]),),
-    (torch.tensor([[False, True]]),),
-    (torch.tensor([[False, False, False]]),),
-    (torch.tensor([[False, False, True]]),),
-]
+SMALL_PROBES = [(_padding(row),) for row in ("0", "00", "01", "000", "001")]
+SHAPE = Mistake(
+    "mask_shape",
+    "the mask has the wrong shape",
+    "one row per query and one column per key, for every example: (B, L, L)",
+)
+NO_BATCH_AXIS = Mistake(
+    "missing_batch_axis",
+    "the mask has no batch axis: (L, L) instead of (B, L, L), so it cannot hold "
+    "each example's padding",
+    "give the future a batch axis and the padding a query axis: broadcasting then gives (B, L, L)",
+)
 
 
 def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
@@ -144,67 +138,44 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
     expected = reference(padding)
     returned = student.call(padding.clone())
     check_unchanged([padding], returned.args, ["padding"])
-    result = require_tensor(returned.result, "the mask", (b, length, length), "mask")
-    if tuple(result.shape) != (b, length, length):
-        if tuple(result.shape) == (length, length):
-            fail(
-                "missing_batch_axis",
-                "the mask has no batch axis: (L, L) instead of (B, L, L), so it cannot hold "
-                "each example's padding",
-                f"shape ({b}, {length}, {length}) = (B, L, L)",
-                f"shape {shape_text(result)}",
-                "give the future a batch axis and the padding a query axis: broadcasting then gives (B, L, L)",
-            )
-        fail(
-            "mask_shape",
-            "the mask has the wrong shape",
-            f"shape ({b}, {length}, {length}) = (B, L, L)",
-            f"shape {shape_text(result)}",
-            "one row per query and one column per key, for every example: (B, L, L)",
-        )
-    rows = f"example {b - 1}: {_rows(expected[-1])}"
+    shape = (b, length, length)
+    result = require_tensor(returned.result, "the mask", shape, "mask")
+    wanted = f"shape ({b}, {length}, {length}) = (B, L, L)"
+    require_shape(result, shape, wanted, SHAPE, {(length, length): NO_BATCH_AXIS})
     if result.dtype != torch.bool:
+        dtype = Evidence(
+            f"dtype torch.bool, example {b - 1}: {_rows(expected[-1])}",
+            f"dtype {result.dtype}",
+        )
         values = result.detach().double()
-        if torch.equal(values == float("-inf"), expected) and bool(
-            (values[~expected] == 0).all()
-        ):
-            fail(
+        blocked = values == float("-inf")
+        if torch.equal(blocked, expected) and bool((values[~expected] == 0).all()):
+            dtype.fail(
                 "additive_float_mask",
                 "a float mask of 0 and −∞ came back; the exercise asks for a bool mask "
                 "(True = blocked)",
-                f"dtype torch.bool, {rows}",
-                f"dtype {result.dtype}",
                 "return the boolean mask itself; masked_fill turns it into −∞ scores later",
             )
         if torch.equal(values != 0, expected):
-            fail(
+            dtype.fail(
                 "not_bool",
                 f"the mask has dtype {result.dtype}, not torch.bool (the pattern is right)",
-                f"dtype torch.bool, {rows}",
-                f"dtype {result.dtype}",
                 "build it from bool tensors, or add .bool()",
             )
-        fail(
+        dtype.fail(
             "not_bool",
             f"the mask has dtype {result.dtype}, not torch.bool",
-            f"dtype torch.bool, {rows}",
-            f"dtype {result.dtype}",
             "True where query i must not read key j, as a bool tensor",
         )
     if torch.equal(result, expected):
         return
     worst = int((result != expected).flatten(1).sum(1).argmax())
-    shown_expected = f"example {worst}: {_rows(expected[worst])}"
-    shown = f"example {worst}: {_rows(result[worst])}"
-    diagnose(
-        result,
-        MISTAKES,
-        (padding,),
-        lambda a, b: torch.equal(a, b.to(a.dtype)),
-        shown_expected,
-        shown,
+    shown = Evidence(
+        f"example {worst}: {_rows(expected[worst])}",
+        f"example {worst}: {_rows(result[worst])}",
     )
-    fail(
+    shown.diagnose(result, MISTAKES, (padding,), lambda a, b: torch.equal(a, b.to(a.dtype)))
+    shown.fail(
         "mask_differs",
         "the mask differs: query i must not read key j when j > i or key j is padding"
         + smallest_input_note(
@@ -223,8 +194,6 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
                 else bounded_repr(mask, 60)
             ),
         ),
-        shown_expected,
-        shown,
         "redo the smallest input by hand: which keys are in the future of each query, and which are padding?",
     )
 
@@ -234,12 +203,8 @@ def _rows(mask: torch.Tensor) -> str:
     return "/".join("".join("1" if v else "0" for v in row) for row in mask.tolist())
 
 
-def check_causal_padding_mask(function) -> CheckResult:
+@checker(NAME, EXERCISE, "causal_padding_mask(padding)", optional=True)
+def check_causal_padding_mask(student: StudentFunction) -> None:
     """Check ``causal_padding_mask(padding) -> (B, L, L)`` against the private reference."""
-    student = as_student(function)
-
-    def body():
-        for padding in probe_paddings():
-            _check_once(student, padding)
-
-    return run_check(NAME, EXERCISE, body)
+    for padding in probe_paddings():
+        _check_once(student, padding)

@@ -10,20 +10,20 @@ import torch
 from transformer_lab import metrics as reference
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
     check_unchanged,
+    checker,
     shape_text,
     smallest_input_note,
 )
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Mistake,
     article,
     fail,
     fail_if_none,
     first_match,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
 NAME, EXERCISE = "accuracy", "Exercise 1"
@@ -151,22 +151,19 @@ def _explain_zero(student: StudentFunction, expected: float, note: str = "") -> 
         whole = abs(float(perfect) - 1.0) < 1e-6
     except (TypeError, ValueError, RuntimeError):
         whole = False
+    shown = Evidence(f"{expected:.4f}", "0.0000", note)
     if whole:
-        fail(
+        shown.fail(
             "integer_division",
             "the accuracy was rounded down to a whole number: // (or int()) instead of / "
-            "(0.0 here, and 1.0 where every prediction is right)" + note,
-            f"{expected:.4f}",
-            "0.0000",
+            "(0.0 here, and 1.0 where every prediction is right)",
             "divide with /, e.g. correct / len(labels)",
         )
-    fail(
+    shown.fail(
         "nothing_counted_right",
         "the accuracy is 0.0 although some predictions are right, and it stays below 1 where "
         "all are: no prediction is ever counted as right (a probability or a raw logit "
-        "compared with a 0/1 label is never equal to it)" + note,
-        f"{expected:.4f}",
-        "0.0000",
+        "compared with a 0/1 label is never equal to it)",
         "predictions = logits > 0, then (predictions.float() == labels.float()).float().mean()",
     )
 
@@ -178,17 +175,8 @@ def _check_once(student: StudentFunction, logits, labels):
     result = returned.result
     want = f"{expected:.4f} (type float)"
     fail_if_none(result, want, "end with `return ...`")
-    if isinstance(result, torch.Tensor):
-        if result.numel() == 1:
-            value = float(result.detach().reshape(-1)[0])
-            fail(
-                "returned_tensor",
-                "a tensor came back instead of a Python float"
-                + _wrong_value_note(value, logits, labels, expected),
-                want,
-                f"{value:.4f} (type torch.Tensor)",
-                "end with .item() or float(...)",
-            )
+    kind = type_name(result)
+    if isinstance(result, torch.Tensor) and result.numel() != 1:
         fail(
             "returned_tensor",
             "a tensor of many numbers came back instead of one Python float",
@@ -196,33 +184,32 @@ def _check_once(student: StudentFunction, logits, labels):
             f"a tensor of shape {shape_text(result)}",
             "average the correct predictions: .mean().item()",
         )
-    kind = type_name(result)
+    tensor = isinstance(result, torch.Tensor)
     # numpy.float64 is a float: fine.
-    if kind.startswith("numpy.") and not isinstance(result, float):
-        value = float(result)
+    if tensor or (kind.startswith("numpy.") and not isinstance(result, float)):
+        value = float(result.detach().reshape(-1)[0]) if tensor else float(result)
         fail(
-            "returned_numpy",
-            f"{article(kind)} came back instead of a Python float"
+            "returned_tensor" if tensor else "returned_numpy",
+            ("a tensor" if tensor else article(kind))
+            + " came back instead of a Python float"
             + _wrong_value_note(value, logits, labels, expected),
             want,
             f"{value:.4f} (type {kind})",
-            "wrap it in float(...)",
+            "end with .item() or float(...)" if tensor else "wrap it in float(...)",
         )
+    number = isinstance(result, numbers.Real) and not isinstance(result, bool)
+    if isinstance(result, float):
+        if abs(result - expected) < 1e-6:
+            return
+        shown = Evidence(f"{expected:.4f}", f"{result:.4f}")
+    elif number:
+        note = f" (and {article(kind)} came back, not a float)"
+        shown = Evidence(want, f"{result} (type {kind})", note)
+    if number:
+        shown.diagnose(result, MISTAKES, (logits, labels), _same_number)
+        if result == 0:
+            _explain_zero(student, expected, shown.note)
     if not isinstance(result, float):
-        if isinstance(result, numbers.Real) and not isinstance(result, bool):
-            match = first_match(result, MISTAKES, (logits, labels), _same_number)
-            if match is not None:
-                fail(
-                    match.code,
-                    match.message + f" (and {article(kind)} came back, not a float)",
-                    want,
-                    f"{result} (type {kind})",
-                    match.advice,
-                )
-            if result == 0:
-                _explain_zero(
-                    student, expected, f" (and {article(kind)} came back, not a float)"
-                )
         fail(
             "not_a_float",
             f"{article(kind)} came back instead of a Python float",
@@ -230,13 +217,6 @@ def _check_once(student: StudentFunction, logits, labels):
             bounded_repr(result, 80),
             "return a float between 0 and 1, e.g. with .item()",
         )
-    if abs(result - expected) < 1e-6:
-        return
-    match = first_match(result, MISTAKES, (logits, labels), _same_number)
-    if match is not None:
-        fail(match.code, match.message, f"{expected:.4f}", f"{result:.4f}", match.advice)
-    if result == 0.0:
-        _explain_zero(student, expected)
     fail(
         "accuracy_differs",
         "the accuracy differs from the share of (logit > 0) == label"
@@ -260,20 +240,16 @@ def _check_once(student: StudentFunction, logits, labels):
     )
 
 
-def check_accuracy(function) -> CheckResult:
+@checker(NAME, EXERCISE, "accuracy(logits, labels)")
+def check_accuracy(student: StudentFunction) -> None:
     """Check ``accuracy(logits, labels) -> float`` against the package's version."""
-    student = as_student(function)
-
-    def body():
-        _check_once(student, ACCURACY_LOGITS, ACCURACY_LABELS)
-        g = torch.Generator().manual_seed(answers.fresh_seed(40))
-        logits = torch.randn(64, generator=g) * 2
-        logits = logits[logits.abs() > 1e-3]  # never exactly on the threshold
-        labels = (torch.rand(len(logits), generator=g) < 0.6).float()
-        _check_once(student, logits, labels)
-        _check_once(student, logits, labels.long())  # integer labels work too
-
-    return run_check(NAME, EXERCISE, body)
+    _check_once(student, ACCURACY_LOGITS, ACCURACY_LABELS)
+    g = torch.Generator().manual_seed(answers.fresh_seed(40))
+    logits = torch.randn(64, generator=g) * 2
+    logits = logits[logits.abs() > 1e-3]  # never exactly on the threshold
+    labels = (torch.rand(len(logits), generator=g) < 0.6).float()
+    _check_once(student, logits, labels)
+    _check_once(student, logits, labels.long())  # integer labels work too
 
 
 def accuracy_variants(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:

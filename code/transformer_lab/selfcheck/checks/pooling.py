@@ -7,16 +7,18 @@ import torch
 from transformer_lab import pooling as reference
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
     check_gradient,
     check_unchanged,
+    checker,
     close,
     compare_rows,
+    require_shape,
     require_tensor,
-    shape_text,
     smallest_input_note,
 )
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import StudentFunction, as_student
+from transformer_lab.selfcheck.core import Mistake
+from transformer_lab.selfcheck.execution import StudentFunction
 
 NAME, EXERCISE = "masked_mean", "Exercise 2"
 
@@ -189,18 +191,18 @@ def _wrong_shapes(b: int, length: int, d: int) -> dict[tuple, Mistake]:
 
 # The smallest inputs first, for a "differs" message that names where the answer goes wrong.
 SMALL_PROBES = [
-    (torch.tensor([[[2.0]]]), torch.tensor([[False]])),
-    (torch.tensor([[[2.0], [4.0]]]), torch.tensor([[False, False]])),
-    (torch.tensor([[[2.0], [4.0]]]), torch.tensor([[False, True]])),
-    (
-        torch.tensor([[[2.0, 1.0], [4.0, 3.0], [6.0, 5.0]]]),
-        torch.tensor([[False, False, True]]),
-    ),
-    (
-        torch.tensor([[[2.0], [4.0]], [[1.0], [3.0]]]),
-        torch.tensor([[False, True], [False, False]]),
-    ),
+    tuple(map(torch.tensor, probe))
+    for probe in [
+        ([[[2.0]]], [[False]]),
+        ([[[2.0], [4.0]]], [[False, False]]),
+        ([[[2.0], [4.0]]], [[False, True]]),
+        ([[[2.0, 1.0], [4.0, 3.0], [6.0, 5.0]]], [[False, False, True]]),
+        ([[[2.0], [4.0]], [[1.0], [3.0]]], [[False, True], [False, False]]),
+    ]
 ]
+RESULT_SHAPE = Mistake(
+    "result_shape", "the result has the wrong shape", "x (B, L, D) -> (B, D)"
+)
 
 
 def _check_once(student: StudentFunction, x, padding):
@@ -209,31 +211,19 @@ def _check_once(student: StudentFunction, x, padding):
     returned = student.call(x.clone(), padding.clone(), hints=MASKED_MEAN_HINTS)
     check_unchanged([x, padding], returned.args, ["x", "padding"])
     result = require_tensor(returned.result, "the result", (b, d), "result")
-    if tuple(result.shape) != (b, d):
-        other = Mistake(
-            "result_shape", "the result has the wrong shape", "x (B, L, D) -> (B, D)"
-        )
-        wrong = _wrong_shapes(b, length, d).get(tuple(result.shape), other)
-        fail(
-            wrong.code,
-            wrong.message,
-            f"shape ({b}, {d}) = (B, D)",
-            f"shape {shape_text(result)}",
-            wrong.advice,
-        )
+    wanted = f"shape ({b}, {d}) = (B, D)"
+    require_shape(result, (b, d), wanted, RESULT_SHAPE, _wrong_shapes(b, length, d))
     if close(result, expected):
         return
-    expected_text, received_text = compare_rows("result", result, expected)
-    diagnose(result, MISTAKES, (x, padding), close, expected_text, received_text)
+    shown = Evidence(*compare_rows("result", result, expected))
+    shown.diagnose(result, MISTAKES, (x, padding))
     if not torch.isfinite(result).all():
-        fail(
+        shown.fail(
             "result_not_finite",
             "the result contains NaN or inf (0/0 somewhere?)",
-            expected_text,
-            received_text,
             "divide by the number of real tokens, which is at least 1 in every example",
         )
-    fail(
+    shown.fail(
         "result_differs",
         "the result is not the mean of the real (unpadded) tokens"
         + smallest_input_note(
@@ -243,32 +233,26 @@ def _check_once(student: StudentFunction, x, padding):
             close,
             lambda x, padding: f"x = {x.tolist()}, padding = {padding.tolist()}",
         ),
-        expected_text,
-        received_text,
         "sum x * keep over dim=1 and divide by keep.sum(1), with keep = (~padding)[:, :, None]",
     )
 
 
-def check_masked_mean(function) -> CheckResult:
+@checker(NAME, EXERCISE, "masked_mean(x, padding)")
+def check_masked_mean(student: StudentFunction) -> None:
     """Check ``masked_mean(x, padding) -> (B, D)`` against the package's version."""
-    student = as_student(function)
-
-    def body():
-        _check_once(student, *masked_mean_probe(seed=answers.fresh_seed(30)))
-        _check_once(
-            student,
-            *masked_mean_probe(batch=4, length=6, width=2, seed=answers.fresh_seed(31)),
-        )
-        x = torch.randn(
-            2, 3, 4, generator=torch.Generator().manual_seed(answers.fresh_seed(32))
-        )
-        _check_once(student, x, torch.zeros(2, 3, dtype=torch.bool))  # no padding at all
-        check_gradient(
-            student,
-            list(masked_mean_probe(seed=answers.fresh_seed(33))),
-            ["x"],
-            "self",
-            reference.masked_mean,
-        )
-
-    return run_check(NAME, EXERCISE, body)
+    _check_once(student, *masked_mean_probe(seed=answers.fresh_seed(30)))
+    _check_once(
+        student,
+        *masked_mean_probe(batch=4, length=6, width=2, seed=answers.fresh_seed(31)),
+    )
+    x = torch.randn(
+        2, 3, 4, generator=torch.Generator().manual_seed(answers.fresh_seed(32))
+    )
+    _check_once(student, x, torch.zeros(2, 3, dtype=torch.bool))  # no padding at all
+    check_gradient(
+        student,
+        list(masked_mean_probe(seed=answers.fresh_seed(33))),
+        ["x"],
+        "self",
+        reference.masked_mean,
+    )

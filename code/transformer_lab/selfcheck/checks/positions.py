@@ -1,14 +1,10 @@
 """Week 20's checks: the toy attention table (Task 2), the character model without positions
 (Task 1) and, as a stretch, the sinusoidal positions and the model that adds them (Task 5).
 
-The model tasks are functions of a model (``forward_without_positions(model, ids, padding)``):
-the check hands them a :class:`~transformer_lab.selfcheck.checks.model_parts.ModelParts`, chapter 4's
-parts with weights the check draws and no forward of its own, so that a pass is the student's
-forward and not the book's. The right answers and the known mistakes' answers come from
-:mod:`transformer_lab.selfcheck.checks.answers` (stored for the public inputs; the instructor's code,
-on inputs drawn afresh, in the hidden checks). When no known mistake explains a wrong forward,
-:func:`locate_stage` names the first stage (embedding and positions, encoder layout, pooling,
-head and output) whose own small probe goes wrong.
+A forward is handed a :class:`~transformer_lab.selfcheck.checks.model_parts.ModelParts`
+(chapter 4's parts, weights the check draws, no forward of its own), so a pass is the student's
+forward. The right and the mistaken answers come from ``answers.py``. When no known mistake
+explains a wrong forward, :func:`locate_stage` names the first stage whose own probe goes wrong.
 """
 
 from __future__ import annotations
@@ -17,6 +13,7 @@ import copy
 import functools
 import math
 import random
+from collections.abc import Callable
 
 import torch
 
@@ -24,29 +21,29 @@ from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.attention import fail_library
 from transformer_lab.selfcheck.checks.model_parts import ModelParts
 from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
+    checker,
     close,
     compare_rows,
     draw_parameters,
     exact_normal,
+    require_shape,
     require_tensor,
+    row_text,
     shape_text,
     smallest_failure,
 )
-from transformer_lab.selfcheck.core import (
-    CheckResult,
-    Mistake,
-    diagnose,
-    fail,
-    fail_with,
-    run_check,
-)
-from transformer_lab.selfcheck.execution import as_student
+from transformer_lab.selfcheck.core import Mistake, fail, first_match
+from transformer_lab.selfcheck.execution import StudentFunction
 
 TOY_NAME, TOY_EXERCISE = "toy_weights", "Task 2"
 NO_POS_NAME, NO_POS_EXERCISE = "forward_without_positions", "Task 1"
 TABLE_NAME, TABLE_EXERCISE = "sinusoidal_positions", "Task 5"
 SINES_NAME, SINES_EXERCISE = "forward_with_sinusoids", "Task 5"
 TOLERANCE = 1e-5
+# What a right Week-20 forward imports: the pooling. The model it is handed is a ModelParts (a
+# worker module), so the book's models and their forwards stay tripwires in the worker.
+MODEL_OPTIONS = {"book_modules": ("transformer_lab.pooling",), "library_attention": True}
 
 # Errors of a forward that point at a cause (checked before the general hints; the `.T` hint of
 # the worker comes after these, and only when a `.T` met a tensor that is not 2-D).
@@ -76,9 +73,11 @@ FORWARD_HINTS = [
 ]
 
 
-def _staged(stage: str, mistakes: list[Mistake]) -> list[Mistake]:
-    """``mistakes`` with their stage named first in the message."""
-    return [Mistake(m.code, f"{stage}: {m.message}", m.advice, m.variant) for m in mistakes]
+def _staged(check: str, stage: str) -> Callable[[str, str, str], Mistake]:
+    """``mistake(code, message, advice)``: a mistake of ``check`` with ``stage`` named first."""
+    return lambda code, message, advice: answers.mistake(
+        check, code, f"{stage}: {message}", advice
+    )
 
 
 # --- Task 2: the toy table -------------------------------------------------------------------
@@ -96,10 +95,7 @@ def toy_probe(n_tokens: int, d_model: int, seed: int):
     )
 
 
-def _toy(code: str, message: str, advice: str) -> Mistake:
-    return Mistake(code, message, advice, answers.answer(TOY_NAME, code))
-
-
+_toy = functools.partial(answers.mistake, TOY_NAME)
 TOY_MISTAKES: list[Mistake] = [
     _toy(
         "softmax_over_queries",
@@ -189,92 +185,68 @@ def _score_factor(table: torch.Tensor, expected: torch.Tensor) -> float | None:
     return factor
 
 
-def check_toy_weights(function) -> CheckResult:
+TOY_SHAPE = Mistake(
+    "table_shape",
+    "the table has the wrong shape: one row and one column per token",
+    "scores = q @ k.T is (tokens, tokens)",
+)
+
+
+@checker(TOY_NAME, TOY_EXERCISE, "toy_weights(embeddings, w_q, w_k)")
+def check_toy_weights(student: StudentFunction) -> None:
     """Check ``toy_weights(embeddings, w_q, w_k) -> (n, n)`` against the right table."""
-    student = as_student(function)
-    reference = answers.reference(TOY_NAME)
+    if student.library_names:
+        fail_library(student.library_names, "Task 2")
 
-    def body():
-        if student.library_names:
-            fail_library(student.library_names, "Task 2")
+    def call(probe):
+        returned = student.call(*[t.clone() for t in probe], watch_library=True)
+        if returned.library:
+            fail_library(returned.library, "Task 2")
+        n = probe[0].shape[0]
+        table = require_tensor(returned.result, "the table", (n, n), "table")
+        require_shape(table, (n, n), f"shape ({n}, {n}) for {n} tokens", TOY_SHAPE)
+        return table
 
-        def call(probe):
-            returned = student.call(*[t.clone() for t in probe], watch_library=True)
-            if returned.library:
-                fail_library(returned.library, "Task 2")
-            n = probe[0].shape[0]
-            table = require_tensor(returned.result, "the table", (n, n), "table")
-            if tuple(table.shape) != (n, n):
-                fail(
-                    "table_shape",
-                    "the table has the wrong shape: one row and one column per token",
-                    f"shape ({n}, {n}) for {n} tokens",
-                    f"shape {shape_text(table)}",
-                    "scores = q @ k.T is (tokens, tokens)",
-                )
-            return table
-
-        failure = smallest_failure(
-            toy_probes(),
-            call,
-            reference,
-            lambda a, b: close(a, b, atol=TOLERANCE, rtol=TOLERANCE),
-        )
-        if failure is None:
-            return
-        probe, table, expected = failure
-        where = f" (on the smallest probe that fails: {probe[0].shape[0]} tokens, d = {probe[0].shape[1]})"
-        expected_text, received_text = compare_rows("weights", table, expected)
-        diagnose(
-            table,
-            TOY_MISTAKES,
-            probe,
-            lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-            expected_text,
-            received_text,
-            where,
-        )
-        sums = table.double().sum(dim=-1)
-        if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
-            fail(
-                "rows_do_not_sum_to_one",
-                "the rows do not sum to 1 (no softmax, or one over another axis)" + where,
-                f"row sums {[1.0] * len(sums)}",
-                f"row sums {[round(float(s), 3) for s in sums]}",
-                "torch.softmax(scores, dim=-1)",
-            )
-        factor = _score_factor(table, expected)
-        if factor is not None:
-            d = probe[0].shape[1]
-            fail(
-                "scores_scaled_wrong",
-                f"the scores were divided by {math.sqrt(d) / factor:.4g} instead of "
-                f"√d = {math.sqrt(d):.4g}: the table is the right one made sharper or flatter"
-                + where,
-                expected_text,
-                received_text,
-                "divide q @ k.T by math.sqrt(d), d = embeddings.shape[1] (the width of a query)",
-            )
-        if bool((table < 0).any()):
-            fail(
-                "negative_weights",
-                "the rows sum to 1 but some weights are negative: dividing the scores by their "
-                "sum is not a softmax, whose shares are all positive (exponentials first)"
-                + where,
-                expected_text,
-                received_text,
-                "torch.softmax(scores, dim=-1): exponentiate, then divide by the row's sum",
-            )
+    same = functools.partial(close, atol=TOLERANCE, rtol=TOLERANCE)
+    failure = smallest_failure(toy_probes(), call, answers.reference(TOY_NAME), same)
+    if failure is None:
+        return
+    probe, table, expected = failure
+    n, d = probe[0].shape
+    shown = Evidence(
+        *compare_rows("weights", table, expected),
+        f" (on the smallest probe that fails: {n} tokens, d = {d})",
+    )
+    shown.diagnose(table, TOY_MISTAKES, probe)
+    sums = table.double().sum(dim=-1)
+    if not torch.allclose(sums, torch.ones_like(sums), atol=1e-4):
         fail(
-            "weights_differ",
-            "the rows sum to 1 but the weights differ from softmax((E W_q)(E W_k)ᵀ / √d)"
-            + where,
-            expected_text,
-            received_text,
-            "check each step on the smallest probe by hand: project, score, scale, softmax",
+            "rows_do_not_sum_to_one",
+            "the rows do not sum to 1 (no softmax, or one over another axis)" + shown.note,
+            f"row sums {[1.0] * len(sums)}",
+            f"row sums {[round(float(s), 3) for s in sums]}",
+            "torch.softmax(scores, dim=-1)",
         )
-
-    return run_check(TOY_NAME, TOY_EXERCISE, body)
+    factor = _score_factor(table, expected)
+    if factor is not None:
+        shown.fail(
+            "scores_scaled_wrong",
+            f"the scores were divided by {math.sqrt(d) / factor:.4g} instead of "
+            f"√d = {math.sqrt(d):.4g}: the table is the right one made sharper or flatter",
+            "divide q @ k.T by math.sqrt(d), d = embeddings.shape[1] (the width of a query)",
+        )
+    if bool((table < 0).any()):
+        shown.fail(
+            "negative_weights",
+            "the rows sum to 1 but some weights are negative: dividing the scores by their "
+            "sum is not a softmax, whose shares are all positive (exponentials first)",
+            "torch.softmax(scores, dim=-1): exponentiate, then divide by the row's sum",
+        )
+    shown.fail(
+        "weights_differ",
+        "the rows sum to 1 but the weights differ from softmax((E W_q)(E W_k)ᵀ / √d)",
+        "check each step on the smallest probe by hand: project, score, scale, softmax",
+    )
 
 
 # --- Task 1 and Task 5: the character model --------------------------------------------------
@@ -282,12 +254,10 @@ def check_toy_weights(function) -> CheckResult:
 
 def as_parts(model) -> ModelParts:
     """The parts of a chapter-4 model (copies), under their names, without its forward."""
-    return ModelParts(
-        *(
-            copy.deepcopy(getattr(model, name))
-            for name in ("embed", "pos", "encoder", "head")
-        )
-    ).eval()
+    parts = [
+        copy.deepcopy(getattr(model, name)) for name in ("embed", "pos", "encoder", "head")
+    ]
+    return ModelParts(*parts).eval()
 
 
 @functools.cache
@@ -348,11 +318,18 @@ def stage_inputs() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
 
 
 HEAD_BIAS = 0.75  # the head probe's bias: every comment must score this
+HEAD_CAUSES = {  # told apart by what a comment scores instead
+    "wrong_stage_head": "something is done to the head's output after model.head: return it, "
+    "squeezed",
+    "returns_probabilities": "a sigmoid at the end: BCEWithLogitsLoss wants the logits",
+    "head_bias_left_out": "the head's bias is left out",
+}
 
 EMBEDDING = "Stage 1 of 4, embedding and positions"
 LAYOUT = "Stage 2 of 4, encoder layout (batch axis, mask meaning)"
 POOLING = "Stage 3 of 4, pooling"
 HEAD = "Stage 4 of 4, head and output"
+STAGES = (EMBEDDING, LAYOUT, POOLING, HEAD)
 
 # What each task adds to the embeddings, for the messages of stage 1.
 ADDED = {
@@ -362,172 +339,131 @@ ADDED = {
 }
 
 
-def _mistake(check: str, code: str, message: str, advice: str) -> Mistake:
-    return Mistake(code, message, advice, answers.answer(check, code))
-
-
 def forward_mistakes(check: str, positions: str) -> list[Mistake]:
     """The known mistakes of a forward whose right answer adds ``positions`` (all but the
     position mistakes, which each task lists itself), each under its stage."""
-
-    def m(code, message, advice):
-        return _mistake(check, code, message, advice)
-
+    embedding, layout, pooling, head = (_staged(check, s) for s in STAGES)
     return [
-        *_staged(
-            EMBEDDING,
-            [
-                m(
-                    "embedding_scaled",
-                    "the embeddings were multiplied by √D (the original paper's habit); this "
-                    "model adds its embeddings unscaled",
-                    ADDED[positions],
-                ),
-            ],
+        embedding(
+            "embedding_scaled",
+            "the embeddings were multiplied by √D (the original paper's habit); this "
+            "model adds its embeddings unscaled",
+            ADDED[positions],
         ),
-        *_staged(
-            LAYOUT,
-            [
-                m(
-                    "padding_not_masked",
-                    "the encoder reads the padding: no src_key_padding_mask was passed",
-                    "model.encoder(x, src_key_padding_mask=padding)",
-                ),
-                m(
-                    "inverted_mask",
-                    "the mask is inverted: the real characters are hidden and the padding read",
-                    "True means padding: pass padding itself, not ~padding",
-                ),
-                m(
-                    "batch_axis",
-                    "the encoder attends across the batch: it was handed the comments along "
-                    "its sequence axis, so each character reads the characters at the same "
-                    "place in the other comments",
-                    "a batch-first layer reads (N, L, D) as it is; a sequence-first one reads "
-                    "x.transpose(0, 1) and gives back (L, N, D)",
-                ),
-                m(
-                    "encoder_skipped",
-                    "the encoder was skipped: the embeddings go straight to the pooling, so "
-                    "no character reads any other",
-                    "hand the embeddings to model.encoder, with the padding mask, and pool "
-                    "what it returns",
-                ),
-                m(
-                    "causal_mask",
-                    "the encoder was given a causal mask: each character reads only the ones "
-                    "before it, while a classifier of whole comments may read every character",
-                    "model.encoder(x, src_key_padding_mask=padding), no mask=... for the future",
-                ),
-            ],
+        layout(
+            "padding_not_masked",
+            "the encoder reads the padding: no src_key_padding_mask was passed",
+            "model.encoder(x, src_key_padding_mask=padding)",
         ),
-        *_staged(
-            POOLING,
-            [
-                m(
-                    "plain_mean",
-                    "the pooling averages the padding too (a plain .mean(dim=1))",
-                    "pool with masked_mean(x, padding) from transformer_lab.pooling",
-                ),
-                m(
-                    "max_pool",
-                    "the pooling takes the largest value of each feature over the characters "
-                    "(max), not their mean",
-                    "masked_mean(x, padding): the average of the real characters",
-                ),
-                m(
-                    "sum_pool",
-                    "the pooling sums the real characters instead of averaging them, so a "
-                    "longer comment gets a larger vector",
-                    "masked_mean(x, padding): divide by the number of real characters",
-                ),
-                m(
-                    "first_token_pooled",
-                    "only the first character's output is scored (x[:, 0], a [CLS] habit): "
-                    "this model has no [CLS] token and pools every real character",
-                    "masked_mean(x, padding) over all the real characters",
-                ),
-            ],
+        layout(
+            "inverted_mask",
+            "the mask is inverted: the real characters are hidden and the padding read",
+            "True means padding: pass padding itself, not ~padding",
         ),
-        *_staged(
-            HEAD,
-            [
-                m(
-                    "returns_probabilities",
-                    "the forward returns probabilities (a sigmoid at the end); training uses "
-                    "BCEWithLogitsLoss, which applies the sigmoid itself",
-                    "return the head's raw output, squeezed: model.head(...).squeeze(-1)",
-                ),
-                m(
-                    "head_bias_left_out",
-                    "the head's bias was left out (pooled @ model.head.weight...): a Linear "
-                    "layer adds its bias",
-                    "model.head(pooled).squeeze(-1), which adds model.head.bias",
-                ),
-            ],
+        layout(
+            "batch_axis",
+            "the encoder attends across the batch: it was handed the comments along "
+            "its sequence axis, so each character reads the characters at the same "
+            "place in the other comments",
+            "a batch-first layer reads (N, L, D) as it is; a sequence-first one reads "
+            "x.transpose(0, 1) and gives back (L, N, D)",
+        ),
+        layout(
+            "encoder_skipped",
+            "the encoder was skipped: the embeddings go straight to the pooling, so "
+            "no character reads any other",
+            "hand the embeddings to model.encoder, with the padding mask, and pool "
+            "what it returns",
+        ),
+        layout(
+            "causal_mask",
+            "the encoder was given a causal mask: each character reads only the ones "
+            "before it, while a classifier of whole comments may read every character",
+            "model.encoder(x, src_key_padding_mask=padding), no mask=... for the future",
+        ),
+        pooling(
+            "plain_mean",
+            "the pooling averages the padding too (a plain .mean(dim=1))",
+            "pool with masked_mean(x, padding) from transformer_lab.pooling",
+        ),
+        pooling(
+            "max_pool",
+            "the pooling takes the largest value of each feature over the characters "
+            "(max), not their mean",
+            "masked_mean(x, padding): the average of the real characters",
+        ),
+        pooling(
+            "sum_pool",
+            "the pooling sums the real characters instead of averaging them, so a "
+            "longer comment gets a larger vector",
+            "masked_mean(x, padding): divide by the number of real characters",
+        ),
+        pooling(
+            "first_token_pooled",
+            "only the first character's output is scored (x[:, 0], a [CLS] habit): "
+            "this model has no [CLS] token and pools every real character",
+            "masked_mean(x, padding) over all the real characters",
+        ),
+        head(
+            "returns_probabilities",
+            "the forward returns probabilities (a sigmoid at the end); training uses "
+            "BCEWithLogitsLoss, which applies the sigmoid itself",
+            "return the head's raw output, squeezed: model.head(...).squeeze(-1)",
+        ),
+        head(
+            "head_bias_left_out",
+            "the head's bias was left out (pooled @ model.head.weight...): a Linear "
+            "layer adds its bias",
+            "model.head(pooled).squeeze(-1), which adds model.head.bias",
         ),
     ]
 
 
+_no_positions = _staged(NO_POS_NAME, EMBEDDING)
 FORWARD_MISTAKES: list[Mistake] = [
-    *_staged(
-        EMBEDDING,
-        [
-            _mistake(
-                NO_POS_NAME,
-                "positions_still_added",
-                "the learned position embedding (model.pos) is still added",
-                "leave out the line that adds model.pos(...)",
-            ),
-            _mistake(
-                NO_POS_NAME,
-                "position_zero_added",
-                "every character gets position 0's learned vector (model.pos of index 0): "
-                "setting the indices to 0 keeps a position embedding, one shared by all; "
-                "Task 1 adds none",
-                "leave model.pos out: x = model.embed(ids)",
-            ),
-        ],
+    _no_positions(
+        "positions_still_added",
+        "the learned position embedding (model.pos) is still added",
+        "leave out the line that adds model.pos(...)",
+    ),
+    _no_positions(
+        "position_zero_added",
+        "every character gets position 0's learned vector (model.pos of index 0): "
+        "setting the indices to 0 keeps a position embedding, one shared by all; "
+        "Task 1 adds none",
+        "leave model.pos out: x = model.embed(ids)",
     ),
     *forward_mistakes(NO_POS_NAME, "none"),
 ]
 
+_sines = _staged(SINES_NAME, EMBEDDING)
 SINES_MISTAKES: list[Mistake] = [
-    *_staged(
-        EMBEDDING,
-        [
-            _mistake(SINES_NAME, *entry)
-            for entry in (
-                (
-                    "learned_table_added",
-                    "the learned table model.pos is added, not the sinusoids",
-                    "add sinusoidal_positions(L, D) (your Task 5 table), not model.pos(...)",
-                ),
-                (
-                    "no_positions",
-                    "no positions reach the model: this is Task 1's forward",
-                    "add sinusoidal_positions(ids.shape[1], D)[None] to model.embed(ids)",
-                ),
-                (
-                    "learned_table_kept",
-                    "both tables are added: the sinusoids and the learned model.pos",
-                    "add sinusoidal_positions(L, D) in place of model.pos(...), not beside it",
-                ),
-                (
-                    "same_position_everywhere",
-                    "every character gets the vector of position 0 (the table's first row, "
-                    "0, 1, 0, 1, ..., broadcast over the comment): the model sees no order, as "
-                    "in Task 1",
-                    "add the whole table, sinusoidal_positions(ids.shape[1], D), one row per "
-                    "position",
-                ),
-                (
-                    "positions_scaled",
-                    "the sinusoids were scaled down (divided by √D) before they were added",
-                    "add sinusoidal_positions(L, D) as it is",
-                ),
-            )
-        ],
+    _sines(
+        "learned_table_added",
+        "the learned table model.pos is added, not the sinusoids",
+        "add sinusoidal_positions(L, D) (your Task 5 table), not model.pos(...)",
+    ),
+    _sines(
+        "no_positions",
+        "no positions reach the model: this is Task 1's forward",
+        "add sinusoidal_positions(ids.shape[1], D)[None] to model.embed(ids)",
+    ),
+    _sines(
+        "learned_table_kept",
+        "both tables are added: the sinusoids and the learned model.pos",
+        "add sinusoidal_positions(L, D) in place of model.pos(...), not beside it",
+    ),
+    _sines(
+        "same_position_everywhere",
+        "every character gets the vector of position 0 (the table's first row, "
+        "0, 1, 0, 1, ..., broadcast over the comment): the model sees no order, as "
+        "in Task 1",
+        "add the whole table, sinusoidal_positions(ids.shape[1], D), one row per position",
+    ),
+    _sines(
+        "positions_scaled",
+        "the sinusoids were scaled down (divided by √D) before they were added",
+        "add sinusoidal_positions(L, D) as it is",
     ),
     *forward_mistakes(SINES_NAME, "sines"),
 ]
@@ -543,31 +479,28 @@ def forward_call(student, hints=FORWARD_HINTS):
         )
         n = ids.shape[0]
         logits = require_tensor(returned.result, "the result", (n,), "result")
-        if tuple(logits.shape) == (n, 1):
-            fail(
-                "not_squeezed",
-                "the output is (N, 1): the head's last axis was not squeezed",
-                f"shape ({n},): one logit per comment",
-                f"shape {shape_text(logits)}",
-                "model.head(pooled).squeeze(-1)",
-            )
-        if tuple(logits.shape) != (n,):
-            fail(
-                "result_shape",
-                "the output is not one logit per comment",
-                f"shape ({n},)",
-                f"shape {shape_text(logits)}",
-                "embed, encode, pool over the characters, score: (N, L) ids -> (N,) logits",
-            )
+        wanted = f"shape ({n},): one logit per comment"
+        require_shape(logits, (n,), wanted, LOGITS_SHAPE, {(n, 1): NOT_SQUEEZED})
         return logits
 
     return call
 
 
+LOGITS_SHAPE = Mistake(
+    "result_shape",
+    "the output is not one logit per comment",
+    "embed, encode, pool over the characters, score: (N, L) ids -> (N,) logits",
+)
+NOT_SQUEEZED = Mistake(
+    "not_squeezed",
+    "the output is (N, 1): the head's last axis was not squeezed",
+    "model.head(pooled).squeeze(-1)",
+)
+
+
 def logit_text(tensor: torch.Tensor) -> str:
     """Logits to 6 decimals: two logits that differ must not look equal in the report."""
-    values = [float(x) for x in tensor.detach().reshape(-1).tolist()]
-    return "[" + ", ".join(f"{x:.6f}" if math.isfinite(x) else str(x) for x in values) + "]"
+    return row_text(tensor, digits=6)
 
 
 def fail_if_random(call, model, ids, padding, logits: torch.Tensor) -> None:
@@ -593,9 +526,7 @@ def _finite(tensor: torch.Tensor) -> bool:
     return bool(torch.isfinite(tensor).all())
 
 
-def locate_stage(
-    call, model, check: str, positions: str, sigmoid_code: str = "returns_probabilities"
-) -> None:
+def locate_stage(call, model, check: str, positions: str) -> None:
     """Fail naming the first stage whose own small probe goes wrong; return if none does.
 
     Each probe makes the other stages trivial or irrelevant: a head with zero weights (every
@@ -615,24 +546,16 @@ def locate_stage(
     got = call(flat, ids[:1], padding[:1])
     if _finite(got) and not close(got, torch.tensor([HEAD_BIAS]), atol=1e-5):
         value = float(got[0].detach())
-        code, cause = (
-            "wrong_stage_head",
-            (
-                "something is done to the head's output after model.head: return it, squeezed"
-            ),
-        )
+        code = "wrong_stage_head"
         if abs(value - 1 / (1 + math.exp(-HEAD_BIAS))) < 1e-4:
-            code, cause = (
-                "returns_probabilities",
-                ("a sigmoid at the end: BCEWithLogitsLoss wants the logits"),
-            )
+            code = "returns_probabilities"
         elif abs(value) < 1e-6:
-            code, cause = "head_bias_left_out", "the head's bias is left out"
+            code = "head_bias_left_out"
         fail(
             code,
             f"{HEAD} goes wrong: with the head's weights set to zero and its bias to "
             f"{HEAD_BIAS}, every comment must score {HEAD_BIAS}, whatever the stages before "
-            f"it do; likely cause: {cause}",
+            f"it do; likely cause: {HEAD_CAUSES[code]}",
             f"logits [{HEAD_BIAS:.4f}]",
             f"logits {logit_text(got)}",
             "return model.head(pooled).squeeze(-1): no sigmoid, the bias included",
@@ -686,14 +609,30 @@ def locate_stage(
         )
 
 
-def _check_forward(student, model, check: str, positions: str, mistakes) -> None:
+def unexplained(model: str, stages: str, look_at: str, advice: str) -> Mistake:
+    """The last word on a forward that no known mistake and no stage explains ({where}: the
+    smallest input that fails)."""
+    return Mistake(
+        "logits_differ",
+        f"the logits differ from {model}{{where}}; the stages that can be checked alone pass "
+        f"({stages}, the batch axis, one character, padding), so look at what acts on several "
+        f"real characters: {look_at}",
+        advice,
+    )
+
+
+def check_forward(
+    student, model, check: str, positions: str, mistakes, last: Mistake
+) -> None:
+    """The forward against ``check``'s on ``model``: a known mistake of ``mistakes`` is named,
+    else the first stage that goes wrong (:func:`locate_stage`), else ``last``."""
     call = forward_call(student)
     reference = answers.reference(check)
     failure = smallest_failure(
         ids_probes(),
         lambda probe: call(model, *probe),
         lambda ids, padding: reference(model, ids, padding),
-        lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
+        functools.partial(close, atol=TOLERANCE),
     )
     if failure is None:
         return
@@ -703,70 +642,59 @@ def _check_forward(student, model, check: str, positions: str, mistakes) -> None
         f" (on the smallest input that fails: ids of shape {shape_text(ids)}, "
         f"{int(padding.sum())} padding position(s))"
     )
-    shown = f"logits {logit_text(expected)}", f"logits {logit_text(logits)}"
-    diagnose(
-        logits,
-        mistakes,
-        (model, ids, padding),
-        lambda a, b: close(a, b, atol=1e-4, rtol=1e-4),
-        *shown,
-        where,
+    shown = Evidence(
+        f"logits {logit_text(expected)}", f"logits {logit_text(logits)}", where
     )
+    shown.diagnose(logits, mistakes, (model, ids, padding))
     locate_stage(call, model, check, positions)
-    fail(
-        "logits_differ",
-        "the logits differ from the model's with the same weights" + where + "; the stages "
-        "that can be checked alone pass (the head, the batch axis, one character, padding), "
-        "so look at what acts on several real characters: the positions beyond the first, the "
-        "encoder call, the mean over the real characters",
-        *shown,
-        "embed, "
-        + ("add your sinusoids, " if positions == "sines" else "")
-        + "encode with src_key_padding_mask=padding, masked_mean, head, squeeze(-1)",
+    shown = Evidence(shown.expected, shown.received)  # the note sits inside the message
+    shown.fail(last.code, last.message.format(where=where), last.advice)
+
+
+def _learned_or_sines(sines: str) -> Mistake:
+    return unexplained(
+        "the model's with the same weights",
+        "the head",
+        "the positions beyond the first, the encoder call, the mean over the real characters",
+        f"embed, {sines}encode with src_key_padding_mask=padding, masked_mean, head, squeeze(-1)",
     )
 
 
-def check_forward_without_positions(function) -> CheckResult:
+@checker(
+    NO_POS_NAME,
+    NO_POS_EXERCISE,
+    "forward_without_positions(model, ids, padding)",
+    **MODEL_OPTIONS,
+)
+def check_forward_without_positions(student: StudentFunction) -> None:
     """Task 1: ``forward_without_positions(model, ids, padding) -> (N,)`` against chapter 4's
     model without positions, on the parts of a model drawn afresh (public seed 3)."""
-    student = as_student(function)
-    return run_check(
-        NO_POS_NAME,
-        NO_POS_EXERCISE,
-        lambda: _check_forward(
-            student,
-            model_probe(answers.fresh_seed(3)),
-            NO_POS_NAME,
-            "none",
-            FORWARD_MISTAKES,
-        ),
+    model = model_probe(answers.fresh_seed(3))
+    check_forward(
+        student, model, NO_POS_NAME, "none", FORWARD_MISTAKES, _learned_or_sines("")
     )
 
 
-def check_forward_with_sinusoids(function) -> CheckResult:
+@checker(
+    SINES_NAME,
+    SINES_EXERCISE,
+    "forward_with_sinusoids(model, ids, padding)",
+    optional=True,
+    requires=TABLE_NAME,
+    **MODEL_OPTIONS,
+)
+def check_forward_with_sinusoids(student: StudentFunction) -> None:
     """Task 5: ``forward_with_sinusoids(model, ids, padding) -> (N,)`` against chapter 4's
     model with the sinusoids in place of its learned table (run after the table passes)."""
-    student = as_student(function)
-    return run_check(
-        SINES_NAME,
-        SINES_EXERCISE,
-        lambda: _check_forward(
-            student,
-            model_probe(answers.fresh_seed(4)),
-            SINES_NAME,
-            "sines",
-            SINES_MISTAKES,
-        ),
-    )
+    model = model_probe(answers.fresh_seed(4))
+    last = _learned_or_sines("add your sinusoids, ")
+    check_forward(student, model, SINES_NAME, "sines", SINES_MISTAKES, last)
 
 
 # --- Task 5: the sinusoid table -------------------------------------------------------------
 
 
-def _table(code: str, message: str, advice: str) -> Mistake:
-    return Mistake(code, message, advice, answers.answer(TABLE_NAME, code))
-
-
+_table = functools.partial(answers.mistake, TABLE_NAME)
 TABLE_MISTAKES: list[Mistake] = [
     _table(
         "sines_cosines_swapped",
@@ -834,87 +762,62 @@ def table_probes() -> list[tuple[int, int]]:
     ]
 
 
-def _explaining(table: torch.Tensor, probe: tuple[int, int]) -> list[Mistake]:
-    """The table mistakes that give ``table`` on ``probe``."""
-    found = []
-    for mistake in TABLE_MISTAKES:
-        try:
-            wrong = mistake.variant(*probe)
-        except (ArithmeticError, LookupError, RuntimeError, TypeError, ValueError):
-            continue
-        if close(table, wrong, atol=1e-4, rtol=1e-4):
-            found.append(mistake)
-    return found
-
-
 def _distance(mistake: Mistake, probes, tables) -> float:
-    """The mean gap between the student's tables and the mistake's, over every size."""
-    gaps = []
-    for probe, table in zip(probes, tables):
-        try:
-            wrong = mistake.variant(*probe)
-        except (ArithmeticError, LookupError, RuntimeError, TypeError, ValueError):
-            return math.inf
-        gaps.append(float((table.double() - wrong.double()).abs().mean()))
-    return sum(gaps)
+    """The mean gap between the student's tables and the mistake's, summed over every size."""
+    try:
+        wrong = [mistake.variant(*probe) for probe in probes]
+    except (ArithmeticError, LookupError, RuntimeError, TypeError, ValueError):
+        return math.inf
+    return sum(float((t.double() - w.double()).abs().mean()) for t, w in zip(tables, wrong))
 
 
-def check_sinusoidal_positions(function) -> CheckResult:
+TABLE_SHAPE = Mistake(
+    "table_shape",
+    "the table has the wrong shape",
+    "one row per position, one column per model dimension",
+)
+TABLE_TRANSPOSED = Mistake(
+    "table_transposed",
+    "the table is (d_model, length): one row per position is (length, d_model)",
+    "positions down the rows: torch.arange(length)[:, None]",
+)
+
+
+@checker(TABLE_NAME, TABLE_EXERCISE, "sinusoidal_positions(length, d_model)", optional=True)
+def check_sinusoidal_positions(student: StudentFunction) -> None:
     """Task 5: ``sinusoidal_positions(length, d_model) -> (length, d_model)`` against the right
     table; a mistake is named only when it explains the table on every size checked."""
-    student = as_student(function)
-    reference = answers.reference(TABLE_NAME)
 
-    def body():
-        def call(probe):
-            length, width = probe
-            table = require_tensor(
-                student.call(length, width).result, "the table", probe, "table"
-            )
-            if tuple(table.shape) == (width, length) and length != width:
-                fail(
-                    "table_transposed",
-                    "the table is (d_model, length): one row per position is (length, d_model)",
-                    f"shape ({length}, {width})",
-                    f"shape {shape_text(table)}",
-                    "positions down the rows: torch.arange(length)[:, None]",
-                )
-            if tuple(table.shape) != probe:
-                fail(
-                    "table_shape",
-                    "the table has the wrong shape",
-                    f"shape ({length}, {width})",
-                    f"shape {shape_text(table)}",
-                    "one row per position, one column per model dimension",
-                )
-            return table
-
-        probes = table_probes()
-        failure = smallest_failure(
-            probes,
-            call,
-            reference,
-            lambda a, b: close(a, b, atol=TOLERANCE, rtol=1e-4),
+    def call(probe):
+        length, width = probe
+        table = require_tensor(
+            student.call(length, width).result, "the table", probe, "table"
         )
-        if failure is None:
-            return
-        (length, width), table, expected = failure
-        where = f" (on the smallest table that fails: length {length}, d_model {width})"
-        expected_text, received_text = compare_rows("table", table, expected)
-        # Two mistakes can agree on one size (length 2 = d_model / 2 hides an exponent over
-        # the length): of those that explain the smallest failing table, the one closest to
-        # the student's tables on every size is named.
-        candidates = _explaining(table, (length, width))
-        if candidates:
-            tables = [call(probe) for probe in probes]
-            best = min(candidates, key=lambda m: _distance(m, probes, tables))
-            fail_with(best, expected_text, received_text, where)
-        fail(
-            "table_differs",
-            "the table differs from sin/cos(p / 10000^(2i / d_model))" + where,
-            expected_text,
-            received_text,
-            "row 0 must be 0, 1, 0, 1, ...; then check the frequencies column pair by column pair",
+        wanted = f"shape ({length}, {width})"
+        require_shape(
+            table, probe, wanted, TABLE_SHAPE, {(width, length): TABLE_TRANSPOSED}
         )
+        return table
 
-    return run_check(TABLE_NAME, TABLE_EXERCISE, body)
+    probes = table_probes()
+    same = functools.partial(close, atol=TOLERANCE)
+    failure = smallest_failure(probes, call, answers.reference(TABLE_NAME), same)
+    if failure is None:
+        return
+    (length, width), table, expected = failure
+    shown = Evidence(
+        *compare_rows("table", table, expected),
+        f" (on the smallest table that fails: length {length}, d_model {width})",
+    )
+    # Two mistakes can agree on one size (length 2 = d_model / 2 hides an exponent over
+    # the length): of those that explain the smallest failing table, the one closest to
+    # the student's tables on every size is named.
+    candidates = [m for m in TABLE_MISTAKES if first_match(table, [m], failure[0], close)]
+    if candidates:
+        tables = [call(probe) for probe in probes]
+        shown.fail_with(min(candidates, key=lambda m: _distance(m, probes, tables)))
+    shown.fail(
+        "table_differs",
+        "the table differs from sin/cos(p / 10000^(2i / d_model))",
+        "row 0 must be 0, 1, 0, 1, ...; then check the frequencies column pair by column pair",
+    )

@@ -1,22 +1,74 @@
-"""Comparing and printing the tensors the checks exchange with the student's functions."""
+"""What every check shares: the :class:`Check` that ``@checker`` makes of a check's body, the
+:class:`Evidence` its failures show, and the drawing, comparing and printing of the tensors the
+checks exchange with the student's functions."""
 
 from __future__ import annotations
 
 import math
 import secrets
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from transformer_lab.selfcheck.core import article, fail, fail_if_none
-from transformer_lab.selfcheck.execution import StudentFunction, execute_gradient, type_name
+from transformer_lab.selfcheck.core import (
+    CheckResult,
+    Mistake,
+    article,
+    diagnose,
+    fail,
+    fail_if_none,
+    fail_with,
+    run_check,
+)
+from transformer_lab.selfcheck.execution import (
+    StudentFunction,
+    as_student,
+    execute_gradient,
+    type_name,
+)
 from transformer_lab.selfcheck.transport import bounded_repr
 
 # How close a student's gradient must come to the reference's: two float32 computations of the
 # same function differ in the last digits; a part left out of autograd differs in the first.
 GRADIENT_RTOL = 1e-4
 GRADIENT_ATOL = 1e-5
+
+
+@dataclass(frozen=True)
+class Check:
+    """One graded function: its name, its exercise, its signature and the check that runs it."""
+
+    name: str
+    exercise: str
+    signature: str
+    run: Callable[[object], CheckResult]
+    # A stretch exercise: leaving it alone is "not attempted", not a failure.
+    optional: bool = False
+    requires: str | None = None  # a check whose function this one calls: it must pass first
+    # Book modules the student's code builds on (the model it is handed, a helper it imports):
+    # only these load for real in the worker; every other book module is a tripwire there.
+    book_modules: tuple[str, ...] = ()
+    # True when PyTorch's attention may run in the worker (inside the book's own encoder layer).
+    library_attention: bool = False
+
+    def __call__(self, function) -> CheckResult:
+        return self.run(function)
+
+
+def checker(name: str, exercise: str, signature: str, **options) -> Callable:
+    """Make ``body(student)``, which fails at the first mistake, the :class:`Check` of
+    ``signature`` (``options``: its other fields)."""
+
+    def make(body: Callable[[StudentFunction], None]) -> Check:
+        def run(function) -> CheckResult:
+            student = as_student(function)
+            return run_check(name, exercise, lambda: body(student))
+
+        return Check(name, exercise, signature, run, **options)
+
+    return make
 
 
 # --------------------------------------------------------------------------- probes every CPU draws alike
@@ -54,10 +106,8 @@ def draw_parameters(module: nn.Module, generator: torch.Generator) -> nn.Module:
             own = dict(part.named_parameters(recurse=False))
             matrices = [p for p in own.values() if p.dim() >= 2]
             for parameter in own.values():
-                if isinstance(part, nn.Embedding):
-                    std = 1.0
-                else:
-                    std = 1.0 / math.sqrt(3 * matrices[0].shape[-1])
+                embedding = isinstance(part, nn.Embedding)
+                std = 1.0 if embedding else 1.0 / math.sqrt(3 * matrices[0].shape[-1])
                 parameter.copy_(exact_normal(generator, *parameter.shape, std=std))
             if isinstance(part, nn.Embedding) and part.padding_idx is not None:
                 part.weight[part.padding_idx] = 0.0
@@ -130,6 +180,40 @@ def compare_rows(
         f"{label} = {row_text(expected[index])}",
         f"{label} = {row_text(received[index])}",
     )
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a failure shows (the expected and the received value) and a ``note`` that ends its
+    message (e.g. the smallest input that fails): one check's many failures share it."""
+
+    expected: object
+    received: object
+    note: str = ""
+
+    def fail(self, code: str, message: str, advice: str) -> None:
+        fail(code, message + self.note, self.expected, self.received, advice)
+
+    def fail_with(self, mistake: Mistake) -> None:
+        fail_with(mistake, self.expected, self.received, self.note)
+
+    def diagnose(self, received, mistakes, probe, same=close) -> None:
+        """Fail with the first of ``mistakes`` that gives ``received`` on ``probe``."""
+        diagnose(received, mistakes, probe, same, self.expected, self.received, self.note)
+
+
+def require_shape(
+    tensor: torch.Tensor,
+    shape: tuple,
+    expected: str,
+    other: Mistake,
+    known: dict | None = None,
+) -> None:
+    """Fail unless ``tensor`` has ``shape``: with the mistake ``known`` holds for the shape it
+    has, else with ``other``."""
+    if tuple(tensor.shape) != tuple(shape):
+        mistake = (known or {}).get(tuple(tensor.shape), other)
+        fail_with(mistake, expected, f"shape {shape_text(tensor)}")
 
 
 def require_tensor(

@@ -1,9 +1,8 @@
 """Week 20, Task 6 (stretch): ``encode_with_bpe(tokenizer, texts, length) -> (N, length)``, the
 ids a byte-level BPE tokenizer gives each comment, cut and padded for chapter 4's model.
 
-The right ids and each known mistake's ids come from :mod:`transformer_lab.selfcheck.checks.answers`
-(keyed by the comments and the length: the tokenizer is always :func:`probe_tokenizer`, whose
-[PAD] is not id 0)."""
+The right and the mistaken ids come from ``answers.py`` (keyed by the comments and the length:
+the tokenizer is always :func:`probe_tokenizer`, whose [PAD] is not id 0)."""
 
 from __future__ import annotations
 
@@ -14,9 +13,14 @@ import random
 import torch
 
 from transformer_lab.selfcheck.checks import answers
-from transformer_lab.selfcheck.checks.tensors import shape_text, smallest_failure
-from transformer_lab.selfcheck.core import CheckResult, Mistake, diagnose, fail, run_check
-from transformer_lab.selfcheck.execution import as_student, type_name
+from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
+    checker,
+    require_shape,
+    smallest_failure,
+)
+from transformer_lab.selfcheck.core import Mistake, fail
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 
 NAME, EXERCISE = "encode_with_bpe", "Task 6"
 TEXTS = [
@@ -50,10 +54,7 @@ def probe_tokenizer():
     return Tokenizer.from_str(json.dumps(data))
 
 
-def _bpe(code: str, message: str, advice: str) -> Mistake:
-    return Mistake(code, message, advice, answers.answer(NAME, code))
-
-
+_bpe = functools.partial(answers.mistake, NAME)
 MISTAKES: list[Mistake] = [
     _bpe(
         "left_padding",
@@ -114,43 +115,44 @@ def _explain(tokenizer, texts, length, ids, expected) -> None:
     """Name what differs in the first comment whose ids differ: the ids themselves, or where
     and with what the row was padded."""
     pad = tokenizer.token_to_id("[PAD]")
-    for n in range(len(texts)):
-        got, want = ids[n].tolist(), expected[n].tolist()
-        if got == want:
-            continue
-        real_got = [i for i in got if i != pad]
-        real_want = [i for i in want if i != pad]
-        shown = f"comment {n}: ids {want}", f"comment {n}: ids {got}"
-        if real_got == real_want:
-            fail(
-                "padding_misplaced",
-                f"comment {n} has the right ids but its padding sits elsewhere: the ids come "
-                "first, then [PAD] up to `length`",
-                *shown,
-                "each row: the comment's ids first, then [PAD] up to `length`",
-            )
-        if real_got and real_got == real_want[: len(real_got)]:
-            fail(
-                "cut_too_short",
-                f"comment {n} keeps {len(real_got)} ids where it has room for "
-                f"{len(real_want)}: cut at `length` ids, no earlier",
-                *shown,
-                "ids[:length]",
-            )
-        fail(
-            "not_the_tokenizers_ids",
-            f"comment {n}'s ids are not the tokenizer's: tokenizer.encode(text).ids of the "
-            "comment as it is (no lower-casing, no extra tokens, no other tokenizer)",
-            *shown,
-            "tokenizer.encode(text).ids, then cut and pad",
+    n = next(n for n in range(len(texts)) if ids[n].tolist() != expected[n].tolist())
+    got, want = ids[n].tolist(), expected[n].tolist()
+    real_got = [i for i in got if i != pad]
+    real_want = [i for i in want if i != pad]
+    shown = Evidence(f"comment {n}: ids {want}", f"comment {n}: ids {got}")
+    if real_got == real_want:
+        shown.fail(
+            "padding_misplaced",
+            f"comment {n} has the right ids but its padding sits elsewhere: the ids come "
+            "first, then [PAD] up to `length`",
+            "each row: the comment's ids first, then [PAD] up to `length`",
         )
+    if real_got and real_got == real_want[: len(real_got)]:
+        shown.fail(
+            "cut_too_short",
+            f"comment {n} keeps {len(real_got)} ids where it has room for "
+            f"{len(real_want)}: cut at `length` ids, no earlier",
+            "ids[:length]",
+        )
+    shown.fail(
+        "not_the_tokenizers_ids",
+        f"comment {n}'s ids are not the tokenizer's: tokenizer.encode(text).ids of the "
+        "comment as it is (no lower-casing, no extra tokens, no other tokenizer)",
+        "tokenizer.encode(text).ids, then cut and pad",
+    )
 
 
-def check_encode_with_bpe(function) -> CheckResult:
+IDS_SHAPE = Mistake(
+    "ids_shape",
+    "the ids are not one row of `length` per comment: cut long comments, pad short ones",
+    "the first `length` ids, then [PAD] until the row holds `length`",
+)
+
+
+@checker(NAME, EXERCISE, "encode_with_bpe(tokenizer, texts, length)", optional=True)
+def check_encode_with_bpe(student: StudentFunction) -> None:
     """Task 6: the student's ids against the tokenizer's, cut and right-padded with [PAD]."""
-    student = as_student(function)
     tokenizer = probe_tokenizer()
-    reference = answers.reference(NAME)
 
     def call(probe):
         texts, length = probe
@@ -164,14 +166,7 @@ def check_encode_with_bpe(function) -> CheckResult:
                 type_name(result),
                 "torch.tensor(rows, dtype=torch.long)",
             )
-        if tuple(result.shape) != (n, length):
-            fail(
-                "ids_shape",
-                "the ids are not one row of `length` per comment: cut long comments, pad short ones",
-                f"shape ({n}, {length})",
-                f"shape {shape_text(result)}",
-                "the first `length` ids, then [PAD] until the row holds `length`",
-            )
+        require_shape(result, (n, length), f"shape ({n}, {length})", IDS_SHAPE)
         if result.dtype != torch.long:
             fail(
                 "ids_not_long",
@@ -182,28 +177,19 @@ def check_encode_with_bpe(function) -> CheckResult:
             )
         return result
 
-    def body():
-        failure = smallest_failure(
-            probes(),
-            call,
-            reference,
-            lambda a, b: torch.equal(a, b),
-        )
-        if failure is None:
-            return
-        (texts, length), ids, expected = failure
-        where = (
-            f" (on the smallest input that fails: {len(texts)} comment(s), length {length})"
-        )
-        shown = f"ids {expected.tolist()}", f"ids {ids.tolist()}"
-        diagnose(ids, MISTAKES, (texts, length), torch.equal, *shown, where)
-        _explain(tokenizer, texts, length, ids, expected)
-        fail(
-            "ids_differ",
-            "the ids differ from the tokenizer's, cut to `length` and padded with [PAD]"
-            + where,
-            *shown,
-            "tokenizer.encode(text).ids for each comment, then cut and pad on the right",
-        )
-
-    return run_check(NAME, EXERCISE, body)
+    failure = smallest_failure(probes(), call, answers.reference(NAME), torch.equal)
+    if failure is None:
+        return
+    (texts, length), ids, expected = failure
+    shown = Evidence(
+        f"ids {expected.tolist()}",
+        f"ids {ids.tolist()}",
+        f" (on the smallest input that fails: {len(texts)} comment(s), length {length})",
+    )
+    shown.diagnose(ids, MISTAKES, (texts, length), torch.equal)
+    _explain(tokenizer, texts, length, ids, expected)
+    shown.fail(
+        "ids_differ",
+        "the ids differ from the tokenizer's, cut to `length` and padded with [PAD]",
+        "tokenizer.encode(text).ids for each comment, then cut and pad on the right",
+    )

@@ -11,16 +11,18 @@ import random
 from dataclasses import dataclass
 
 from transformer_lab.selfcheck.checks import answers
+from transformer_lab.selfcheck.checks.tensors import (
+    Evidence,
+    checker,
+)
 from transformer_lab.selfcheck.core import (
-    CheckResult,
     Mistake,
     article,
     diagnose,
     fail,
     fail_if_none,
-    run_check,
 )
-from transformer_lab.selfcheck.execution import StudentFunction, as_student, type_name
+from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
 TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 8"
@@ -58,14 +60,10 @@ def _ref():
 
 @dataclass(frozen=True)
 class TokenizerInputs:
-    """What the two tokenizer checks train on and encode.
-
-    ``sizes``: the two vocabulary sizes the training check asks for on ``TINY_CORPUS`` (both
-    reachable; the first also more than ``other_corpus`` can reach, see ``OTHER_SIZE``);
-    ``other_corpus``: a second corpus, with capitals; ``unseen_sentence``: encoded after
-    training; ``unseen_characters``: holds characters the corpus never contained;
-    ``words`` and ``count_sizes``: what the counting check counts, with tokenizers of these
-    two sizes (the smaller first)."""
+    """What the two tokenizer checks train on and encode: two ``sizes`` on ``TINY_CORPUS`` (the
+    first more than ``other_corpus``, which has capitals, can reach), text to encode after
+    training (``unseen_characters`` holds characters the corpus never contained), and the
+    ``words`` to count with tokenizers of the two ``count_sizes`` (the smaller first)."""
 
     sizes: tuple[int, int]
     other_corpus: tuple[str, ...]
@@ -169,43 +167,23 @@ def drawn_inputs(seed: int) -> TokenizerInputs:
 # ---------------------------------------------------------------------------------------------
 
 
-def _require_tokenizer(result, what: str) -> None:
+def _train(student: StudentFunction, corpus, vocab_size: int):
+    """The student's tokenizer trained on ``corpus``; fails unless it is a Tokenizer."""
     from tokenizers import Tokenizer, models, trainers
 
-    if isinstance(result, Tokenizer):
-        return
-    expected = "a trained tokenizers.Tokenizer"
-    fail_if_none(result, expected, ADVICE, f"{what} is None: the function has no `return`")
-    category = getattr(result, "category", "")  # an Opaque stand-in from a worker
-    if isinstance(result, trainers.Trainer) or category == "trainer":
-        fail(
-            "returned_trainer",
-            f"{what} is the trainer, not the tokenizer",
-            expected,
-            type_name(result),
-            ADVICE,
-        )
-    if isinstance(result, models.Model) or category == "model":
-        fail(
-            "returned_model",
-            f"{what} is the bare BPE model, not a Tokenizer wrapping it",
-            expected,
-            type_name(result),
-            ADVICE,
-        )
-    fail(
-        "not_a_tokenizer",
-        f"{what} is not a tokenizers.Tokenizer",
-        expected,
-        type_name(result),
-        ADVICE,
-    )
-
-
-def _train(student: StudentFunction, corpus, vocab_size: int):
     result = student.call(list(corpus), vocab_size, quiet=True).result
-    _require_tokenizer(result, "the returned value")
-    return result
+    if isinstance(result, Tokenizer):
+        return result
+    expected = "a trained tokenizers.Tokenizer"
+    no_return = "the returned value is None: the function has no `return`"
+    fail_if_none(result, expected, ADVICE, no_return)
+    category = getattr(result, "category", "")  # an Opaque stand-in from a worker
+    code, what = "not_a_tokenizer", "is not a tokenizers.Tokenizer"
+    if isinstance(result, trainers.Trainer) or category == "trainer":
+        code, what = "returned_trainer", "is the trainer, not the tokenizer"
+    elif isinstance(result, models.Model) or category == "model":
+        code, what = "returned_model", "is the bare BPE model, not a Tokenizer wrapping it"
+    fail(code, f"the returned value {what}", expected, type_name(result), ADVICE)
 
 
 def _pieces(pre_tokenizer, text: str) -> list[str]:
@@ -303,37 +281,42 @@ def _check_structure(student, reference, inputs: TokenizerInputs) -> None:
         )
 
 
+# Marks of word pieces that plain BPE does not make: (option, which tokens it marks, message,
+# expected).
+WORD_MARKS = [
+    (
+        "continuing_subword_prefix",
+        str.startswith,
+        "the tokens that continue a word are marked with {mark} (continuing_subword_prefix, "
+        "WordPiece's convention): each character then has two tokens, with and without "
+        "the mark, and the vocabulary fills up with them",
+        "no continuing_subword_prefix: 'attention' -> ['attention'], pieces unmarked",
+    ),
+    (
+        "end_of_word_suffix",
+        str.endswith,
+        "the last piece of every word is marked with {mark} (end_of_word_suffix, as in "
+        "the original BPE paper): a word's ending gets tokens of its own",
+        "no end_of_word_suffix: pieces unmarked",
+    ),
+]
+
+
 def _check_model_options(student) -> None:
     """Options of models.BPE (or of the trainer, which sets them on the model) that the
     exercise's plain BPE does not have: word-piece marks and BPE dropout."""
     model = student.model
-    prefix = getattr(model, "continuing_subword_prefix", None)
-    suffix = getattr(model, "end_of_word_suffix", None)
-    if prefix:
-        inside = sorted(t for t in student.get_vocab() if t.startswith(prefix))[:4]
-        fail(
-            "continuing_subword_prefix",
-            f"the tokens that continue a word are marked with {bounded_repr(prefix, 40)} "
-            "(continuing_subword_prefix, "
-            "WordPiece's convention): each character then has two tokens, with and without "
-            "the mark, and the vocabulary fills up with them",
-            "no continuing_subword_prefix: 'attention' -> ['attention'], pieces unmarked",
-            f"continuing_subword_prefix={bounded_repr(prefix, 40)}: tokens such as "
-            + bounded_repr(inside, 120),
-            "remove continuing_subword_prefix from BPE(...) and BpeTrainer(...)",
-        )
-    if suffix:
-        ends = sorted(t for t in student.get_vocab() if t.endswith(suffix))[:4]
-        fail(
-            "end_of_word_suffix",
-            f"the last piece of every word is marked with {bounded_repr(suffix, 40)} "
-            "(end_of_word_suffix, as in "
-            "the original BPE paper): a word's ending gets tokens of its own",
-            "no end_of_word_suffix: pieces unmarked",
-            f"end_of_word_suffix={bounded_repr(suffix, 40)}: tokens such as "
-            + bounded_repr(ends, 120),
-            "remove end_of_word_suffix from BPE(...) and BpeTrainer(...)",
-        )
+    for option, marked, message, expected in WORD_MARKS:
+        mark = getattr(model, option, None)
+        if mark:
+            tokens = sorted(t for t in student.get_vocab() if marked(t, mark))[:4]
+            fail(
+                option,
+                message.format(mark=bounded_repr(mark, 40)),
+                expected,
+                f"{option}={bounded_repr(mark, 40)}: tokens such as {bounded_repr(tokens, 120)}",
+                f"remove {option} from BPE(...) and BpeTrainer(...)",
+            )
     dropout = getattr(model, "dropout", None)
     if dropout:
         fail(
@@ -413,22 +396,19 @@ def _check_unknown_characters(student, reference, text: str) -> None:
         return
     advice = f'Tokenizer(models.BPE(unk_token="{ref.UNKNOWN_TOKEN}")): the model needs to know its unknown token'
     unk_token = getattr(student.model, "unk_token", None)
+    shown = Evidence(f"{text!r} -> {expected}", f"-> {received}")
     if received == [token for token in expected if token != ref.UNKNOWN_TOKEN]:
-        fail(
+        shown.fail(
             "missing_unk_token",
             f"the BPE model has no unk_token: characters the corpus never contained "
             f"({strange}) vanish from the encoding instead of becoming {ref.UNKNOWN_TOKEN}",
-            f"{text!r} -> {expected}",
-            f"-> {received}",
             advice,
         )
     if unk_token is not None and unk_token != ref.UNKNOWN_TOKEN:
-        fail(
+        shown.fail(
             "wrong_unk_token",
             f"the BPE model's unk_token is {bounded_repr(unk_token, 40)}, not "
             f"{ref.UNKNOWN_TOKEN!r}",
-            f"{text!r} -> {expected}",
-            f"-> {received}",
             advice,
         )
 
@@ -500,141 +480,127 @@ def _same_vocabulary(student, variant) -> bool:
     return student.get_vocab() == variant.get_vocab()
 
 
-def _differs_by(
-    trained, reference, corpus, size: int, expected: str, received: str
-) -> None:
+def _differs_by(trained, reference, corpus, size: int, shown: Evidence) -> None:
     """``trained`` differs from ``reference``: fail with the option that explains it, if one does."""
     mistakes = [
         m
         for m in TRAINING_MISTAKES
         if not _same_vocabulary(reference, m.variant(corpus, size))
     ]
-    diagnose(trained, mistakes, (corpus, size), _same_vocabulary, expected, received)
+    shown.diagnose(trained, mistakes, (corpus, size), _same_vocabulary)
 
 
-def check_train_bpe_tokenizer(function) -> CheckResult:
+@checker(TRAIN_NAME, TRAIN_EXERCISE, "train_bpe_tokenizer(corpus, vocab_size)")
+def check_train_bpe_tokenizer(student_function: StudentFunction) -> None:
     """Check ``train_bpe_tokenizer(corpus, vocab_size)`` against the package's version."""
-    student_function = as_student(function)
-
-    def body():
-        ref = _ref()
-        inputs = tokenizer_inputs()
-        corpus = list(ref.TINY_CORPUS)
-        sizes = {
-            size: (
-                _train(student_function, corpus, size),
-                ref.train_bpe_tokenizer(corpus, size),
+    ref = _ref()
+    inputs = tokenizer_inputs()
+    corpus = list(ref.TINY_CORPUS)
+    sizes = {
+        size: (
+            _train(student_function, corpus, size),
+            ref.train_bpe_tokenizer(corpus, size),
+        )
+        for size in inputs.sizes
+    }
+    student, reference = sizes[inputs.sizes[0]]
+    model = type(student.model).__name__
+    if model != "BPE":
+        fail(
+            "wrong_model",
+            f"the model is {model}, not BPE",
+            'Tokenizer(models.BPE(unk_token="[UNK]"))',
+            f"Tokenizer(models.{model}(...))",
+            "byte-pair encoding is models.BPE, trained with trainers.BpeTrainer",
+        )
+    if student.get_vocab_size() <= len(ref.SPECIAL_TOKENS):
+        fail(
+            "untrained",
+            "the tokenizer was never trained (its vocabulary is empty)",
+            f"{reference.get_vocab_size()} tokens after training",
+            f"{student.get_vocab_size()} tokens",
+            "tokenizer.train_from_iterator(corpus, trainer)",
+        )
+    _check_model_options(student)
+    got = {size: pair[0].get_vocab_size() for size, pair in sizes.items()}
+    want = {size: pair[1].get_vocab_size() for size, pair in sizes.items()}
+    shown = Evidence(
+        *(
+            ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in c.items())
+            for c in (want, got)
+        )
+    )
+    if set(got.values()) == {ref.minimum_vocab_size(corpus)}:
+        shown.fail(
+            "no_merges",
+            "no merge was learned: the vocabulary is only the single characters (was the trainer "
+            "given one string, so that it saw one character at a time?)",
+            "tokenizer.train_from_iterator(corpus, trainer) with the list of texts itself",
+        )
+    if got != want:
+        for size, (trained, reference_at_size) in sizes.items():
+            if got[size] != want[size]:
+                _differs_by(trained, reference_at_size, corpus, size, shown)
+        same = len(set(got.values())) == 1
+        shown.fail(
+            "ignores_vocab_size" if same else "vocab_size_differs",
+            "the vocabulary size does not follow the vocab_size argument"
+            if same
+            else "the vocabulary size differs from what vocab_size asks for"
+            + _smallest_training_note(student_function),
+            "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)",
+        )
+    _check_structure(student, reference, inputs)
+    # A small corpus runs out of pairs before other_size: the vocabulary stops short of it.
+    other_corpus, other_size = list(inputs.other_corpus), inputs.other_size
+    other = _train(student_function, other_corpus, other_size)
+    other_reference = ref.train_bpe_tokenizer(other_corpus, other_size)
+    if other.get_vocab() != other_reference.get_vocab():
+        shown = Evidence(*_vocab_difference(other, other_reference))
+        if other.get_vocab() == sizes[other_size][0].get_vocab():
+            shown.fail(
+                "ignores_corpus",
+                "the tokenizer learned the same vocabulary from a different corpus: it does "
+                "not train on the corpus argument (a global corpus?)",
+                "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument",
             )
-            for size in inputs.sizes
-        }
-        student, reference = sizes[inputs.sizes[0]]
-        model = type(student.model).__name__
-        if model != "BPE":
-            fail(
-                "wrong_model",
-                f"the model is {model}, not BPE",
-                'Tokenizer(models.BPE(unk_token="[UNK]"))',
-                f"Tokenizer(models.{model}(...))",
-                "byte-pair encoding is models.BPE, trained with trainers.BpeTrainer",
-            )
-        if student.get_vocab_size() <= len(ref.SPECIAL_TOKENS):
-            fail(
-                "untrained",
-                "the tokenizer was never trained (its vocabulary is empty)",
-                f"{reference.get_vocab_size()} tokens after training",
-                f"{student.get_vocab_size()} tokens",
-                "tokenizer.train_from_iterator(corpus, trainer)",
-            )
-        _check_model_options(student)
-        got = {size: pair[0].get_vocab_size() for size, pair in sizes.items()}
-        want = {size: pair[1].get_vocab_size() for size, pair in sizes.items()}
-        wanted = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in want.items())
-        received = ", ".join(f"vocab_size={s} -> {n} tokens" for s, n in got.items())
-        if set(got.values()) == {ref.minimum_vocab_size(corpus)}:
-            fail(
-                "no_merges",
-                "no merge was learned: the vocabulary is only the single characters (was the trainer "
-                "given one string, so that it saw one character at a time?)",
-                wanted,
-                received,
-                "tokenizer.train_from_iterator(corpus, trainer) with the list of texts itself",
-            )
-        if got != want:
-            for size, (trained, reference_at_size) in sizes.items():
-                if got[size] != want[size]:
-                    _differs_by(trained, reference_at_size, corpus, size, wanted, received)
-            same = len(set(got.values())) == 1
-            fail(
-                "ignores_vocab_size" if same else "vocab_size_differs",
-                "the vocabulary size does not follow the vocab_size argument"
-                if same
-                else "the vocabulary size differs from what vocab_size asks for"
+        _differs_by(other, other_reference, other_corpus, other_size, shown)
+    for size, (trained, reference_at_size) in [
+        *sizes.items(),
+        (other_size, (other, other_reference)),
+    ]:
+        if trained.get_vocab() != reference_at_size.get_vocab():
+            shown = Evidence(*_vocab_difference(trained, reference_at_size))
+            alphabet = {t for t in reference_at_size.get_vocab() if len(t) == 1}
+            missing = sorted(alphabet - set(trained.get_vocab()))
+            if missing:
+                shown.fail(
+                    "missing_characters",
+                    f"characters of the corpus are missing from the vocabulary "
+                    f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
+                    "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
+                    "character it sees; no limit_alphabet",
+                )
+            shown.fail(
+                "vocabulary_differs",
+                f"with vocab_size={size} the learned vocabulary differs from the reference"
                 + _smallest_training_note(student_function),
-                wanted,
-                received,
-                "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)",
+                'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
+                "the two special tokens; no other options",
             )
-        _check_structure(student, reference, inputs)
-        # A small corpus runs out of pairs before other_size: the vocabulary stops short of it.
-        other_corpus, other_size = inputs.other_corpus, inputs.other_size
-        other = _train(student_function, other_corpus, other_size)
-        other_reference = ref.train_bpe_tokenizer(list(other_corpus), other_size)
-        if other.get_vocab() != other_reference.get_vocab():
-            expected, received = _vocab_difference(other, other_reference)
-            if other.get_vocab() == sizes[other_size][0].get_vocab():
-                fail(
-                    "ignores_corpus",
-                    "the tokenizer learned the same vocabulary from a different corpus: it does "
-                    "not train on the corpus argument (a global corpus?)",
-                    expected,
-                    received,
-                    "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument",
-                )
-            _differs_by(
-                other, other_reference, list(other_corpus), other_size, expected, received
-            )
-        for size, (trained, reference_at_size) in [
-            *sizes.items(),
-            (other_size, (other, other_reference)),
-        ]:
-            if trained.get_vocab() != reference_at_size.get_vocab():
-                expected, received = _vocab_difference(trained, reference_at_size)
-                alphabet = {t for t in reference_at_size.get_vocab() if len(t) == 1}
-                missing = sorted(alphabet - set(trained.get_vocab()))
-                if missing:
-                    fail(
-                        "missing_characters",
-                        f"characters of the corpus are missing from the vocabulary "
-                        f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
-                        expected,
-                        received,
-                        "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
-                        "character it sees; no limit_alphabet",
-                    )
-                fail(
-                    "vocabulary_differs",
-                    f"with vocab_size={size} the learned vocabulary differs from the reference"
-                    + _smallest_training_note(student_function),
-                    expected,
-                    received,
-                    'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
-                    "the two special tokens; no other options",
-                )
-        _check_unknown_characters(student, reference, inputs.unseen_characters)
-        sentence = inputs.unseen_sentence
-        tokens = student.encode(sentence).tokens
-        expected_tokens = reference.encode(sentence).tokens
-        if tokens != expected_tokens:
-            fail(
-                "encoding_differs",
-                "the vocabulary matches but encoding gives other tokens"
-                + _smallest_encoding_note(student, reference, sentence),
-                f"{sentence!r} -> {expected_tokens}",
-                f"-> {tokens}",
-                "do not add a normalizer, post-processor or dropout",
-            )
-
-    return run_check(TRAIN_NAME, TRAIN_EXERCISE, body)
+    _check_unknown_characters(student, reference, inputs.unseen_characters)
+    sentence = inputs.unseen_sentence
+    tokens = student.encode(sentence).tokens
+    expected_tokens = reference.encode(sentence).tokens
+    if tokens != expected_tokens:
+        fail(
+            "encoding_differs",
+            "the vocabulary matches but encoding gives other tokens"
+            + _smallest_encoding_note(student, reference, sentence),
+            f"{sentence!r} -> {expected_tokens}",
+            f"-> {tokens}",
+            "do not add a normalizer, post-processor or dropout",
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -715,42 +681,30 @@ def _check_values(result: dict, expected: dict, tokenizer) -> None:
     if not bad:
         return
     word, value = next(iter(bad.items()))
-    shown_expected, shown = (
-        f"{word!r}: {expected[word]}",
-        f"{word!r}: {bounded_repr(value, 100)}",
-    )
-    if isinstance(value, (list, tuple)) and all(isinstance(t, str) for t in value):
-        fail(
+    shown = Evidence(f"{word!r}: {expected[word]}", f"{word!r}: {bounded_repr(value, 100)}")
+    listed = isinstance(value, (list, tuple))
+    if listed and all(isinstance(t, str) for t in value):
+        shown.fail(
             "stored_tokens",
             "the tokens themselves (a list) were stored instead of their number",
-            shown_expected,
-            shown,
             "store len(tokenizer.encode(word).tokens)",
         )
-    if isinstance(value, (list, tuple)) and all(
-        isinstance(t, numbers.Integral) for t in value
-    ):
-        fail(
+    if listed and all(isinstance(t, numbers.Integral) for t in value):
+        shown.fail(
             "stored_token_ids",
             "the token ids (a list) were stored instead of their number",
-            shown_expected,
-            shown,
             "store len(tokenizer.encode(word).ids)",
         )
     if value is None and all(v == tokenizer.token_to_id(w) for w, v in result.items()):
-        fail(
+        shown.fail(
             "used_token_to_id",
             "the value stored is tokenizer.token_to_id(word): an id (None for a word that is "
             "not one token), not a count",
-            shown_expected,
-            shown,
             "len(tokenizer.encode(word).tokens)",
         )
-    fail(
+    shown.fail(
         "values_not_counts",
         f"the values are not whole numbers (e.g. {word!r}: {type_name(value)})",
-        shown_expected,
-        shown,
         "store an int: the number of tokens",
     )
 
@@ -820,33 +774,29 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
     )
 
 
-def check_tokens_per_word(function) -> CheckResult:
+@checker(COUNT_NAME, COUNT_EXERCISE, "tokens_per_word(tokenizer, words)")
+def check_tokens_per_word(student: StudentFunction) -> None:
     """Check ``tokens_per_word(tokenizer, words) -> {word: count}`` with two reference tokenizers."""
-    student = as_student(function)
-
-    def body():
-        ref = _ref()
-        inputs = tokenizer_inputs()
-        words = inputs.words
-        corpus = list(ref.TINY_CORPUS)
-        small, large = (ref.train_bpe_tokenizer(corpus, s) for s in inputs.count_sizes)
-        _check_once(student, large, words)
-        expected_small = ref.tokens_per_word(small, list(words))
-        result = student.call(small, list(words)).result
-        if (
-            isinstance(result, dict)
-            and result == ref.tokens_per_word(large, list(words)) != expected_small
-        ):
-            fail(
-                "ignores_tokenizer",
-                "the counts do not change with the tokenizer passed in (a global tokenizer?)",
-                f"with a vocabulary of {inputs.count_sizes[0]}: {expected_small}",
-                result,
-                "use the function's `tokenizer` argument",
-            )
-        _check_once(student, small, words)
-
-    return run_check(COUNT_NAME, COUNT_EXERCISE, body)
+    ref = _ref()
+    inputs = tokenizer_inputs()
+    words = inputs.words
+    corpus = list(ref.TINY_CORPUS)
+    small, large = (ref.train_bpe_tokenizer(corpus, s) for s in inputs.count_sizes)
+    _check_once(student, large, words)
+    expected_small = ref.tokens_per_word(small, list(words))
+    result = student.call(small, list(words)).result
+    if (
+        isinstance(result, dict)
+        and result == ref.tokens_per_word(large, list(words)) != expected_small
+    ):
+        fail(
+            "ignores_tokenizer",
+            "the counts do not change with the tokenizer passed in (a global tokenizer?)",
+            f"with a vocabulary of {inputs.count_sizes[0]}: {expected_small}",
+            result,
+            "use the function's `tokenizer` argument",
+        )
+    _check_once(student, small, words)
 
 
 PUBLIC_INPUTS = TokenizerInputs(
