@@ -371,7 +371,7 @@ import transformer_lab.selfcheck.transport as transport
 
 sys.setrecursionlimit(100_000)
 _big = bytes(8 * 2**20)
-_NODE = ("tensor", "torch.uint8", [len(_big)], _big)
+_NODE = ("array", "tensor", "|u1", [len(_big)], _big)
 
 
 def _forged(value, depth=0, keep=None):

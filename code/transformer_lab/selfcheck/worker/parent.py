@@ -36,7 +36,7 @@ from transformer_lab.selfcheck.core import (
 )
 from transformer_lab.selfcheck.errors import summarise_exception
 from transformer_lab.selfcheck.execution import GradientReport, Returned, StudentFunction
-from transformer_lab.selfcheck.transport import Malformed, TooLarge, budget, decode, unpack
+from transformer_lab.selfcheck.transport import Malformed, TooLarge, decode, unpack
 from transformer_lab.selfcheck.worker import isolation as places
 
 DEFAULT_SECONDS = 10.0  # CPU seconds per check
@@ -466,7 +466,7 @@ class RemoteFunction(StudentFunction):
     def _decode(self, node):
         deadline = time.monotonic() + max(1.0, self.worker.limit)
         try:
-            return decode(node, remote=self.worker_object, budget=budget(deadline))
+            return decode(node, remote=self.worker_object, deadline=deadline)
         except TooLarge as error:
             raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
