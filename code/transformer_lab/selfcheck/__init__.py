@@ -3,23 +3,13 @@
     python -m transformer_lab.selfcheck [FILE] [--only NAME ...] [--json]
     python -m transformer_lab.selfcheck grade FOLDER --csv results.csv
 
-FILE is a Python file holding the homework functions (default: exercises/homework/starter.py,
-relative to the folder you run from). Each function is called on small, fixed inputs and compared
-with the book's own implementation. A wrong answer is compared with the answers that typical
-mistakes produce, so the report can say *which* mistake it looks like, what was expected and what
-came back. An unfinished function (it raises ``NotImplementedError``) is "not done yet"; any
-other exception is summarised in one line. The student's code runs in a separate worker process
-with a time limit per check, so a loop, ``sys.exit()`` or a crash ends only that check.
-Exit status: 0 when every selected check passes, 1 otherwise, 2 when FILE cannot be loaded.
-
-``checks/`` holds one module per graded concept (``attention``, ``pooling``, ``metrics``,
-``tokenizer``, ``embedding``, ``masks``, ``multihead``, ...), each with a table of
-:class:`Mistake` entries matched by :func:`first_match`; ``checks/registry`` lists the checks,
-``checks/answers`` gives the answers they compare with. ``worker/`` runs student code
-(``isolation`` picks where: bubblewrap, an unprivileged user or a plain process; ``parent`` starts,
-times and ends it; ``serve`` is the worker), ``transport`` brings results back as plain data,
-``grading/`` holds the commands (``cli``), one file's checks (``runner``), a class (``folder``)
-and the reports (``report``).
+Each function is called on small, fixed inputs in a worker process with a time limit, and a
+wrong answer is compared with what typical mistakes give, so the report names the mistake, what
+was expected and what came back. Exit status: 0 when every selected check passes, 1 otherwise,
+2 when FILE cannot be loaded. ``checks/`` holds one module per graded concept with its table of
+:class:`Mistake` entries; ``worker/`` runs student code (``isolation``: where; ``parent``: start,
+time, end; ``serve``: the worker); ``transport`` brings results back as plain data; ``grading/``
+holds the commands (``cli``), one file's checks (``runner``), a class (``folder``), the reports.
 """
 
 from transformer_lab.selfcheck.checks.attention import (

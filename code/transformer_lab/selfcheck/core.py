@@ -1,9 +1,7 @@
 """The vocabulary every check shares: statuses, results, the mistake table and its one matcher.
 
-A check calls the student's function, compares the answer with the book's and, when they differ,
-looks the answer up in a table of :class:`Mistake` entries: each entry computes what one typical
-mistake would have returned on the same input. The first entry that reproduces the student's
-answer names the mistake; :func:`fail` stops the check with that diagnosis.
+A wrong answer is looked up in a table of :class:`Mistake` entries, each computing what one
+typical mistake returns on the same input; the first that reproduces it names the mistake.
 """
 
 from __future__ import annotations
@@ -84,11 +82,8 @@ def first_match(
     probe: Sequence[object],
     same: Callable[[object, object], bool],
 ) -> Mistake | None:
-    """The first mistake whose ``variant(*probe)`` is ``same`` as ``received`` (``None`` if none).
-
-    The one matching helper of every check: list simple mistakes before combinations, so the
-    simplest explanation wins. A variant that cannot be computed on this probe is skipped.
-    """
+    """The first mistake whose ``variant(*probe)`` is ``same`` as ``received`` (``None`` if
+    none); list simple mistakes before combinations, so the simplest explanation wins."""
     for mistake in mistakes:
         if mistake.variant is None:
             continue

@@ -1,17 +1,14 @@
 """Calling a student's function and describing what happened, in this process or in a worker.
 
-A check never calls student code directly: it goes through a :class:`StudentFunction`, which
-returns the result (and the arguments as they were after the call, to catch in-place changes) or
-raises ``NotImplementedError`` (not done yet), :class:`~transformer_lab.selfcheck.core.StudentRaised`
-(one summarised line) or :class:`~transformer_lab.selfcheck.core.StudentStopped` (a time-out or
-an ended process, only in a worker). :class:`LocalFunction` runs in this process (tests, pages);
-``worker.RemoteFunction`` runs in a separate process. Both use :func:`execute` and
+A check calls student code only through a :class:`StudentFunction`: it returns the result (and
+the arguments after the call, to catch in-place changes) or raises ``NotImplementedError``,
+``core.StudentRaised`` (one summarised line) or ``core.StudentStopped`` (a time-out or an ended
+worker). :class:`LocalFunction` (tests, pages) and the worker both use :func:`execute` and
 :func:`execute_gradient`, so a diagnosis is the same either way.
 """
 
 from __future__ import annotations
 
-import abc
 import contextlib
 import io
 import os
@@ -85,8 +82,7 @@ def type_name(value: object) -> str:
 
 
 _RECORDS: list[list[str]] = []  # the open recordings; spies append to each
-# (owner, attribute, original) while spies are in place
-_INSTALLED: list[tuple[object, str, object]] = []
+_INSTALLED: list[tuple[object, str, object]] = []  # (owner, attribute, original)
 
 
 def install_library_spies() -> None:
@@ -110,7 +106,7 @@ def install_library_spies() -> None:
         setattr(owner, attribute, spy)
 
 
-def remove_library_spies() -> None:
+def remove_library_spies() -> None:  # (owner, attribute, original) back in place
     while _INSTALLED:
         owner, attribute, original = _INSTALLED.pop()
         setattr(owner, attribute, original)
@@ -191,6 +187,15 @@ def uses_dot_t(function: Callable, caught: Sequence[warnings.WarningMessage]) ->
     return bool(_DOT_T_SEEN)
 
 
+def describe(function: object) -> dict:
+    """What the runner needs to know of a name in the student's file before checking it."""
+    return {
+        "callable": callable(function),
+        "module": str(getattr(function, "__module__", "") or ""),
+        "library": static_library_use(function) if callable(function) else [],
+    }
+
+
 def _filename(function: Callable) -> str | None:
     return getattr(getattr(function, "__code__", None), "co_filename", None)
 
@@ -228,6 +233,10 @@ def silenced_terminal() -> Iterator[None]:
             os.close(fd)
 
 
+def _catchable(catch_interrupt: bool) -> tuple[type[BaseException], ...]:
+    return (Exception, SystemExit) + ((KeyboardInterrupt,) if catch_interrupt else ())
+
+
 def execute(
     function: Callable,
     args: Sequence[object],
@@ -241,11 +250,7 @@ def execute(
     ``StudentRaised`` with one summarised line. ``quiet`` silences the terminal meanwhile."""
     args = list(args)
     spy = library_spy() if watch_library else contextlib.nullcontext([])
-    catchable = (
-        (Exception, SystemExit, KeyboardInterrupt)
-        if catch_interrupt
-        else (Exception, SystemExit)
-    )
+    catchable = _catchable(catch_interrupt)
     silence = silenced_terminal() if quiet else contextlib.nullcontext()
     with warnings.catch_warnings(record=True) as caught, spy as used, silence, dot_t_spy():
         warnings.simplefilter("always")
@@ -320,14 +325,9 @@ def execute_gradient(
     out = pick_result(returned.result, pick)
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         return GradientReport(False, {})
-    catchable = (
-        (Exception, SystemExit, KeyboardInterrupt)
-        if catch_interrupt
-        else (Exception, SystemExit)
-    )
     try:
         (out.double() * cotangent(out.shape, seed)).sum().backward()
-    except catchable as error:  # noqa: BLE001 - e.g. an in-place change that breaks autograd
+    except _catchable(catch_interrupt) as error:  # noqa: BLE001 - e.g. an in-place change
         raise StudentRaised(
             "the gradient could not be computed: " + summarise_exception(error)
         ) from None
@@ -343,22 +343,13 @@ def execute_gradient(
     return GradientReport(True, reached, gradients)
 
 
-class StudentFunction(abc.ABC):
-    """The student's function as the checks see it (see the module docstring)."""
+class StudentFunction:
+    """The student's function as the checks see it: ``call(*args, hints, watch_library,
+    quiet)`` gives a :class:`Returned` (as :func:`execute`), ``gradient(args, names, pick,
+    hints, seed)`` a :class:`GradientReport` (as :func:`execute_gradient`)."""
 
     name: str = ""
     library_names: list[str] = []
-
-    @abc.abstractmethod
-    def call(
-        self, *args, hints=(), watch_library: bool = False, quiet: bool = False
-    ) -> Returned:
-        """Call the function on ``args``; see :class:`LocalFunction` and ``RemoteFunction``."""
-
-    @abc.abstractmethod
-    def gradient(self, args, names, pick: str, hints=(), seed: int = 0) -> GradientReport:
-        """The gradients that reach the inputs ``names`` through output ``pick`` (see
-        :func:`execute_gradient`)."""
 
 
 class LocalFunction(StudentFunction):

@@ -39,27 +39,19 @@ NAMES = [check.name for check in EVERY_CHECK]
 EXIT_PASSED, EXIT_FAILED, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def positive_seconds(text: str) -> float:
-    """A time limit: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(
-            f"{text} must be a positive, finite number of seconds"
-        )
-    return value
+def positive(kind: type, what: str):
+    """An argparse type: a positive, finite ``kind`` (``what`` names it in the error)."""
 
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} must be positive and finite")
+        return value
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
+    return parse
 
 
 def output_problem(path: str) -> str | None:
@@ -102,7 +94,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--time-limit",
-        type=positive_seconds,
+        type=positive(float, "a number of seconds"),
         default=DEFAULT_SECONDS,
         metavar="SECONDS",
         help=f"stop a check that uses more CPU time than this (default {DEFAULT_SECONDS:g}; "
@@ -289,7 +281,7 @@ def grade_command(argv: Sequence[str]) -> int:
     )
     parser.add_argument(
         "--memory-mb",
-        type=positive_int,
+        type=positive(int, "a whole number"),
         default=DEFAULT_MEMORY_MB,
         metavar="MB",
         help=f"memory a submission may allocate beyond the worker's own (Linux; default "
@@ -297,7 +289,7 @@ def grade_command(argv: Sequence[str]) -> int:
     )
     parser.add_argument(
         "--jobs",
-        type=positive_int,
+        type=positive(int, "a whole number"),
         default=default_jobs(),
         metavar="N",
         help="submissions checked at the same time, each with the same limits (default: the "

@@ -217,38 +217,19 @@ def report_to_json(report: Report) -> str:
 
 
 def report_from_dict(data: dict) -> Report:
-    """Rebuild a :class:`Report` from :func:`report_to_dict` (e.g. a report made in another process)."""
+    """Rebuild a :class:`Report` from :func:`report_to_dict` (made in another process)."""
     results = []
     for item in data["checks"]:
-        finding = None
-        if item.get("code") is not None:
-            finding = Finding(
-                item["code"],
-                item["message"],
-                item["expected"] or "",
-                item["received"] or "",
-                item["advice"] or "",
-            )
-        results.append(
-            CheckResult(
-                item["check"],
-                item["exercise"],
-                item["status"],
-                "" if finding else item["message"],
-                finding,
-                item["seconds"],
-                item.get("output", ""),
-            )
-        )
-    return Report(
-        data["file"],
-        results,
-        data.get("load_error"),
-        data.get("seconds", 0.0),
-        data.get("load_output", ""),
-        data.get("interrupted", False),
-        data.get("isolation", ""),
-    )
+        fields = [
+            item[k] or "" for k in ("code", "message", "expected", "received", "advice")
+        ]
+        finding = Finding(*fields) if item.get("code") is not None else None
+        summary = "" if finding else item["message"]
+        output = item.get("output", "")
+        named = (item["check"], item["exercise"], item["status"])
+        results.append(CheckResult(*named, summary, finding, item["seconds"], output))
+    keys = ("load_error", "seconds", "load_output", "interrupted", "isolation")
+    return Report(data["file"], results, **{k: data[k] for k in keys if k in data})
 
 
 def _result_text(result: CheckResult) -> str:

@@ -134,20 +134,12 @@ def check_module(
 
     No time limit and no isolation: for code you trust (tests, a page). Students' files go
     through :func:`check_file`."""
-    from transformer_lab.selfcheck.execution import static_library_use
+    from transformer_lab.selfcheck.execution import describe
 
     results = []
     for check in selected_checks(only, page):
         function = getattr(module, check.name, None)
-        info = (
-            None
-            if function is None
-            else {
-                "callable": callable(function),
-                "module": getattr(function, "__module__", "") or "",
-                "library": static_library_use(function) if callable(function) else [],
-            }
-        )
+        info = None if function is None else describe(function)
         start = time.perf_counter()
         result = (
             _absent(check, info)
@@ -241,19 +233,8 @@ def _loaded_here(path: Path) -> bool:
 def _check_in_fresh_process(
     path: Path, only: Sequence[str], display: str, limits: Limits, page: str = HOMEWORK
 ) -> Report:
-    command = [
-        sys.executable,
-        "-m",
-        "transformer_lab.selfcheck",
-        str(path),
-        "--json",
-        "--display",
-        display,
-        "--time-limit",
-        str(limits.seconds),
-        "--page",
-        page,
-    ]
+    command = [sys.executable, "-m", "transformer_lab.selfcheck", str(path), "--json"]
+    command += ["--display", display, "--time-limit", str(limits.seconds), "--page", page]
     if only:
         command += ["--only", *only]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)

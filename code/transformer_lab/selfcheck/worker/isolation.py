@@ -1,18 +1,9 @@
-"""Where a worker runs: three levels, chosen by the machine, never by a flag.
+"""Where a worker runs: three levels, chosen by the machine, never by a flag (MAINTAINING.md).
 
-- ``bubblewrap`` (Linux with user namespaces): the worker sees the system's folders, the
-  interpreter, a copy of the public package and its own submission, nothing else; its own user,
-  PID namespace and network; everything it starts ends with it.
-- ``unprivileged user`` (the grader is root and bubblewrap cannot make namespaces, as in
-  Gradescope's Docker container): the worker runs as a uid of its own (the ``selfcheck`` user
-  that ``setup.sh`` creates, else a spare uid), with no groups, no capabilities and
-  ``no_new_privs``. What it must not read or change (the source, the hidden checks, the results)
-  is root's alone; every process of that uid is killed when the worker ends.
-- ``process`` (neither): a plain child process. Enough for a student checking their own file;
-  grading refuses it and says what to install (:func:`grading_problem`).
-
-The kernel enforces the limits at every level (``serve.set_limits``): CPU, file size, address
-space, and at the user level the number of processes of the uid.
+``bubblewrap`` (user namespaces work): a view of the system, the interpreter, a package copy and
+the submission, with its own user, PIDs and network. ``unprivileged user`` (root, bubblewrap
+fails, as in Gradescope's Docker): a uid of its own, every process of which is killed when the
+worker ends. ``process`` (neither): a plain child, which grading refuses (:func:`grading_problem`).
 """
 
 from __future__ import annotations
@@ -59,15 +50,12 @@ class Isolation:
     why_not: str = ""  # at the process level: why neither safe level works here
 
 
-def _others_can_read(path: str) -> bool:
-    """Can a user who is not the owner (nor in its group) read ``path`` (every folder above
-    it searchable, the file itself readable)?"""
+def _others_can(path: str | Path, bit: int = stat.S_IROTH) -> bool:
+    """Can any user read ``path`` (with ``S_IXOTH``: enter it): every folder above searchable?"""
     real = Path(os.path.realpath(path))
     try:
-        for folder in real.parents:
-            if not os.stat(folder).st_mode & stat.S_IXOTH:
-                return False
-        return bool(os.stat(real).st_mode & stat.S_IROTH)
+        searchable = all(os.stat(f).st_mode & stat.S_IXOTH for f in real.parents)
+        return searchable and bool(os.stat(real).st_mode & bit)
     except OSError:
         return False
 
@@ -87,7 +75,7 @@ def _unreadable_runtime() -> str:
     if python == sys.executable:
         needed.append(torch.__file__)
     for path in needed:
-        if not _others_can_read(path):
+        if not _others_can(path):
             return (
                 f"an unprivileged user cannot read {os.path.realpath(path)} (a folder above "
                 "it is closed to other users): install the interpreter and its packages where "
@@ -146,13 +134,6 @@ def isolation() -> Isolation:
     )
 
 
-def _others_can_enter(path: Path) -> bool:
-    try:
-        return all(os.stat(p).st_mode & stat.S_IXOTH for p in (path, *path.parents))
-    except OSError:
-        return False
-
-
 def grading_problem(submissions: Path | None = None) -> str | None:
     """Why this machine cannot grade safely (``grade``, hidden checks), or None. An explicit
     ``SELFCHECK_ISOLATION=process`` (the tests on a machine with neither safe level) grades,
@@ -162,7 +143,7 @@ def grading_problem(submissions: Path | None = None) -> str | None:
     level = isolation()
     if level.level == USER and submissions is not None:
         folder = Path(os.path.realpath(submissions))
-        if _others_can_enter(folder):
+        if _others_can(folder, stat.S_IXOTH):
             return (
                 f"other users can open the files in {folder}, and each submission runs as "
                 f"another user here (no bubblewrap): close it first (chmod 700 {folder})"

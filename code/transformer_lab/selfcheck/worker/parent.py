@@ -1,16 +1,15 @@
 """The grader's side of a worker: start it where :mod:`.isolation` says, time it, end it.
 
-One worker per student file: a fresh interpreter (:mod:`.serve`) on a copy of the file in a
-folder of its own. The checks, and the answers they compare with, stay in this process, which
-never imports the student's file nor runs an object it returned (a returned tokenizer stays in
-the worker; :class:`RemoteObject` calls its methods there). Each check may use
-``Limits.seconds`` of the worker's CPU time, and several times that on the wall clock (a sleep,
-``input()``); past either, the worker is killed with every process of its user or sandbox, and
-a fresh one serves the next check. Its output goes to a capped file, never to the report.
+One worker (:mod:`.serve`) per student file, on a copy of the file. The checks and their answers
+stay in this process, which never imports the file nor runs an object it returned (a tokenizer
+stays in the worker: :class:`RemoteObject`). A check may use ``Limits.seconds`` of the worker's
+CPU time, and ``WALL_FACTOR`` times that on the wall clock; past either, the worker is killed with
+every process of its user or sandbox. Its output goes to a capped file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -54,7 +53,7 @@ _STOPPING = threading.Event()
 
 
 def kill_all_workers() -> None:
-    """End every worker (Ctrl-C while grading) and start none until :func:`allow_workers`."""
+    """End every worker (Ctrl-C while grading); start none until :func:`allow_workers`."""
     with _LIVE_LOCK:
         _STOPPING.set()
         for worker in _LIVE:
@@ -124,8 +123,6 @@ class Worker:
         self.limit = limits.seconds
         self.cpu_end = self.wall_end = float("inf")
 
-    # -- life cycle ------------------------------------------------------------------------------
-
     def _launch(self) -> None:
         with _LIVE_LOCK:
             if _STOPPING.is_set():
@@ -190,10 +187,11 @@ class Worker:
         try:
             ready = self._receive()
         except (StudentStopped, StudentRaised) as failed:
+            timed_out = getattr(failed, "status", "") == TIMED_OUT
             why = (
-                failed.line
-                if getattr(failed, "status", "") != TIMED_OUT
-                else (f"in {START_SECONDS:g} s (an overloaded machine?)")
+                f"in {START_SECONDS:g} s (an overloaded machine?)"
+                if timed_out
+                else failed.line
             )
             raise LoadFailed(f"the process to run your code did not start: {why}") from None
         if ready[0] != "ready":
@@ -215,11 +213,9 @@ class Worker:
         try:
             reply = self._receive()
         except StudentStopped as stopped:
-            raise LoadFailed(
-                f"loading the file {stopped.line}"
-                if stopped.status == TIMED_OUT
-                else f"while loading the file, {stopped.line}"
-            ) from None
+            timed_out = stopped.status == TIMED_OUT
+            why = "loading the file " if timed_out else "while loading the file, "
+            raise LoadFailed(why + stopped.line) from None
         except StudentRaised as raised:
             self.kill()
             raise LoadFailed(raised.line) from None
@@ -230,8 +226,8 @@ class Worker:
         return self.functions
 
     def _address_cap(self) -> int | None:
-        """``RLIMIT_AS``: the worker's size now (torch loaded, no student code yet) plus
-        ``Limits.memory_mb``; None off Linux or with no memory limit."""
+        """``RLIMIT_AS``: the worker's size now (torch in, no student code yet) plus
+        ``Limits.memory_mb``."""
         if self.limits.memory_mb is None or self.pid is None:
             return None
         try:
@@ -258,7 +254,7 @@ class Worker:
         self.wall_end = time.monotonic() + WALL_FACTOR * seconds
 
     def signal_kill(self) -> None:
-        """SIGKILL the worker's session (safe from any thread; :meth:`kill` cleans up)."""
+        """SIGKILL the worker's session (from any thread; :meth:`kill` cleans up)."""
         if self.process is not None:
             _kill_session(self.process)
 
@@ -290,18 +286,14 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(self.output_path)
-        except OSError:
-            pass
 
     def __enter__(self) -> Worker:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    # -- requests --------------------------------------------------------------------------------
 
     def _wait(self) -> None:
         """Until a reply is ready; a time-out kills the worker and raises ``StudentStopped``."""
@@ -388,11 +380,10 @@ class Worker:
 
 
 def _kill_session(process: subprocess.Popen) -> None:
-    for kill in (lambda: os.killpg(process.pid, signal.SIGKILL), process.kill):
-        try:
-            kill()
-        except OSError:
-            pass
+    with contextlib.suppress(OSError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        process.kill()
 
 
 def _environment() -> dict[str, str]:
@@ -408,17 +399,16 @@ def _environment() -> dict[str, str]:
 
 
 def _functions(info: dict) -> dict[str, dict]:
-    """The worker's description of the file's functions, reduced to plain, well-formed fields."""
+    """The worker's description of the file's functions (``execution.describe``), made plain."""
     functions = {}
     for name, fields in info.items():
-        if not isinstance(name, str) or not isinstance(fields, dict):
-            continue
-        library = fields.get("library", [])
-        functions[name] = {
-            "callable": bool(fields.get("callable")),
-            "module": str(fields.get("module", "")),
-            "library": [str(x) for x in library] if isinstance(library, list) else [],
-        }
+        if isinstance(fields, dict):
+            library = fields.get("library")
+            functions[name] = {
+                "callable": bool(fields.get("callable")),
+                "module": str(fields.get("module", "")),
+                "library": [str(x) for x in library] if isinstance(library, list) else [],
+            }
     return functions
 
 
@@ -466,16 +456,12 @@ class RemoteFunction(StudentFunction):
     def _decode(self, node):
         deadline = time.monotonic() + max(1.0, self.worker.limit)
         try:
-            return decode(node, remote=self.worker_object, deadline=deadline)
+            return decode(node, lambda *a: remote_object(self.worker, *a), deadline)
         except TooLarge as error:
             raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
-            raise StudentRaised(
-                "the result could not be read back: " + summarise_exception(error)
-            ) from None
-
-    def worker_object(self, handle: int, module: str, name: str) -> RemoteObject:
-        return remote_object(self.worker, handle, module, name)
+            line = "the result could not be read back: " + summarise_exception(error)
+            raise StudentRaised(line) from None
 
     def call(
         self, *args, hints=(), watch_library: bool = False, quiet: bool = False
