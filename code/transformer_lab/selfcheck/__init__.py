@@ -12,12 +12,7 @@ time, end; ``serve``: the worker); ``transport`` brings results back as plain da
 holds the commands (``cli``), one file's checks (``runner``), a class (``folder``), the reports.
 """
 
-from transformer_lab.selfcheck.checks.attention import (
-    attention_probe,
-    check_attention,
-    overflow_probe,
-)
-from transformer_lab.selfcheck.checks.embedding import check_embedding_parameters
+from transformer_lab.selfcheck.checks.attention import check_attention
 from transformer_lab.selfcheck.checks.masks import check_causal_padding_mask
 from transformer_lab.selfcheck.checks.metrics import (
     ACCURACY_LABELS,
@@ -26,21 +21,12 @@ from transformer_lab.selfcheck.checks.metrics import (
     check_accuracy,
 )
 from transformer_lab.selfcheck.checks.multihead import check_multi_head_attention
-from transformer_lab.selfcheck.checks.pooling import check_masked_mean, masked_mean_probe
-from transformer_lab.selfcheck.checks.registry import (
-    ALL_CHECKS,
-    CHECKS,
-    STRETCH_CHECKS,
-    Check,
-)
-from transformer_lab.selfcheck.checks.tokenizer import (
-    check_tokens_per_word,
-    check_train_bpe_tokenizer,
-)
+from transformer_lab.selfcheck.checks.pooling import check_masked_mean
+from transformer_lab.selfcheck.checks.registry import ALL_CHECKS, CHECKS, STRETCH_CHECKS
+from transformer_lab.selfcheck.checks.tokenizer import check_train_bpe_tokenizer
 from transformer_lab.selfcheck.core import (
     ENDED,
     FAILED,
-    MISSING,
     NOT_ATTEMPTED,
     NOT_DONE,
     NOT_RUN,
@@ -49,22 +35,10 @@ from transformer_lab.selfcheck.core import (
     TIMED_OUT,
     CheckResult,
     Finding,
-    Mistake,
-    first_match,
 )
-from transformer_lab.selfcheck.errors import COMMON_ERROR_HINTS, summarise_exception
-from transformer_lab.selfcheck.grading.report import (
-    Report,
-    format_report,
-    gradescope_results,
-    report_to_json,
-)
-from transformer_lab.selfcheck.grading.runner import (
-    DEFAULT_PATH,
-    check_file,
-    check_module,
-    find_homework_starter,
-)
+from transformer_lab.selfcheck.errors import summarise_exception
+from transformer_lab.selfcheck.grading.report import Report, format_report
+from transformer_lab.selfcheck.grading.runner import check_file, find_homework_starter
 from transformer_lab.selfcheck.worker import Limits, load_module
 
 __all__ = [
@@ -72,11 +46,8 @@ __all__ = [
     "ACCURACY_LOGITS",
     "ALL_CHECKS",
     "CHECKS",
-    "COMMON_ERROR_HINTS",
-    "DEFAULT_PATH",
     "ENDED",
     "FAILED",
-    "MISSING",
     "NOT_ATTEMPTED",
     "NOT_DONE",
     "NOT_RUN",
@@ -84,31 +55,20 @@ __all__ = [
     "RAISED",
     "STRETCH_CHECKS",
     "TIMED_OUT",
-    "Check",
     "CheckResult",
     "Finding",
     "Limits",
-    "Mistake",
     "Report",
     "accuracy_variants",
-    "attention_probe",
     "check_accuracy",
     "check_attention",
     "check_causal_padding_mask",
-    "check_embedding_parameters",
     "check_file",
     "check_masked_mean",
-    "check_module",
     "check_multi_head_attention",
-    "check_tokens_per_word",
     "check_train_bpe_tokenizer",
     "find_homework_starter",
-    "first_match",
     "format_report",
-    "gradescope_results",
     "load_module",
-    "masked_mean_probe",
-    "overflow_probe",
-    "report_to_json",
     "summarise_exception",
 ]

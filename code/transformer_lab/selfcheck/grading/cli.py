@@ -12,7 +12,6 @@ from pathlib import Path
 
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.registry import EVERY_CHECK, HOMEWORK, PAGES
-from transformer_lab.selfcheck.core import NOT_RUN, CheckResult
 from transformer_lab.selfcheck.grading.report import (
     Report,
     format_report,
@@ -25,6 +24,7 @@ from transformer_lab.selfcheck.grading.runner import (
     find_homework_starter,
     selected_checks,
     starter_path,
+    unusable_report,
 )
 from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
 from transformer_lab.selfcheck.worker.isolation import (
@@ -165,38 +165,30 @@ def check_command(argv: Sequence[str]) -> int:
     only, path = _split_only(parser, args.only, args.path)
     _check_outputs(parser, gradescope=args.gradescope)
     extra: dict = {"isolation": isolation().level}
-    if args.hidden:
-        problem = answers.hidden_problem() or grading_problem()
-        if problem is not None:
-            print(f"--hidden: {problem}.", flush=True)
-            unusable = _unusable(path or "(no file)", only, problem, args.page)
-            _write_gradescope(args.gradescope, unusable, unusable, extra)
-            return EXIT_UNUSABLE
+
+    def refuse(display: str, reason: str, said: str) -> int:
+        """Say why nothing could be checked; the results file scores every check 0."""
+        print(said, flush=True)
+        unusable = unusable_report(display, selected_checks(only, args.page), reason)
+        _write_gradescope(
+            args.gradescope, unusable, unusable if args.hidden else None, extra
+        )
+        return EXIT_UNUSABLE
+
+    problem = (answers.hidden_problem() or grading_problem()) if args.hidden else None
+    if problem is not None:
+        return refuse(path or "(no file)", problem, f"--hidden: {problem}.")
     if path is None:
         default = starter_path(args.page)
         try:
             found = find_homework_starter(page=args.page)
         except FileNotFoundError as error:
-            print(f"{error}. Pass the path of your file.")
-            unusable = _unusable("(no file)", only, str(error), args.page)
-            _write_gradescope(
-                args.gradescope, unusable, unusable if args.hidden else None, extra
-            )
-            return EXIT_UNUSABLE
-        path = (
-            str(default)
-            if found.resolve() == (Path.cwd() / default).resolve()
-            else str(found)
-        )
+            return refuse("(no file)", str(error), f"{error}. Pass the path of your file.")
+        same = found.resolve() == (Path.cwd() / default).resolve()
+        path = str(default) if same else str(found)
     if not Path(path).is_file():
-        print(
-            f"No such file: {path}. Run from the repository root, or pass the path of your file."
-        )
-        unusable = _unusable(path, only, f"no such file: {path}", args.page)
-        _write_gradescope(
-            args.gradescope, unusable, unusable if args.hidden else None, extra
-        )
-        return EXIT_UNUSABLE
+        said = f"No such file: {path}. Run from the repository root, or pass the path of your file."
+        return refuse(path, f"no such file: {path}", said)
     run = dict(
         display=args.display or path,
         limits=Limits(seconds=args.time_limit),
@@ -225,17 +217,6 @@ def check_command(argv: Sequence[str]) -> int:
     if report.load_error is not None:
         return EXIT_UNUSABLE
     return EXIT_PASSED if report.all_passed else EXIT_FAILED
-
-
-def _unusable(
-    display: str, only: Sequence[str], reason: str, page: str = HOMEWORK
-) -> Report:
-    """The report of a submission that could not be checked at all: every check 'not run'."""
-    results = [
-        CheckResult(c.name, c.exercise, NOT_RUN, f"not checked: {reason}")
-        for c in selected_checks(only, page)
-    ]
-    return Report(display, results, load_error=reason)
 
 
 def _write_gradescope(

@@ -20,16 +20,9 @@ OUTPUT_LINES = 5  # lines of a check's printed output shown in the text report
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads these as a formula
 # Characters that reorder or break the text around them where it is shown (bidi controls, line
 # and paragraph separators): written as visible escapes in every report, CSV and JSON.
-INVISIBLE = frozenset(
-    "\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
-    "\u2066\u2067\u2068\u2069\u0085\ufeff"
-)
-
-
-def _escape_invisible(text: str) -> str:
-    if not INVISIBLE.intersection(text):
-        return text
-    return "".join(f"\\u{ord(c):04x}" if c in INVISIBLE else c for c in text)
+INVISIBLE = "\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u0085\ufeff"
+_ESCAPES = {ord(c): f"\\u{ord(c):04x}" for c in INVISIBLE}
+CONTROLS = {c: f"\\x{c:02x}" for c in (*range(32), *range(127, 160))}
 
 
 def valid_text(text: object) -> str:
@@ -40,21 +33,15 @@ def valid_text(text: object) -> str:
         data = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         data = text.encode("utf-8", "surrogatepass")
-    return _escape_invisible(data.decode("utf-8", "replace"))
+    return data.decode("utf-8", "replace").translate(_ESCAPES)
 
 
 def printable(text: object, keep: str = "\n\t") -> str:
     """``text`` with control characters (ANSI escapes, carriage returns, ...) written as
     ``\\x1b``-style escapes, so that student output cannot redraw the terminal; ``keep`` lists
     the ones left alone."""
-    out = []
-    for char in valid_text(text):
-        code = ord(char)
-        if (code < 32 or 127 <= code < 160) and char not in keep:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(char)
-    return "".join(out)
+    table = {c: e for c, e in CONTROLS.items() if chr(c) not in keep}
+    return valid_text(text).translate(table)
 
 
 def spreadsheet_cell(text: object) -> str:

@@ -9,6 +9,7 @@ worker ends. ``process`` (neither): a plain child, which grading refuses (:func:
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import functools
 import os
@@ -214,20 +215,24 @@ def give_back_uid(uid: int) -> None:
     _FREE.put(uid)
 
 
+def _stat(pid: int | str) -> list[bytes]:
+    """The fields of ``/proc/PID/stat`` after the command name (state, parent, ...; [] when
+    the process is gone or off Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
 def _processes_of(uid: int) -> list[int]:
+    """The live processes of ``uid`` (a zombie is gone already; its parent reaps it)."""
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{entry}").st_uid != uid:
-                continue
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in (b"Z", b"X"):  # a zombie is gone already; its parent reaps it
-            found.append(int(entry))
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{entry}").st_uid == uid:
+                if _stat(entry)[:1] not in ([], [b"Z"], [b"X"]):
+                    found.append(int(entry))
     return found
 
 
@@ -398,12 +403,10 @@ def worker_command(level: str, workdir: str, file_name: str, uid: int | None):
 
 def process_cpu(pid: int) -> float | None:
     """CPU seconds process ``pid`` (all its threads) has used, or None off Linux."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = _stat(pid)
+    return (
+        (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if fields else None
+    )
 
 
 def find_worker(root: int, timeout: float = 0.0) -> int | None:
@@ -412,13 +415,9 @@ def find_worker(root: int, timeout: float = 0.0) -> int | None:
     end = time.monotonic() + timeout
     while True:
         children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            if fields := _stat(entry):
+                children.setdefault(int(fields[1]), []).append(int(entry))
         todo = [root]
         while todo:
             pid = todo.pop()

@@ -124,13 +124,11 @@ class Worker:
         self.cpu_end = self.wall_end = float("inf")
 
     def _launch(self) -> None:
+        """Start the worker where the isolation level says (none once Ctrl-C came)."""
         with _LIVE_LOCK:
             if _STOPPING.is_set():
                 raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
-            self._popen()
             _LIVE.add(self)
-
-    def _popen(self) -> None:
         level = self.isolation.level
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=places.runs_folder())
         shutil.copyfile(self.path, Path(self.workdir) / self.path.name)
@@ -142,16 +140,15 @@ class Worker:
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
-        config = {
-            "names": self.names,
-            "limits": {
-                "output_bytes": self.limits.output_bytes,
-                "cpu_seconds": int(
-                    START_SECONDS + 2 * self.limits.seconds * len(self.names)
-                ),
-                "processes": PROCESSES if level == places.USER else 0,
-            },
+        limits = {
+            "output_bytes": self.limits.output_bytes,
+            "memory_mb": self.limits.memory_mb,
         }
+        limits["cpu_seconds"] = int(
+            START_SECONDS + 2 * self.limits.seconds * len(self.names)
+        )
+        limits["processes"] = PROCESSES if level == places.USER else 0
+        config = {"names": self.names, "limits": limits}
         env = _environment()
         env.update(
             places.sandbox_environment()
@@ -203,7 +200,7 @@ class Worker:
             else self.process.pid
         )
         try:
-            self.conn.send_bytes(pickle.dumps(("load", self._address_cap())))
+            self.conn.send_bytes(pickle.dumps(("load",)))
         except OSError:
             self.kill()
             raise LoadFailed(
@@ -224,17 +221,6 @@ class Worker:
             raise LoadFailed(str(reply[1]) if reply[0] == "load_error" else "no answer")
         self.functions = _functions(reply[1])
         return self.functions
-
-    def _address_cap(self) -> int | None:
-        """``RLIMIT_AS``: the worker's size now (torch in, no student code yet) plus
-        ``Limits.memory_mb``."""
-        if self.limits.memory_mb is None or self.pid is None:
-            return None
-        try:
-            pages = int(Path(f"/proc/{self.pid}/statm").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-        return pages * os.sysconf("SC_PAGE_SIZE") + self.limits.memory_mb * 2**20
 
     @property
     def alive(self) -> bool:
@@ -321,9 +307,7 @@ class Worker:
         try:
             data = self.conn.recv_bytes(MAX_REPLY_BYTES)
         except (EOFError, ConnectionError):
-            exitcode = self._exitcode()
-            self.kill()
-            raise StudentStopped(ENDED, describe_exit(exitcode)) from None
+            raise self._ended() from None
         except OSError:
             self.kill()
             raise StudentRaised(
@@ -334,14 +318,15 @@ class Worker:
             if not isinstance(reply, list) or not reply or not isinstance(reply[0], str):
                 raise Malformed("not a reply")
             return tuple(reply)
-        except TooLarge as error:
-            self.kill()
-            raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
             self.kill()
-            raise StudentRaised(
-                "the result could not be read back: " + summarise_exception(error)
-            ) from None
+            raise unreadable(error) from None
+
+    def _ended(self) -> StudentStopped:
+        """The worker died: why (its exit status), once it is cleaned up."""
+        exitcode = self._exitcode()
+        self.kill()
+        return StudentStopped(ENDED, describe_exit(exitcode))
 
     def _exitcode(self) -> int | None:
         process = self.process
@@ -361,9 +346,7 @@ class Worker:
         try:
             self.conn.send_bytes(pickle.dumps((op, *fields)))
         except OSError:
-            exitcode = self._exitcode()
-            self.kill()
-            raise StudentStopped(ENDED, describe_exit(exitcode)) from None
+            raise self._ended() from None
         return self._receive()
 
     def new_output(self, limit: int = 4000) -> str:
@@ -377,6 +360,13 @@ class Worker:
             return ""
         text = data[:limit].decode("utf-8", errors="replace")
         return text + ("\n..." if len(data) > limit else "")
+
+
+def unreadable(error: Exception) -> StudentRaised:
+    """A reply the parent refuses (too large, malformed), as one line for the student."""
+    if isinstance(error, TooLarge):
+        return StudentRaised(str(error))
+    return StudentRaised("the result could not be read back: " + summarise_exception(error))
 
 
 def _kill_session(process: subprocess.Popen) -> None:
@@ -457,11 +447,8 @@ class RemoteFunction(StudentFunction):
         deadline = time.monotonic() + max(1.0, self.worker.limit)
         try:
             return decode(node, lambda *a: remote_object(self.worker, *a), deadline)
-        except TooLarge as error:
-            raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
-            line = "the result could not be read back: " + summarise_exception(error)
-            raise StudentRaised(line) from None
+            raise unreadable(error) from None
 
     def call(
         self, *args, hints=(), watch_library: bool = False, quiet: bool = False
