@@ -32,7 +32,7 @@ from transformer_lab.selfcheck.transport import (
     pack,
     unpack,
 )
-from transformer_lab.selfcheck.worker import RemoteFunction, Worker
+from transformer_lab.selfcheck.worker.parent import RemoteFunction, Worker
 from transformer_lab.tokenizer import TINY_CORPUS, train_bpe_tokenizer
 
 

@@ -37,9 +37,10 @@ from transformer_lab.selfcheck.core import (
     Finding,
 )
 from transformer_lab.selfcheck.errors import summarise_exception
+from transformer_lab.selfcheck.execution import load_module
 from transformer_lab.selfcheck.grading.report import Report, format_report
 from transformer_lab.selfcheck.grading.runner import check_file, find_homework_starter
-from transformer_lab.selfcheck.worker import Limits, load_module
+from transformer_lab.selfcheck.worker.parent import Limits
 
 __all__ = [
     "ACCURACY_LABELS",

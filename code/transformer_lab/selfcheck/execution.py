@@ -263,9 +263,12 @@ def execute(
     return Returned(result, args, list(dict.fromkeys(used)))
 
 
-def load_source(path: str | os.PathLike, name: str) -> types.ModuleType:
-    """Run a Python file as module ``name``, reading it as ``python FILE`` would: bytes decoded
-    by its encoding declaration or BOM (else UTF-8, strictly), never a cached ``.pyc``."""
+def load_module(
+    path: str | os.PathLike, name: str = "student_submission"
+) -> types.ModuleType:
+    """Run a Python file as module ``name`` in this process (trusted code, or the worker),
+    reading it as ``python FILE`` would: bytes decoded by its encoding declaration or BOM
+    (else UTF-8, strictly), never a cached ``.pyc``."""
     with open(path, "rb") as handle:
         source = handle.read()
     advice = "Python rejects the file; save it as UTF-8, or declare its encoding on the first line"

@@ -26,12 +26,16 @@ from transformer_lab.selfcheck.grading.runner import (
     starter_path,
     unusable_report,
 )
-from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
 from transformer_lab.selfcheck.worker.isolation import (
     PROCESS,
     end_worker_users,
     grading_problem,
     isolation,
+)
+from transformer_lab.selfcheck.worker.parent import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_SECONDS,
+    Limits,
 )
 
 PROG = "python -m transformer_lab.selfcheck"

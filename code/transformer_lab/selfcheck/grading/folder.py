@@ -27,7 +27,7 @@ from transformer_lab.selfcheck.grading.report import (
     valid_text,
 )
 from transformer_lab.selfcheck.grading.runner import check_file
-from transformer_lab.selfcheck.worker import Limits, allow_workers, kill_all_workers
+from transformer_lab.selfcheck.worker.parent import Limits, allow_workers, kill_all_workers
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")
 

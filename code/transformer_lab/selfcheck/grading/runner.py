@@ -24,13 +24,13 @@ from transformer_lab.selfcheck.core import (
     CheckResult,
     Finding,
 )
+from transformer_lab.selfcheck.execution import load_module
 from transformer_lab.selfcheck.grading.report import Report, report_from_dict
-from transformer_lab.selfcheck.worker import (
+from transformer_lab.selfcheck.worker.parent import (
     Limits,
     LoadFailed,
     RemoteFunction,
     Worker,
-    load_module,
     stopping,
 )
 

@@ -207,7 +207,7 @@ def main() -> None:
             size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
         set_limits({"memory": size + config["limits"]["memory_mb"] * 2**20})
     try:
-        server.module = execution.load_source(path, STUDENT_MODULE)
+        server.module = execution.load_module(path, STUDENT_MODULE)
     except BaseException as error:  # noqa: BLE001 - SystemExit, KeyboardInterrupt too
         server.reply(("load_error", errors.summarise_exception(error, path)))
         return
