@@ -125,10 +125,6 @@ class Worker:
 
     def _launch(self) -> None:
         """Start the worker where the isolation level says (none once Ctrl-C came)."""
-        with _LIVE_LOCK:
-            if _STOPPING.is_set():
-                raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
-            _LIVE.add(self)
         level = self.isolation.level
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=places.runs_folder())
         shutil.copyfile(self.path, Path(self.workdir) / self.path.name)
@@ -140,29 +136,27 @@ class Worker:
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
-        limits = {
-            "output_bytes": self.limits.output_bytes,
-            "memory_mb": self.limits.memory_mb,
-        }
+        limits = dict(
+            output_bytes=self.limits.output_bytes, memory_mb=self.limits.memory_mb
+        )
         limits["cpu_seconds"] = int(
             START_SECONDS + 2 * self.limits.seconds * len(self.names)
         )
         limits["processes"] = PROCESSES if level == places.USER else 0
-        config = {"names": self.names, "limits": limits}
-        env = _environment()
-        env.update(
-            places.sandbox_environment()
-            if level == places.BUBBLEWRAP
-            else {"TMPDIR": self.workdir, "HOME": self.workdir}
-        )
+        env = _environment() | {"TMPDIR": self.workdir, "HOME": self.workdir}
+        if level == places.BUBBLEWRAP:
+            env |= places.sandbox_environment()
         ours, theirs = socket.socketpair()
         arguments = [code, str(theirs.fileno()), os.path.join(workdir, self.path.name)]
+        arguments.append(json.dumps({"names": self.names, "limits": limits}))
         user = {}
         if level == places.USER and not command[0].endswith("setpriv"):
             user = {"user": self.uid, "group": self.uid, "extra_groups": []}
-        with open(self.output_path, "ab") as output:
+        with _LIVE_LOCK, open(self.output_path, "ab") as output:
+            if _STOPPING.is_set():
+                raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
             self.process = subprocess.Popen(
-                [*command, *arguments, json.dumps(config)],
+                [*command, *arguments],
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=output,
@@ -172,6 +166,7 @@ class Worker:
                 env=env,
                 **user,
             )
+            _LIVE.add(self)
         theirs.close()
         self.conn = Connection(ours.detach())
 
