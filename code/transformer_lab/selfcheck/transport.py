@@ -198,7 +198,9 @@ def unpack(data: bytes) -> object:
 
 
 def _shape(field: object) -> list[int]:
-    if type(field) is not list or len(field) > 32 or not all(type(n) is int for n in field):
+    if type(field) is not list or len(field) > 32:
+        raise Malformed("a tensor's shape is not a short list of sizes")
+    if not all(type(n) is int and n >= 0 for n in field):
         raise Malformed("a tensor's shape is not a short list of sizes")
     return field
 

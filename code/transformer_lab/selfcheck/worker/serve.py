@@ -27,19 +27,23 @@ ALWAYS_ALLOWED = (
 
 
 def set_limits(limits: dict) -> None:
-    """Kernel limits, inherited by every child: output file size, CPU time, address space (once
-    the grader measured the worker with torch in), processes of this user (the unprivileged-user
-    level); no new privileges, and death with the grader."""
+    """Kernel limits, inherited by every child: output file size, CPU time, address space (set
+    once torch is in), processes of this user (the unprivileged-user level); no new privileges,
+    and death with the grader."""
     import resource
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # too much output: the write fails
-    for name, kind in (("output_bytes", "FSIZE"), ("cpu_seconds", "CPU"), ("memory", "AS")):
+    caps = {
+        "output_bytes": "FSIZE",
+        "cpu_seconds": "CPU",
+        "memory": "AS",
+        "processes": "NPROC",
+    }
+    for name, kind in caps.items():
         cap = limits.get(name)
         if type(cap) is int and cap > 0:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(getattr(resource, "RLIMIT_" + kind), (cap, cap))
-    if limits.get("processes"):
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
     if sys.platform.startswith("linux"):
         import ctypes
 
