@@ -196,10 +196,6 @@ def describe(function: object) -> dict:
     }
 
 
-def _filename(function: Callable) -> str | None:
-    return getattr(getattr(function, "__code__", None), "co_filename", None)
-
-
 def _summarise(function: Callable, error: BaseException, hints, caught) -> str:
     extra = list(hints)
     if isinstance(error, Exception) and uses_dot_t(function, caught):
@@ -209,7 +205,8 @@ def _summarise(function: Callable, error: BaseException, hints, caught) -> str:
         extra.insert(
             0, (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)")
         )
-    return summarise_exception(error, _filename(function), extra)
+    filename = getattr(getattr(function, "__code__", None), "co_filename", None)
+    return summarise_exception(error, filename, extra)
 
 
 @contextlib.contextmanager
@@ -292,13 +289,6 @@ def load_module(
     return module
 
 
-def pick_result(result: object, pick: str) -> object:
-    """The tensor a gradient check follows: the whole result or the first of a pair."""
-    if pick == "first" and isinstance(result, (tuple, list)) and result:
-        return result[0]
-    return result
-
-
 def cotangent(shape: Sequence[int], seed: int) -> torch.Tensor:
     """A float64 tensor of ``shape`` drawn from N(0, 1) with ``seed``: the weights of the
     result's entries in a gradient check (every entry counts, each with its own weight)."""
@@ -325,7 +315,9 @@ def execute_gradient(
     returned = execute(
         function, [*leaves, *args[len(names) :]], hints, catch_interrupt=catch_interrupt
     )
-    out = pick_result(returned.result, pick)
+    out = returned.result  # the whole result, or with pick "first" the first of a pair
+    if pick == "first" and isinstance(out, (tuple, list)) and out:
+        out = out[0]
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         return GradientReport(False, {})
     try:
