@@ -58,27 +58,19 @@ def positive(kind: type, what: str):
     return parse
 
 
-def output_problem(path: str) -> str | None:
-    """Why a results file cannot be written at ``path`` (None if it can), checked before any work."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        return f"{path} is a folder, not a file"
-    if not folder.is_dir():
-        return f"the folder {folder} does not exist"
-    if not os.access(folder, os.W_OK | os.X_OK) or (
-        target.exists() and not os.access(target, os.W_OK)
-    ):
-        return f"{path} cannot be written (no permission)"
-    return None
-
-
 def _check_outputs(parser: argparse.ArgumentParser, **paths: str | None) -> None:
-    for option, path in paths.items():
-        if path:
-            problem = output_problem(path)
-            if problem:
-                parser.error(f"--{option}: {problem}")
+    """Refuse, before any work, a results file that cannot be written."""
+    for option, path in ((o, p) for o, p in paths.items() if p):
+        target = Path(path)
+        folder = target.parent if str(target.parent) else Path(".")
+        if target.is_dir():
+            parser.error(f"--{option}: {path} is a folder, not a file")
+        if not folder.is_dir():
+            parser.error(f"--{option}: the folder {folder} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK) or (
+            target.exists() and not os.access(target, os.W_OK)
+        ):
+            parser.error(f"--{option}: {path} cannot be written (no permission)")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -110,16 +102,10 @@ def _split_only(
     parser: argparse.ArgumentParser, only: list[str], path: str | None
 ) -> tuple[list[str], str | None]:
     """``--only attention my_file.py``: a value of --only that is not a check name is the file."""
-    names, others = [], []
-    for value in only:
-        (names if value in NAMES else others).append(value)
-    if (
-        others
-        and path is None
-        and len(others) == 1
-        and (others[0].endswith(".py") or Path(others[0]).is_file())
-    ):
-        path = others.pop()
+    names, others = [v for v in only if v in NAMES], [v for v in only if v not in NAMES]
+    if path is None and len(others) == 1:
+        if others[0].endswith(".py") or Path(others[0]).is_file():
+            path = others.pop()
     if others:
         parser.error(
             f"unknown check {others[0]!r} for --only; choose from {', '.join(NAMES)}"

@@ -93,12 +93,9 @@ def _printed(text: str, label: str) -> list[str]:
     if not lines:
         return []
     shown = [f"      {line[:150]}" for line in lines[:OUTPUT_LINES]]
-    more = (
-        f" (first {OUTPUT_LINES} of {len(lines)} lines)"
-        if len(lines) > OUTPUT_LINES
-        else ""
-    )
-    return [f"    {label}{more}:"] + shown
+    if len(lines) > OUTPUT_LINES:
+        label += f" (first {OUTPUT_LINES} of {len(lines)} lines)"
+    return [f"    {label}:"] + shown
 
 
 def format_report(report: Report, width: int | None = None) -> str:
@@ -132,9 +129,9 @@ def _report_text(report: Report) -> str:
             f"Could not load the file: {report.load_error}",
             "Fix this first; no check ran.",
         ]
-        lines += _printed(report.load_output, "Your file printed while loading")
-        return "\n".join(lines)
     lines += _printed(report.load_output, "Your file printed while loading")
+    if report.load_error is not None:
+        return "\n".join(lines)
     signature = _signatures()
     for result in report.results:
         lines.append(
@@ -146,21 +143,19 @@ def _report_text(report: Report) -> str:
             else:
                 finding = result.finding
                 lines.append(f"    Likely mistake: {finding.mistake}")
-                lines.append(f"    expected: {finding.expected}")
-                lines.append(f"    received: {finding.received}")
-                if finding.advice:
-                    lines.append(f"    Try: {finding.advice}")
+                lines += [
+                    f"    expected: {finding.expected}",
+                    f"    received: {finding.received}",
+                ]
+                lines += [f"    Try: {finding.advice}"] if finding.advice else []
         lines += _printed(result.output, "Your code printed")
     counted = [r for r in report.results if r.status != NOT_ATTEMPTED]
     counts = {status: sum(r.status == status for r in counted) for status in STATUSES}
     parts = [f"{n} {status.lower()}" for status, n in counts.items() if n]
     checks = f"{len(counted)} check{'s' if len(counted) != 1 else ''}"
     skipped = len(report.results) - len(counted)
-    stretch = (
-        f", {skipped} stretch exercise{'s' if skipped != 1 else ''} not attempted"
-        if skipped
-        else ""
-    )
+    stretch = f", {skipped} stretch exercise{'s' if skipped != 1 else ''} not attempted"
+    stretch = stretch if skipped else ""
     summary = f"{', '.join(parts) or 'nothing checked'} (of {checks}){stretch}"
     if report.interrupted:
         summary = "Interrupted: " + summary

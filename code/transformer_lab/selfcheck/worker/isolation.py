@@ -157,10 +157,6 @@ def grading_problem(submissions: Path | None = None) -> str | None:
 # --------------------------------------------------------------------------- the worker's uids
 
 
-def first_spare_uid() -> int:
-    return int(os.environ.get("SELFCHECK_FIRST_UID", SPARE_UID))
-
-
 def _lease(uid: int) -> bool:
     """Lock ``uid`` for this grader's lifetime (the lock ends with the process); False when
     another grader on this machine holds it."""
@@ -184,7 +180,7 @@ def _candidate_uids():
         yield pwd.getpwnam(USER_NAME).pw_uid
     except KeyError:
         pass
-    uid = first_spare_uid()
+    uid = int(os.environ.get("SELFCHECK_FIRST_UID", SPARE_UID))
     while True:
         try:
             pwd.getpwuid(uid)
@@ -261,20 +257,15 @@ def kill_user(uid: int, rounds: int = 100) -> bool:
 def remove_files_of(uid: int) -> None:
     """Remove what ``uid`` left in the shared temporary folders (``/tmp``, ``/dev/shm``)."""
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                pass
+        with contextlib.suppress(OSError):
+            for entry in list(os.scandir(folder)):
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_uid != uid:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
 
 
 # --------------------------------------------------------------------------- folders
@@ -374,21 +365,7 @@ def sandbox_environment() -> dict[str, str]:
     return {"TMPDIR": SANDBOX_WORKDIR, "HOME": SANDBOX_WORKDIR, "PATH": "/usr/bin:/bin"}
 
 
-def user_prefix(uid: int) -> list[str]:
-    """Run as ``uid`` with no groups, capabilities or new privileges (``setpriv``); Popen's
-    ``user``/``group`` do the same where ``setpriv`` is missing."""
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return []
-    return [
-        setpriv,
-        f"--reuid={uid}",
-        f"--regid={uid}",
-        "--clear-groups",
-        "--no-new-privs",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-    ]
+SETPRIV = ["--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
 
 
 def worker_command(level: str, workdir: str, file_name: str, uid: int | None):
@@ -397,8 +374,11 @@ def worker_command(level: str, workdir: str, file_name: str, uid: int | None):
     if level == BUBBLEWRAP:
         prefix = bubblewrap_command(workdir, file_name, [code_copy()])
         return [*prefix, *python], SANDBOX_WORKDIR, SANDBOX_CODE
-    prefix = user_prefix(uid) if level == USER and uid is not None else []
-    return [*prefix, *python], workdir, code_copy()
+    if level == USER and uid is not None and (setpriv := shutil.which("setpriv")):
+        # As uid with no groups, capabilities or new privileges (Popen's user and group do
+        # the same where setpriv is missing).
+        python = [setpriv, f"--reuid={uid}", f"--regid={uid}", *SETPRIV, *python]
+    return python, workdir, code_copy()
 
 
 def process_cpu(pid: int) -> float | None:
