@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from transformer_lab.selfcheck.errors import summarise_exception
+
 PASSED = "passed"
 FAILED = "FAILED"
 RAISED = "raised an error"
@@ -201,12 +203,6 @@ def run_check(name: str, exercise: str, body: Callable[[], None]) -> CheckResult
     except StudentStopped as stopped:
         return CheckResult(name, exercise, stopped.status, stopped.line)
     except Exception as error:  # noqa: BLE001 - an unusable result is reported, never a traceback
-        from transformer_lab.selfcheck.errors import summarise_exception
-
-        return CheckResult(
-            name,
-            exercise,
-            RAISED,
-            "the result could not be checked: " + summarise_exception(error),
-        )
+        line = "the result could not be checked: " + summarise_exception(error)
+        return CheckResult(name, exercise, RAISED, line)
     return CheckResult(name, exercise, PASSED, "all checks passed")

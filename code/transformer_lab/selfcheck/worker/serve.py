@@ -140,11 +140,8 @@ class Server:
             _, name, args, options = message
             function, hints = getattr(self.module, name), options.get("hints", ())
             if op == "gradient":
-                names, pick, seed = (
-                    options["names"],
-                    options["pick"],
-                    options.get("seed", 0),
-                )
+                names, pick = options["names"], options["pick"]
+                seed = options.get("seed", 0)
                 report = self.book.watch(
                     options.get("book", ()),
                     lambda: execute_gradient(
@@ -164,9 +161,8 @@ class Server:
         if op == "getattr":
             value = execute(getattr, [target, message[2]], catch_interrupt=True).result
         else:  # "invoke"
-            value = execute(
-                target, list(message[2]), catch_interrupt=True, quiet=True
-            ).result
+            arguments = list(message[2])
+            value = execute(target, arguments, catch_interrupt=True, quiet=True).result
         return ("value", self.encode(value, True))
 
 
@@ -204,12 +200,12 @@ def main() -> None:
         conn.recv_bytes()
     except (EOFError, OSError):
         return
-    if config["limits"].get("memory_mb") and os.path.exists("/proc/self/statm"):
-        with open(
-            "/proc/self/statm"
-        ) as statm:  # the size now: torch in, no student code yet
+    memory = config["limits"].get("memory_mb")
+    # The address space: the size now (torch in, no student code yet) plus the student's memory.
+    if memory and os.path.exists("/proc/self/statm"):
+        with open("/proc/self/statm") as statm:
             size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        set_limits({"memory": size + config["limits"]["memory_mb"] * 2**20})
+        set_limits({"memory": size + memory * 2**20})
     try:
         server.module = execution.load_module(path, STUDENT_MODULE)
     except BaseException as error:  # noqa: BLE001 - SystemExit, KeyboardInterrupt too
