@@ -136,9 +136,7 @@ class Worker:
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
-        limits = dict(
-            output_bytes=self.limits.output_bytes, memory_mb=self.limits.memory_mb
-        )
+        limits = {"output_bytes": self.limits.output_bytes}
         limits["cpu_seconds"] = int(
             START_SECONDS + 2 * self.limits.seconds * len(self.names)
         )
@@ -195,7 +193,7 @@ class Worker:
             else self.process.pid
         )
         try:
-            self.conn.send_bytes(pickle.dumps(("load",)))
+            self.conn.send_bytes(pickle.dumps(("load", self._address_cap())))
         except OSError:
             self.kill()
             raise LoadFailed(
@@ -216,6 +214,17 @@ class Worker:
             raise LoadFailed(str(reply[1]) if reply[0] == "load_error" else "no answer")
         self.functions = _functions(reply[1])
         return self.functions
+
+    def _address_cap(self) -> int | None:
+        """``RLIMIT_AS``: the worker's size now (torch in, no student code yet) plus
+        ``Limits.memory_mb``; None off Linux or with no memory limit."""
+        if self.limits.memory_mb is None or self.pid is None:
+            return None
+        try:
+            pages = int(Path(f"/proc/{self.pid}/statm").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return pages * os.sysconf("SC_PAGE_SIZE") + self.limits.memory_mb * 2**20
 
     @property
     def alive(self) -> bool:

@@ -196,16 +196,11 @@ def main() -> None:
     execution.install_library_spies()
     server = Server(conn, path)
     server.reply(("ready", os.getpid()))
-    try:  # the file loads (and its time limit starts) when the grader asks
-        conn.recv_bytes()
+    try:  # the file loads (and its time limit starts) when the grader asks, with the address
+        # space it measured from outside (no /proc in the sandbox): our size now plus the student's
+        set_limits({"memory": pickle.loads(conn.recv_bytes())[1]})
     except (EOFError, OSError):
         return
-    memory = config["limits"].get("memory_mb")
-    # The address space: the size now (torch in, no student code yet) plus the student's memory.
-    if memory and os.path.exists("/proc/self/statm"):
-        with open("/proc/self/statm") as statm:
-            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-        set_limits({"memory": size + memory * 2**20})
     try:
         server.module = execution.load_module(path, STUDENT_MODULE)
     except BaseException as error:  # noqa: BLE001 - SystemExit, KeyboardInterrupt too
