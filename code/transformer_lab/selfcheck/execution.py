@@ -143,17 +143,14 @@ def static_library_use(function: Callable) -> list[str]:
         names.update(current.co_names)
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     found = []
-    globals_ = getattr(function, "__globals__", {})
+    bound = [getattr(function, "__globals__", {}).get(name) for name in names]
     for owner, attribute, label in LIBRARY_ATTENTION:
-        target = getattr(owner, attribute, None)
-        by_name = attribute in names and attribute != "forward"
-        originals = [target] + [
-            original for o, a, original in _INSTALLED if (o, a) == (owner, attribute)
+        originals = [o for w, a, o in _INSTALLED if (w, a) == (owner, attribute)]
+        targets = [
+            t for t in (getattr(owner, attribute, None), *originals) if t is not None
         ]
-        by_alias = any(
-            globals_.get(name) is t for name in names for t in originals if t is not None
-        )
-        if by_name or by_alias:
+        by_alias = any(value is t for value in bound for t in targets)
+        if by_alias or (attribute in names and attribute != "forward"):
             found.append(label)
     return sorted(set(found))
 

@@ -73,18 +73,8 @@ def grade_folder(
     allow_workers()
     done: dict[Path, Report] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
-    futures = {
-        pool.submit(
-            check_file,
-            path,
-            only,
-            display=path.name,
-            limits=limits,
-            page=page,
-            follow_links=False,
-        ): path
-        for path in paths
-    }
+    options = dict(limits=limits, page=page, follow_links=False)  # a link is refused
+    futures = {pool.submit(check_file, p, only, p.name, **options): p for p in paths}
     try:
         pending = set(futures)
         while pending:
