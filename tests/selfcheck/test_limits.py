@@ -11,8 +11,7 @@ import time
 from selfcheck.solutions import write
 from transformer_lab.selfcheck import Limits
 from transformer_lab.selfcheck.core import TIMED_OUT, StudentStopped
-from transformer_lab.selfcheck.worker import RemoteFunction, Worker
-from transformer_lab.selfcheck.worker.parent import WALL_FACTOR
+from transformer_lab.selfcheck.worker.parent import WALL_FACTOR, RemoteFunction, Worker
 
 SECOND = Limits(seconds=1.0)
 

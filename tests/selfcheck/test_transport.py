@@ -27,13 +27,12 @@ from transformer_lab.selfcheck.transport import (
     ModuleState,
     TooLarge,
     bounded_repr,
-    budget,
     decode,
     encode,
     pack,
     unpack,
 )
-from transformer_lab.selfcheck.worker import RemoteFunction, Worker
+from transformer_lab.selfcheck.worker.parent import RemoteFunction, Worker
 from transformer_lab.tokenizer import TINY_CORPUS, train_bpe_tokenizer
 
 
@@ -131,13 +130,23 @@ def test_a_dict_whose_keys_hash_alike_is_refused_in_linear_time():
 def test_a_rebuild_that_overruns_the_time_limit_is_refused():
     node = ["list", [["plain", i] for i in range(1000)]]
     with pytest.raises(TooLarge, match="time limit"):
-        decode(unpack(pack(node)), budget=budget(time.monotonic() - 1))
+        decode(unpack(pack(node)), deadline=time.monotonic() - 1)
 
 
 def test_one_value_named_many_times_travels_as_many_copies_and_is_refused():
     node = ["list", [["plain", "x" * 2_000_000]] * 500]  # 2 MB, 500 times
     with pytest.raises(TooLarge):
         unpack(pack(node))
+    with pytest.raises(TooLarge):
+        unpack(pack(["list", [["array", "tensor", "|u1", [2**20], bytes(2**20)]] * 100]))
+    # Raw bytes named twice in a forged reply would be copied once per name: refused.
+    tensor = ["array", "tensor", "|u1", [4], b"abcd"]
+    assert unpack(pack(["list", [tensor]])) == ["list", [tensor]]
+    named = b'["array", "tensor", "|u1", [4], {"\\u0000blob": 0}]'
+    document = b'["list", [' + named + b", " + named + b"]]"
+    forged = struct.pack("<4sQQQ", MAGIC, len(document), 1, 4) + document + b"abcd"
+    with pytest.raises(Malformed, match="twice"):
+        unpack(forged)
 
 
 def test_reprs_are_built_from_bounded_pieces():

@@ -3,31 +3,16 @@
     python -m transformer_lab.selfcheck [FILE] [--only NAME ...] [--json]
     python -m transformer_lab.selfcheck grade FOLDER --csv results.csv
 
-FILE is a Python file holding the homework functions (default: exercises/homework/starter.py,
-relative to the folder you run from). Each function is called on small, fixed inputs and compared
-with the book's own implementation. A wrong answer is compared with the answers that typical
-mistakes produce, so the report can say *which* mistake it looks like, what was expected and what
-came back. An unfinished function (it raises ``NotImplementedError``) is "not done yet"; any
-other exception is summarised in one line. The student's code runs in a separate worker process
-with a time limit per check, so a loop, ``sys.exit()`` or a crash ends only that check.
-Exit status: 0 when every selected check passes, 1 otherwise, 2 when FILE cannot be loaded.
-
-``checks/`` holds one module per graded concept (``attention``, ``pooling``, ``metrics``,
-``tokenizer``, ``embedding``, ``masks``, ``multihead``, ...), each with a table of
-:class:`Mistake` entries matched by :func:`first_match`; ``checks/registry`` lists the checks,
-``checks/answers`` gives the answers they compare with. ``worker/`` runs student code
-(``isolation`` picks where: bubblewrap, an unprivileged user or a plain process; ``parent`` starts,
-times and ends it; ``serve`` is the worker), ``transport`` brings results back as plain data,
-``grading/`` holds the commands (``cli``), one file's checks (``runner``), a class (``folder``)
-and the reports (``report``).
+Each function is called on small, fixed inputs in a worker process with a time limit, and a
+wrong answer is compared with what typical mistakes give, so the report names the mistake, what
+was expected and what came back. Exit status: 0 when every selected check passes, 1 otherwise,
+2 when FILE cannot be loaded. ``checks/`` holds one module per graded concept with its table of
+:class:`Mistake` entries; ``worker/`` runs student code (``isolation``: where; ``parent``: start,
+time, end; ``serve``: the worker); ``transport`` brings results back as plain data; ``grading/``
+holds the commands (``cli``), one file's checks (``runner``), a class (``folder``), the reports.
 """
 
-from transformer_lab.selfcheck.checks.attention import (
-    attention_probe,
-    check_attention,
-    overflow_probe,
-)
-from transformer_lab.selfcheck.checks.embedding import check_embedding_parameters
+from transformer_lab.selfcheck.checks.attention import check_attention
 from transformer_lab.selfcheck.checks.masks import check_causal_padding_mask
 from transformer_lab.selfcheck.checks.metrics import (
     ACCURACY_LABELS,
@@ -36,21 +21,12 @@ from transformer_lab.selfcheck.checks.metrics import (
     check_accuracy,
 )
 from transformer_lab.selfcheck.checks.multihead import check_multi_head_attention
-from transformer_lab.selfcheck.checks.pooling import check_masked_mean, masked_mean_probe
-from transformer_lab.selfcheck.checks.registry import (
-    ALL_CHECKS,
-    CHECKS,
-    STRETCH_CHECKS,
-    Check,
-)
-from transformer_lab.selfcheck.checks.tokenizer import (
-    check_tokens_per_word,
-    check_train_bpe_tokenizer,
-)
+from transformer_lab.selfcheck.checks.pooling import check_masked_mean
+from transformer_lab.selfcheck.checks.registry import ALL_CHECKS, CHECKS, STRETCH_CHECKS
+from transformer_lab.selfcheck.checks.tokenizer import check_train_bpe_tokenizer
 from transformer_lab.selfcheck.core import (
     ENDED,
     FAILED,
-    MISSING,
     NOT_ATTEMPTED,
     NOT_DONE,
     NOT_RUN,
@@ -59,34 +35,20 @@ from transformer_lab.selfcheck.core import (
     TIMED_OUT,
     CheckResult,
     Finding,
-    Mistake,
-    first_match,
 )
-from transformer_lab.selfcheck.errors import COMMON_ERROR_HINTS, summarise_exception
-from transformer_lab.selfcheck.grading.report import (
-    Report,
-    format_report,
-    gradescope_results,
-    report_to_json,
-)
-from transformer_lab.selfcheck.grading.runner import (
-    DEFAULT_PATH,
-    check_file,
-    check_module,
-    find_homework_starter,
-)
-from transformer_lab.selfcheck.worker import Limits, load_module
+from transformer_lab.selfcheck.errors import summarise_exception
+from transformer_lab.selfcheck.execution import load_module
+from transformer_lab.selfcheck.grading.report import Report, format_report
+from transformer_lab.selfcheck.grading.runner import check_file, find_homework_starter
+from transformer_lab.selfcheck.worker.parent import Limits
 
 __all__ = [
     "ACCURACY_LABELS",
     "ACCURACY_LOGITS",
     "ALL_CHECKS",
     "CHECKS",
-    "COMMON_ERROR_HINTS",
-    "DEFAULT_PATH",
     "ENDED",
     "FAILED",
-    "MISSING",
     "NOT_ATTEMPTED",
     "NOT_DONE",
     "NOT_RUN",
@@ -94,31 +56,20 @@ __all__ = [
     "RAISED",
     "STRETCH_CHECKS",
     "TIMED_OUT",
-    "Check",
     "CheckResult",
     "Finding",
     "Limits",
-    "Mistake",
     "Report",
     "accuracy_variants",
-    "attention_probe",
     "check_accuracy",
     "check_attention",
     "check_causal_padding_mask",
-    "check_embedding_parameters",
     "check_file",
     "check_masked_mean",
-    "check_module",
     "check_multi_head_attention",
-    "check_tokens_per_word",
     "check_train_bpe_tokenizer",
     "find_homework_starter",
-    "first_match",
     "format_report",
-    "gradescope_results",
     "load_module",
-    "masked_mean_probe",
-    "overflow_probe",
-    "report_to_json",
     "summarise_exception",
 ]

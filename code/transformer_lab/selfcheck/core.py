@@ -1,15 +1,15 @@
 """The vocabulary every check shares: statuses, results, the mistake table and its one matcher.
 
-A check calls the student's function, compares the answer with the book's and, when they differ,
-looks the answer up in a table of :class:`Mistake` entries: each entry computes what one typical
-mistake would have returned on the same input. The first entry that reproduces the student's
-answer names the mistake; :func:`fail` stops the check with that diagnosis.
+A wrong answer is looked up in a table of :class:`Mistake` entries, each computing what one
+typical mistake returns on the same input; the first that reproduces it names the mistake.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+
+from transformer_lab.selfcheck.errors import summarise_exception
 
 PASSED = "passed"
 FAILED = "FAILED"
@@ -84,11 +84,8 @@ def first_match(
     probe: Sequence[object],
     same: Callable[[object, object], bool],
 ) -> Mistake | None:
-    """The first mistake whose ``variant(*probe)`` is ``same`` as ``received`` (``None`` if none).
-
-    The one matching helper of every check: list simple mistakes before combinations, so the
-    simplest explanation wins. A variant that cannot be computed on this probe is skipped.
-    """
+    """The first mistake whose ``variant(*probe)`` is ``same`` as ``received`` (``None`` if
+    none); list simple mistakes before combinations, so the simplest explanation wins."""
     for mistake in mistakes:
         if mistake.variant is None:
             continue
@@ -206,12 +203,6 @@ def run_check(name: str, exercise: str, body: Callable[[], None]) -> CheckResult
     except StudentStopped as stopped:
         return CheckResult(name, exercise, stopped.status, stopped.line)
     except Exception as error:  # noqa: BLE001 - an unusable result is reported, never a traceback
-        from transformer_lab.selfcheck.errors import summarise_exception
-
-        return CheckResult(
-            name,
-            exercise,
-            RAISED,
-            "the result could not be checked: " + summarise_exception(error),
-        )
+        line = "the result could not be checked: " + summarise_exception(error)
+        return CheckResult(name, exercise, RAISED, line)
     return CheckResult(name, exercise, PASSED, "all checks passed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import traceback
 from collections.abc import Iterable
@@ -66,18 +67,12 @@ COMMON_ERROR_HINTS: list[tuple[str, str]] = [
 def student_location(error: BaseException, filename: str | None) -> str:
     """' at starter.py:42 in attention' for the deepest frame of the student's file, if any."""
     frames = traceback.extract_tb(error.__traceback__)
-    mine = [f for f in frames if filename is not None and _same_file(f.filename, filename)]
+    target = filename and os.path.realpath(filename)
+    mine = [f for f in frames if target and os.path.realpath(f.filename) == target]
     frame = mine[-1] if mine else (frames[-1] if frames else None)
     if frame is None:
         return ""
     return f" at {Path(frame.filename).name}:{frame.lineno} in {frame.name}"
-
-
-def _same_file(a: str, b: str) -> bool:
-    try:
-        return Path(a).resolve() == Path(b).resolve()
-    except OSError:
-        return False
 
 
 def summarise_exception(

@@ -1,17 +1,14 @@
 """Calling a student's function and describing what happened, in this process or in a worker.
 
-A check never calls student code directly: it goes through a :class:`StudentFunction`, which
-returns the result (and the arguments as they were after the call, to catch in-place changes) or
-raises ``NotImplementedError`` (not done yet), :class:`~transformer_lab.selfcheck.core.StudentRaised`
-(one summarised line) or :class:`~transformer_lab.selfcheck.core.StudentStopped` (a time-out or
-an ended process, only in a worker). :class:`LocalFunction` runs in this process (tests, pages);
-``worker.RemoteFunction`` runs in a separate process. Both use :func:`execute` and
+A check calls student code only through a :class:`StudentFunction`: it returns the result (and
+the arguments after the call, to catch in-place changes) or raises ``NotImplementedError``,
+``core.StudentRaised`` (one summarised line) or ``core.StudentStopped`` (a time-out or an ended
+worker). :class:`LocalFunction` (tests, pages) and the worker both use :func:`execute` and
 :func:`execute_gradient`, so a diagnosis is the same either way.
 """
 
 from __future__ import annotations
 
-import abc
 import contextlib
 import io
 import os
@@ -85,8 +82,7 @@ def type_name(value: object) -> str:
 
 
 _RECORDS: list[list[str]] = []  # the open recordings; spies append to each
-# (owner, attribute, original) while spies are in place
-_INSTALLED: list[tuple[object, str, object]] = []
+_INSTALLED: list[tuple[object, str, object]] = []  # (owner, attribute, original)
 
 
 def install_library_spies() -> None:
@@ -110,7 +106,7 @@ def install_library_spies() -> None:
         setattr(owner, attribute, spy)
 
 
-def remove_library_spies() -> None:
+def remove_library_spies() -> None:  # (owner, attribute, original) back in place
     while _INSTALLED:
         owner, attribute, original = _INSTALLED.pop()
         setattr(owner, attribute, original)
@@ -147,17 +143,14 @@ def static_library_use(function: Callable) -> list[str]:
         names.update(current.co_names)
         stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
     found = []
-    globals_ = getattr(function, "__globals__", {})
+    bound = [getattr(function, "__globals__", {}).get(name) for name in names]
     for owner, attribute, label in LIBRARY_ATTENTION:
-        target = getattr(owner, attribute, None)
-        by_name = attribute in names and attribute != "forward"
-        originals = [target] + [
-            original for o, a, original in _INSTALLED if (o, a) == (owner, attribute)
+        originals = [o for w, a, o in _INSTALLED if (w, a) == (owner, attribute)]
+        targets = [
+            t for t in (getattr(owner, attribute, None), *originals) if t is not None
         ]
-        by_alias = any(
-            globals_.get(name) is t for name in names for t in originals if t is not None
-        )
-        if by_name or by_alias:
+        by_alias = any(value is t for value in bound for t in targets)
+        if by_alias or (attribute in names and attribute != "forward"):
             found.append(label)
     return sorted(set(found))
 
@@ -191,8 +184,13 @@ def uses_dot_t(function: Callable, caught: Sequence[warnings.WarningMessage]) ->
     return bool(_DOT_T_SEEN)
 
 
-def _filename(function: Callable) -> str | None:
-    return getattr(getattr(function, "__code__", None), "co_filename", None)
+def describe(function: object) -> dict:
+    """What the runner needs to know of a name in the student's file before checking it."""
+    return {
+        "callable": callable(function),
+        "module": str(getattr(function, "__module__", "") or ""),
+        "library": static_library_use(function) if callable(function) else [],
+    }
 
 
 def _summarise(function: Callable, error: BaseException, hints, caught) -> str:
@@ -204,7 +202,8 @@ def _summarise(function: Callable, error: BaseException, hints, caught) -> str:
         extra.insert(
             0, (r".", ".T on a 3-D tensor reverses all three axes; use k.transpose(-2, -1)")
         )
-    return summarise_exception(error, _filename(function), extra)
+    filename = getattr(getattr(function, "__code__", None), "co_filename", None)
+    return summarise_exception(error, filename, extra)
 
 
 @contextlib.contextmanager
@@ -228,6 +227,10 @@ def silenced_terminal() -> Iterator[None]:
             os.close(fd)
 
 
+def _catchable(catch_interrupt: bool) -> tuple[type[BaseException], ...]:
+    return (Exception, SystemExit) + ((KeyboardInterrupt,) if catch_interrupt else ())
+
+
 def execute(
     function: Callable,
     args: Sequence[object],
@@ -241,11 +244,7 @@ def execute(
     ``StudentRaised`` with one summarised line. ``quiet`` silences the terminal meanwhile."""
     args = list(args)
     spy = library_spy() if watch_library else contextlib.nullcontext([])
-    catchable = (
-        (Exception, SystemExit, KeyboardInterrupt)
-        if catch_interrupt
-        else (Exception, SystemExit)
-    )
+    catchable = _catchable(catch_interrupt)
     silence = silenced_terminal() if quiet else contextlib.nullcontext()
     with warnings.catch_warnings(record=True) as caught, spy as used, silence, dot_t_spy():
         warnings.simplefilter("always")
@@ -258,9 +257,12 @@ def execute(
     return Returned(result, args, list(dict.fromkeys(used)))
 
 
-def load_source(path: str | os.PathLike, name: str) -> types.ModuleType:
-    """Run a Python file as module ``name``, reading it as ``python FILE`` would: bytes decoded
-    by its encoding declaration or BOM (else UTF-8, strictly), never a cached ``.pyc``."""
+def load_module(
+    path: str | os.PathLike, name: str = "student_submission"
+) -> types.ModuleType:
+    """Run a Python file as module ``name`` in this process (trusted code, or the worker),
+    reading it as ``python FILE`` would: bytes decoded by its encoding declaration or BOM
+    (else UTF-8, strictly), never a cached ``.pyc``."""
     with open(path, "rb") as handle:
         source = handle.read()
     advice = "Python rejects the file; save it as UTF-8, or declare its encoding on the first line"
@@ -282,13 +284,6 @@ def load_source(path: str | os.PathLike, name: str) -> types.ModuleType:
     sys.modules[name] = module
     exec(code, module.__dict__)  # noqa: S102 - the point: the student's file
     return module
-
-
-def pick_result(result: object, pick: str) -> object:
-    """The tensor a gradient check follows: the whole result or the first of a pair."""
-    if pick == "first" and isinstance(result, (tuple, list)) and result:
-        return result[0]
-    return result
 
 
 def cotangent(shape: Sequence[int], seed: int) -> torch.Tensor:
@@ -317,17 +312,14 @@ def execute_gradient(
     returned = execute(
         function, [*leaves, *args[len(names) :]], hints, catch_interrupt=catch_interrupt
     )
-    out = pick_result(returned.result, pick)
+    out = returned.result  # the whole result, or with pick "first" the first of a pair
+    if pick == "first" and isinstance(out, (tuple, list)) and out:
+        out = out[0]
     if not isinstance(out, torch.Tensor) or not out.requires_grad:
         return GradientReport(False, {})
-    catchable = (
-        (Exception, SystemExit, KeyboardInterrupt)
-        if catch_interrupt
-        else (Exception, SystemExit)
-    )
     try:
         (out.double() * cotangent(out.shape, seed)).sum().backward()
-    except catchable as error:  # noqa: BLE001 - e.g. an in-place change that breaks autograd
+    except _catchable(catch_interrupt) as error:  # noqa: BLE001 - e.g. an in-place change
         raise StudentRaised(
             "the gradient could not be computed: " + summarise_exception(error)
         ) from None
@@ -343,22 +335,13 @@ def execute_gradient(
     return GradientReport(True, reached, gradients)
 
 
-class StudentFunction(abc.ABC):
-    """The student's function as the checks see it (see the module docstring)."""
+class StudentFunction:
+    """The student's function as the checks see it: ``call(*args, hints, watch_library,
+    quiet)`` gives a :class:`Returned` (as :func:`execute`), ``gradient(args, names, pick,
+    hints, seed)`` a :class:`GradientReport` (as :func:`execute_gradient`)."""
 
     name: str = ""
     library_names: list[str] = []
-
-    @abc.abstractmethod
-    def call(
-        self, *args, hints=(), watch_library: bool = False, quiet: bool = False
-    ) -> Returned:
-        """Call the function on ``args``; see :class:`LocalFunction` and ``RemoteFunction``."""
-
-    @abc.abstractmethod
-    def gradient(self, args, names, pick: str, hints=(), seed: int = 0) -> GradientReport:
-        """The gradients that reach the inputs ``names`` through output ``pick`` (see
-        :func:`execute_gradient`)."""
 
 
 class LocalFunction(StudentFunction):

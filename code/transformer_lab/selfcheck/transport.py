@@ -1,17 +1,14 @@
 """What a worker sends back, in a form the parent reads in linear time without running its code.
 
-The worker's code is the student's to change, so a reply is treated as hostile bytes. Nothing
-from a worker is unpickled (unpickling runs what a pickle names, and rebuilds one object named
-many times as many objects). The worker encodes a result as plain data: every value becomes a
-tagged list of strings, numbers, lists and raw bytes; tensors and arrays travel as raw bytes
-with a dtype from a short list and a shape; a tokenizer stays in the worker, which sends a
-handle the parent calls it through (``worker.RemoteObject``).
-
-On the wire (:func:`pack`, :func:`unpack`) a reply is a short binary header, a JSON document
-of at most :data:`JSON_BYTES` and the raw byte strings it refers to. The parent checks the
-sizes before it parses anything, parses the JSON with Python's linear-time parser, and
-:func:`decode` rebuilds the values under a budget of values, bytes, depth and time, refusing a
-dict whose keys hash alike (a dict of such keys costs time quadratic in their number).
+The worker's code is the student's to change, so a reply is hostile bytes. The parent (root on
+Gradescope) never unpickles one: unpickling runs what a pickle names, its memo makes one object
+named many times into a graph whose walk is exponential, and it builds dicts (whose keys may all
+hash alike: quadratic time) before any check could refuse them. ``torch.load(weights_only=True)``
+shares those two faults. Instead a reply is a short header, a JSON document of at most
+:data:`JSON_BYTES` (no references: its tree is as large as its text) and raw byte strings, each
+of which the JSON may name once. :func:`decode` rebuilds the values in one walk under a budget
+of values, bytes, depth and time, and refuses non-string dict keys that hash alike. A tokenizer
+stays in the worker, which sends a handle the parent calls it through (``parent.RemoteObject``).
 """
 
 from __future__ import annotations
@@ -26,22 +23,27 @@ import torch
 
 from transformer_lab.selfcheck.execution import GradientReport, Opaque, type_name
 
-DEPTH = 4
-TENSOR_DTYPES = {
-    str(d): d
-    for d in (
-        torch.bool,
-        torch.uint8,
-        torch.int8,
-        torch.int16,
-        torch.int32,
-        torch.int64,
-        torch.float16,
-        torch.float32,
-        torch.float64,
-    )
-}
-NUMPY_KINDS = "biuf"  # bool, signed and unsigned integers, floats
+DEPTH = 4  # levels of lists, tuples and dicts a result may have
+DECODE_BYTES = 64 * 2**20  # what one reply may rebuild (honest ones are far smaller)
+DECODE_NODES = 1_000_000
+JSON_BYTES = 4 * 2**20  # the JSON part of one reply; arrays travel beside it as raw bytes
+MAX_BLOBS = 100_000
+TEXT = 200  # characters of an opaque object's description, a remote class's name
+MAGIC = b"TLR1"
+_HEAD = struct.Struct("<4sQQ")  # magic, JSON bytes, number of raw byte strings
+_BLOB = "\x00blob"  # the JSON object {_BLOB: i} stands for the i-th raw byte string
+# numpy dtypes an array or tensor may travel as: booleans, integers, floats, either byte order.
+DTYPES = {np.dtype(c).newbyteorder(o).str for c in "?bBhHiIlLqQefd" for o in "<>"}
+TENSOR_DTYPES = (torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+TENSOR_DTYPES += (torch.float16, torch.float32, torch.float64)
+
+
+class TooLarge(ValueError):
+    """A reply that would rebuild into more than the parent accepts."""
+
+
+class Malformed(ValueError):
+    """A reply that is not what :func:`pack` makes."""
 
 
 class ModuleState:
@@ -57,100 +59,45 @@ class ModuleState:
 def encode(
     value: object, depth: int = 0, keep: Callable[[object], int | None] | None = None
 ) -> object:
-    """``value`` as plain data (see the module docstring). In a worker, ``keep`` may hold on to
-    an object that is not plain data (a tokenizer) and return a handle: the parent then gets a
-    ``("remote", handle, module, class name)`` node and calls it through the worker."""
-    if (
-        value is None
-        or isinstance(value, (bool, int, float, str))
-        and type(value) in (bool, int, float, str)
-    ):
+    """``value`` as nodes of plain data: ``("plain", x)``, ``("array", kind, dtype, shape,
+    bytes)`` for a tensor, array or numpy scalar, lists, tuples, dicts, a module's state, a
+    gradient report, else an opaque description. In a worker, ``keep`` may hold on to an object
+    (a tokenizer) and return a handle: the parent gets a ``("remote", ...)`` node."""
+    if value is None or type(value) in (bool, int, float, str):
         return ("plain", value)
-    if (
-        isinstance(value, torch.Tensor)
-        and str(value.dtype) in TENSOR_DTYPES
-        and value.layout == torch.strided
-    ):
-        data = value.detach().cpu().contiguous()
-        return (
-            "tensor",
-            str(data.dtype),
-            list(data.shape),
-            data.view(-1).view(torch.uint8).numpy().tobytes()
-            if data.dtype != torch.bool
-            else data.numpy().tobytes(),
-        )
-    if isinstance(value, np.ndarray) and value.dtype.kind in NUMPY_KINDS:
-        return (
-            "ndarray",
-            value.dtype.str,
-            list(value.shape),
-            np.ascontiguousarray(value).tobytes(),
-        )
-    if isinstance(value, np.generic) and value.dtype.kind in NUMPY_KINDS:
-        return ("npscalar", value.dtype.str, value.tobytes())
+    tensor = isinstance(value, torch.Tensor) and value.layout == torch.strided
+    if tensor and value.dtype in TENSOR_DTYPES:
+        array = value.detach().cpu().contiguous().numpy()
+        return ("array", "tensor", array.dtype.str, list(array.shape), array.tobytes())
+    if isinstance(value, (np.ndarray, np.generic)) and value.dtype.str in DTYPES:
+        kind = "ndarray" if isinstance(value, np.ndarray) else "scalar"
+        array = np.asarray(value)  # tobytes() writes C order
+        return ("array", kind, array.dtype.str, list(array.shape), array.tobytes())
     if depth < DEPTH and type(value) in (list, tuple):
         return (type(value).__name__, [encode(item, depth + 1, keep) for item in value])
     if depth < DEPTH and type(value) is dict:
+        items = value.items()
         return (
             "dict",
-            [
-                (encode(k, depth + 1, keep), encode(v, depth + 1, keep))
-                for k, v in value.items()
-            ],
+            [(encode(k, depth + 1, keep), encode(v, depth + 1, keep)) for k, v in items],
         )
     if isinstance(value, torch.nn.Module):
-        return (
-            "module",
-            type_name(value),
-            [(name, encode(t, depth + 1, keep)) for name, t in value.state_dict().items()],
-        )
+        return ("module", type_name(value), encode(dict(value.state_dict())))
     if isinstance(value, GradientReport):
-        return (
-            "gradient",
-            value.requires_grad,
-            dict(value.reached),
-            encode(dict(value.gradients), depth + 1),
-        )
+        fields = (value.requires_grad, dict(value.reached), dict(value.gradients))
+        return ("gradient", encode(fields))
     handle = keep(value) if keep is not None else None
     if handle is not None:
-        kind = type(value)
-        return ("remote", handle, str(kind.__module__), str(kind.__name__))
-    try:
-        from tokenizers import models, trainers
-    except ImportError:  # pragma: no cover
-        models = trainers = None
-    category = ""
-    if trainers is not None and isinstance(value, trainers.Trainer):
-        category = "trainer"
-    elif models is not None and isinstance(value, models.Model):
-        category = "model"
+        return ("remote", handle, str(type(value).__module__), str(type(value).__name__))
+    from tokenizers import models, trainers
+
+    category = {trainers.Trainer: "trainer", models.Model: "model"}
+    category = next((c for k, c in category.items() if isinstance(value, k)), "")
     try:
         text = bounded_repr(value, 120)
     except Exception:  # noqa: BLE001 - a broken __repr__ is the student's, not ours
         text = f"<{type(value).__name__}>"
     return ("opaque", type_name(value), text, category)
-
-
-# What one reply may rebuild in the parent. Honest replies are far smaller (a check's answers
-# are small tensors, a tokenizer's vocabulary a few thousand entries).
-DECODE_BYTES = 64 * 2**20
-DECODE_NODES = 1_000_000
-DECODE_DEPTH = 4 * DEPTH
-JSON_BYTES = 4 * 2**20  # the JSON part of one reply; tensors travel beside it as raw bytes
-MAX_BLOBS = 100_000
-TEXT_CHARACTERS = 200  # an opaque object's description, a remote class's name
-MAGIC = b"TLR1"
-_HEAD = struct.Struct("<4sQQ")  # magic, JSON bytes, number of raw byte strings
-_BLOB = "\x00blob"  # the JSON object {_BLOB: i} stands for the i-th raw byte string
-
-
-class TooLarge(ValueError):
-    """A reply that would rebuild into more than the parent accepts."""
-
-
-class Malformed(ValueError):
-    """A reply that is not what :func:`pack` makes."""
 
 
 def bounded_repr(value: object, limit: int = 80) -> str:
@@ -160,55 +107,50 @@ def bounded_repr(value: object, limit: int = 80) -> str:
 
 
 def _bounded(value: object, limit: int, depth: int) -> str:
-    if type(value) is str:
+    if type(value) in (str, bytes, bytearray):
         return repr(value[:limit]) + ("..." if len(value) > limit else "")
-    if type(value) in (bytes, bytearray):
-        return repr(value[:limit]) + ("..." if len(value) > limit else "")
-    if depth < DEPTH and type(value) in (list, tuple, dict):
-        items = list(value.items()) if type(value) is dict else list(value)
-        parts, size = [], 0
-        for item in items[:limit]:
-            part = (
-                f"{_bounded(item[0], limit, depth + 1)}: "
-                f"{_bounded(item[1], limit, depth + 1)}"
-                if type(value) is dict
-                else _bounded(item, limit, depth + 1)
-            )
-            parts.append(part)
-            size += len(part) + 2
-            if size > limit:
-                break
-        more = ", ..." if len(parts) < len(items) else ""
-        opening, closing = {list: "[]", tuple: "()", dict: "{}"}[type(value)]
-        return opening + ", ".join(parts) + more + closing
-    if type(value) in (list, tuple, dict):
+    if type(value) not in (list, tuple, dict):
+        return repr(value)[: limit * 4]  # tensors and arrays summarise themselves
+    if depth >= DEPTH:
         return f"<{type(value).__name__} of {len(value)}>"
-    return repr(value)[: limit * 4]  # tensors and arrays summarise themselves
-
-
-def _plain(value: object, blobs: list[bytes], depth: int = 0) -> object:
-    if depth > DECODE_DEPTH + 4:  # the reply's own levels, then the value's
-        raise TooLarge(f"the result is nested more than {DECODE_DEPTH} levels deep")
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        blobs.append(bytes(value))
-        # Stop at once: the parent refuses it anyway.
-        if sum(map(len, blobs)) > DECODE_BYTES:
-            raise TooLarge(
-                f"the result is too large to check (over {DECODE_BYTES // 2**20} MB)"
-            )
-        return {_BLOB: len(blobs) - 1}
-    if isinstance(value, (list, tuple)):
-        return [_plain(item, blobs, depth + 1) for item in value]
-    if isinstance(value, dict):
-        return {str(k): _plain(v, blobs, depth + 1) for k, v in value.items()}
-    return value
+    items = list(value.items()) if type(value) is dict else list(value)
+    parts, size = [], 0
+    for item in items[:limit]:
+        if type(value) is dict:
+            part = f"{_bounded(item[0], limit, depth + 1)}: {_bounded(item[1], limit, depth + 1)}"
+        else:
+            part = _bounded(item, limit, depth + 1)
+        parts.append(part)
+        size += len(part) + 2
+        if size > limit:
+            break
+    more = ", ..." if len(parts) < len(items) else ""
+    opening, closing = {list: "[]", tuple: "()", dict: "{}"}[type(value)]
+    return opening + ", ".join(parts) + more + closing
 
 
 def pack(message: object) -> bytes:
-    """The worker's side: ``message`` (plain data, see :func:`encode`) as bytes for the wire;
-    ``TooLarge`` for a message the parent would refuse (too deep, too many bytes)."""
+    """The worker's side: ``message`` (nodes of :func:`encode`) as bytes for the wire;
+    ``TooLarge`` for a message the parent would refuse."""
     blobs: list[bytes] = []
-    document = json.dumps(_plain(message, blobs), ensure_ascii=True).encode("ascii")
+
+    def plain(value: object, depth: int) -> object:
+        if depth > 4 * DEPTH + 4:  # the reply's own levels, then the value's
+            raise TooLarge(f"the result is nested more than {4 * DEPTH} levels deep")
+        if isinstance(value, (bytes, bytearray, memoryview)):
+            blobs.append(bytes(value))
+            if sum(map(len, blobs)) > DECODE_BYTES:  # stop at once: the parent refuses it
+                raise TooLarge(
+                    f"the result is too large to check (over {DECODE_BYTES >> 20} MB)"
+                )
+            return {_BLOB: len(blobs) - 1}
+        if isinstance(value, (list, tuple)):
+            return [plain(item, depth + 1) for item in value]
+        if isinstance(value, dict):
+            return {str(k): plain(v, depth + 1) for k, v in value.items()}
+        return value
+
+    document = json.dumps(plain(message, 0), ensure_ascii=True).encode("ascii")
     sizes = struct.pack(f"<{len(blobs)}Q", *(len(b) for b in blobs))
     return b"".join([_HEAD.pack(MAGIC, len(document), len(blobs)), sizes, document, *blobs])
 
@@ -216,15 +158,14 @@ def pack(message: object) -> bytes:
 def unpack(data: bytes) -> object:
     """The parent's side: the message :func:`pack` made (lists for its tuples, ``bytes`` for
     its raw strings); ``TooLarge`` or ``Malformed`` before any parsing when the sizes are not
-    those of an honest reply."""
-    if len(data) < _HEAD.size:
-        raise Malformed("the reply is too short")
-    magic, length, count = _HEAD.unpack_from(data)
-    if magic != MAGIC:
+    those of an honest reply. Each raw string may be named once (else one 60 MB string named a
+    million times would be copied a million times)."""
+    if len(data) < _HEAD.size or data[:4] != MAGIC:
         raise Malformed("the reply is not in the self-check's format")
+    _, length, count = _HEAD.unpack_from(data)
     if length > JSON_BYTES or count > MAX_BLOBS:
         raise TooLarge(
-            f"the result is too large to check (over {JSON_BYTES // 2**20} MB of values "
+            f"the result is too large to check (over {JSON_BYTES >> 20} MB of values "
             f"besides tensors, or over {MAX_BLOBS:,} tensors)"
         )
     offset = _HEAD.size + 8 * count
@@ -233,186 +174,135 @@ def unpack(data: bytes) -> object:
     sizes = struct.unpack_from(f"<{count}Q", data, _HEAD.size)
     if offset + length + sum(sizes) != len(data):
         raise Malformed("the reply's parts do not add up to its size")
-    view, blobs, start = memoryview(data), [], offset + length
+    view, starts = memoryview(data), [offset + length]
     for size in sizes:
-        blobs.append(view[start : start + size])
-        start += size
+        starts.append(starts[-1] + size)
+    named: set[int] = set()
 
     def pairs(items: list[tuple[str, object]]) -> object:
-        if len(items) == 1 and items[0][0] == _BLOB:
-            index = items[0][1]
-            if type(index) is not int or not 0 <= index < count:
-                raise Malformed("the reply names raw bytes it does not hold")
-            return bytes(blobs[index])
-        return dict(items)  # JSON keys are strings: their hashes are random per process
+        if len(items) != 1 or items[0][0] != _BLOB:
+            return dict(items)  # JSON keys are strings: their hashes are random per process
+        index = items[0][1]
+        if type(index) is not int or not 0 <= index < count or index in named:
+            raise Malformed(
+                "the reply names raw bytes it does not hold, or names them twice"
+            )
+        named.add(index)
+        return bytes(view[starts[index] : starts[index + 1]])
 
     try:
-        return json.loads(
-            bytes(view[offset : offset + length]).decode("ascii"), object_pairs_hook=pairs
-        )
+        text = bytes(view[offset : offset + length]).decode("ascii")
+        return json.loads(text, object_pairs_hook=pairs)
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise Malformed(f"the reply is not valid JSON ({type(error).__name__})") from None
-
-
-class _Budget:
-    def __init__(self, deadline: float | None = None):
-        self.bytes, self.nodes = DECODE_BYTES, DECODE_NODES
-        self.deadline = deadline
-
-    def spend(self, nodes: int = 1, data: int = 0) -> None:
-        self.nodes -= nodes
-        self.bytes -= data
-        if self.nodes < 0 or self.bytes < 0:
-            raise TooLarge(
-                f"the result is too large to check (over {DECODE_NODES:,} values or "
-                f"{DECODE_BYTES // 2**20} MB)"
-            )
-        if self.deadline is not None and time.monotonic() > self.deadline:
-            raise TooLarge(
-                "the result took longer to read back than the check's time limit"
-            )
-
-
-def budget(deadline: float | None = None) -> _Budget:
-    """What one reply may rebuild; ``deadline`` (``time.monotonic()``) ends a slow rebuild."""
-    return _Budget(deadline)
-
-
-# numpy dtypes an array may travel as (both byte orders): booleans, integers, floats.
-NUMPY_DTYPES = {
-    np.dtype(code).newbyteorder(order).str for code in "?bBhHiIlLqQefd" for order in "<>"
-}
 
 
 def _shape(field: object) -> list[int]:
     if type(field) is not list or len(field) > 32:
         raise Malformed("a tensor's shape is not a short list of sizes")
-    if not all(type(n) is int and 0 <= n for n in field):
-        raise Malformed("a tensor's shape is not a list of sizes")
+    if not all(type(n) is int and n >= 0 for n in field):
+        raise Malformed("a tensor's shape is not a short list of sizes")
     return field
-
-
-def _field(node: list, index: int, kind: type) -> object:
-    if len(node) <= index or type(node[index]) is not kind:
-        raise Malformed(f"a {node[0]} node lacks its {kind.__name__} field")
-    return node[index]
 
 
 def _distinct_hashes(keys: list) -> None:
     """Refuse keys that are not plain values, or two keys that hash alike (an honest dict's
-    keys are distinct strings, numbers or tuples of them, whose hashes differ)."""
-    hashes = set()
-    for key in keys:
-        if type(key) is str:
-            continue  # a string's hash is random per process: no one can make them collide
-        if not isinstance(key, (int, float, tuple, type(None))):
-            raise Malformed(f"a dict key of type {type(key).__name__}")
-        try:
-            hashes.add(hash(key))
-        except TypeError:
-            raise Malformed("a dict key that cannot be hashed") from None
-    if len(hashes) < sum(type(k) is not str for k in keys):
-        raise TooLarge("the result is a dict whose keys hash alike (refused unread)")
+    keys are distinct strings, numbers or tuples of them; a string's hash is random per
+    process, so no one can make strings collide)."""
+    others = [key for key in keys if type(key) is not str]
+    if not all(isinstance(key, (int, float, tuple, type(None))) for key in others):
+        raise Malformed("a dict key that is not a plain value")
+    try:
+        if len({hash(key) for key in others}) < len(others):
+            raise TooLarge("the result is a dict whose keys hash alike (refused unread)")
+    except TypeError:
+        raise Malformed("a dict key that cannot be hashed") from None
 
 
 def decode(
     node: object,
     remote: Callable[[int, str, str], object] | None = None,
-    budget: _Budget | None = None,
-    depth: int = 0,
+    deadline: float | None = None,
 ) -> object:
-    """Rebuild a value from :func:`encode`'s plain data (after :func:`unpack`: lists for
-    tuples); ``remote`` makes the stand-in of an object that stayed in the worker (without it,
-    such an object is refused). ``TooLarge`` when it would rebuild into more than
-    :data:`DECODE_BYTES`, :data:`DECODE_NODES` values or :data:`DECODE_DEPTH` levels, or take
-    longer than the budget's deadline; ``Malformed`` when it is not what :func:`encode` makes.
-    Every node costs time linear in its size."""
-    budget = budget or _Budget()
-    budget.spend()
-    if depth > DECODE_DEPTH:
-        raise TooLarge(f"the result is nested more than {DECODE_DEPTH} levels deep")
-    if not isinstance(node, (tuple, list)) or not node or type(node[0]) is not str:
-        raise Malformed("not a node")
-    tag = node[0]
-    for field in node[1:]:
-        if isinstance(field, (bytes, str)):
-            budget.spend(data=len(field))
-    if tag in ("list", "tuple", "dict", "module"):
-        items = _field(node, 2 if tag == "module" else 1, list)
-        budget.spend(nodes=len(items))
+    """Rebuild a value from :func:`encode`'s nodes (after :func:`unpack`: lists for tuples) in
+    one walk; ``remote`` makes the stand-in of an object that stayed in the worker (without it,
+    such an object is refused). ``TooLarge`` past :data:`DECODE_NODES` values,
+    :data:`DECODE_BYTES` or ``4 * DEPTH`` levels, or after ``deadline`` (``time.monotonic()``);
+    ``Malformed`` when it is not what :func:`encode` makes."""
+    left = {"nodes": DECODE_NODES, "bytes": DECODE_BYTES}
 
-    def inner(item):
-        return decode(item, remote, budget, depth + 1)
+    def spend(nodes: int, data: int = 0) -> None:
+        left["nodes"] -= nodes
+        left["bytes"] -= data
+        if left["nodes"] < 0 or left["bytes"] < 0:
+            raise TooLarge(
+                f"the result is too large to check (over {DECODE_NODES:,} values or "
+                f"{DECODE_BYTES >> 20} MB)"
+            )
+        if deadline is not None and time.monotonic() > deadline:
+            raise TooLarge(
+                "the result took longer to read back than the check's time limit"
+            )
 
-    def pair(item) -> tuple:
-        if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise Malformed("a dict entry is not a pair")
-        return inner(item[0]), inner(item[1])
+    def text(node: list, index: int) -> str:
+        if len(node) <= index or type(node[index]) is not str:
+            raise Malformed(f"a {node[0]} node lacks a text field")
+        return node[index][:TEXT]
 
-    if tag == "plain":
-        if len(node) != 2 or not (
-            node[1] is None or type(node[1]) in (bool, int, float, str)
+    def walk(node: object, depth: int) -> object:
+        if depth > 4 * DEPTH:
+            raise TooLarge(f"the result is nested more than {4 * DEPTH} levels deep")
+        if type(node) is not list or len(node) < 2 or type(node[0]) is not str:
+            raise Malformed("not a node")
+        tag, first = node[0], node[1]
+        spend(len(first) if type(first) is list else 1)
+        if (
+            tag == "plain"
+            and len(node) == 2
+            and type(first) in (type(None), bool, int, float, str)
         ):
-            raise Malformed("a plain node holds something else")
-        return node[1]
-    if tag == "tensor":
-        if _field(node, 1, str) not in TENSOR_DTYPES:
-            raise Malformed(f"unexpected tensor dtype {node[1][:40]!r}")
-        dtype, shape, data = TENSOR_DTYPES[node[1]], _shape(node[2]), _field(node, 3, bytes)
-        flat = (
-            torch.frombuffer(bytearray(data), dtype=torch.uint8)
-            if data
-            else torch.empty(0, dtype=torch.uint8)
-        )
-        if dtype == torch.bool:
-            return flat.to(torch.bool).reshape(shape)
-        return flat.view(dtype).reshape(shape).clone()
-    if tag == "ndarray":
-        if _field(node, 1, str) not in NUMPY_DTYPES:
-            raise Malformed(f"unexpected array dtype {node[1][:40]!r}")
-        data = _field(node, 3, bytes)
-        return np.frombuffer(data, dtype=np.dtype(node[1])).reshape(_shape(node[2])).copy()
-    if tag == "npscalar":
-        if _field(node, 1, str) not in NUMPY_DTYPES:
-            raise Malformed(f"unexpected scalar dtype {node[1][:40]!r}")
-        return np.frombuffer(_field(node, 2, bytes), dtype=np.dtype(node[1]))[0]
-    if tag == "list":
-        return [inner(item) for item in node[1]]
-    if tag == "tuple":
-        return tuple(inner(item) for item in node[1])
-    if tag == "dict":
-        pairs = [pair(item) for item in node[1]]
-        _distinct_hashes([key for key, _ in pairs])
-        return dict(pairs)
-    if tag == "module":
-        state = {}
-        for item in node[2]:
-            if not isinstance(item, (tuple, list)) or len(item) != 2:
-                raise Malformed("a module's entry is not a pair")
-            state[str(item[0])[:TEXT_CHARACTERS]] = inner(item[1])
-        return ModuleState(str(_field(node, 1, str))[:TEXT_CHARACTERS], state)
-    if tag == "gradient":
-        reached = _field(node, 2, dict)
-        budget.spend(nodes=len(reached))
-        gradients = inner(node[3]) if len(node) > 3 else None
-        if not isinstance(gradients, dict):
-            raise Malformed("the gradients are not a mapping")
-        return GradientReport(
-            bool(node[1]),
-            {
-                str(k)[:TEXT_CHARACTERS]: str(v)[:TEXT_CHARACTERS]
-                for k, v in reached.items()
-            },
-            {str(k): v for k, v in gradients.items() if isinstance(v, torch.Tensor)},
-        )
-    if tag == "remote" and remote is not None:
-        if type(_field(node, 1, int)) is not int:
-            raise Malformed("a handle is not a number")
-        return remote(
-            node[1],
-            str(_field(node, 2, str))[:TEXT_CHARACTERS],
-            str(_field(node, 3, str))[:TEXT_CHARACTERS],
-        )
-    if tag == "opaque":
-        return Opaque(*(str(_field(node, i, str))[:TEXT_CHARACTERS] for i in (1, 2, 3)))
-    raise Malformed(f"unexpected tag {tag[:40]!r}")
+            spend(0, len(first) if type(first) is str else 0)
+            return first
+        if tag in ("list", "tuple", "dict") and type(first) is list:
+            if tag != "dict":
+                items = [walk(item, depth + 1) for item in first]
+                return items if tag == "list" else tuple(items)
+            if not all(type(pair) is list and len(pair) == 2 for pair in first):
+                raise Malformed("a dict entry is not a pair")
+            pairs = [(walk(k, depth + 1), walk(v, depth + 1)) for k, v in first]
+            _distinct_hashes([key for key, _ in pairs])
+            return dict(pairs)
+        if tag == "array" and len(node) == 5 and type(node[4]) is bytes:
+            if text(node, 2) not in DTYPES or first not in ("tensor", "ndarray", "scalar"):
+                raise Malformed(f"unexpected array {first!r:.40} of dtype {node[2]!r:.40}")
+            spend(0, len(node[4]))
+            array = np.frombuffer(node[4], dtype=node[2]).reshape(_shape(node[3])).copy()
+            if first == "tensor":
+                return torch.from_numpy(array.astype(array.dtype.newbyteorder("=")))
+            return array if first == "ndarray" else array[()]
+        if tag == "module" and len(node) == 3:
+            state = walk(node[2], depth + 1)
+            if not isinstance(state, dict):
+                raise Malformed("a module's state is not a mapping")
+            tensors = {
+                str(k)[:TEXT]: v for k, v in state.items() if isinstance(v, torch.Tensor)
+            }
+            return ModuleState(text(node, 1), tensors)
+        if tag == "gradient":
+            fields = walk(first, depth + 1)
+            if not (isinstance(fields, tuple) and len(fields) == 3):
+                raise Malformed("a gradient report is not three fields")
+            if not all(isinstance(f, dict) for f in fields[1:]):
+                raise Malformed("the gradients are not a mapping")
+            reached = {str(k)[:TEXT]: str(v)[:TEXT] for k, v in fields[1].items()}
+            gradients = {
+                str(k): v for k, v in fields[2].items() if isinstance(v, torch.Tensor)
+            }
+            return GradientReport(bool(fields[0]), reached, gradients)
+        if tag == "remote" and remote is not None and type(first) is int and len(node) == 4:
+            return remote(first, text(node, 2), text(node, 3))
+        if tag == "opaque" and len(node) == 4:
+            return Opaque(text(node, 1), text(node, 2), text(node, 3))
+        raise Malformed(f"unexpected {tag[:40]!r} node")
+
+    return walk(node, 0)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.registry import EVERY_CHECK, HOMEWORK, PAGES
-from transformer_lab.selfcheck.core import NOT_RUN, CheckResult
 from transformer_lab.selfcheck.grading.report import (
     Report,
     format_report,
@@ -25,13 +24,18 @@ from transformer_lab.selfcheck.grading.runner import (
     find_homework_starter,
     selected_checks,
     starter_path,
+    unusable_report,
 )
-from transformer_lab.selfcheck.worker import DEFAULT_MEMORY_MB, DEFAULT_SECONDS, Limits
 from transformer_lab.selfcheck.worker.isolation import (
     PROCESS,
     end_worker_users,
     grading_problem,
     isolation,
+)
+from transformer_lab.selfcheck.worker.parent import (
+    DEFAULT_MEMORY_MB,
+    DEFAULT_SECONDS,
+    Limits,
 )
 
 PROG = "python -m transformer_lab.selfcheck"
@@ -39,50 +43,34 @@ NAMES = [check.name for check in EVERY_CHECK]
 EXIT_PASSED, EXIT_FAILED, EXIT_UNUSABLE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
-def positive_seconds(text: str) -> float:
-    """A time limit: a positive, finite number of seconds."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(
-            f"{text} must be a positive, finite number of seconds"
-        )
-    return value
+def positive(kind: type, what: str):
+    """An argparse type: a positive, finite ``kind`` (``what`` names it in the error)."""
 
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        if not math.isfinite(value) or value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} must be positive and finite")
+        return value
 
-def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
-
-
-def output_problem(path: str) -> str | None:
-    """Why a results file cannot be written at ``path`` (None if it can), checked before any work."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if target.is_dir():
-        return f"{path} is a folder, not a file"
-    if not folder.is_dir():
-        return f"the folder {folder} does not exist"
-    if not os.access(folder, os.W_OK | os.X_OK) or (
-        target.exists() and not os.access(target, os.W_OK)
-    ):
-        return f"{path} cannot be written (no permission)"
-    return None
+    return parse
 
 
 def _check_outputs(parser: argparse.ArgumentParser, **paths: str | None) -> None:
-    for option, path in paths.items():
-        if path:
-            problem = output_problem(path)
-            if problem:
-                parser.error(f"--{option}: {problem}")
+    """Refuse, before any work, a results file that cannot be written."""
+    for option, path in ((o, p) for o, p in paths.items() if p):
+        target = Path(path)
+        folder = target.parent if str(target.parent) else Path(".")
+        if target.is_dir():
+            parser.error(f"--{option}: {path} is a folder, not a file")
+        if not folder.is_dir():
+            parser.error(f"--{option}: the folder {folder} does not exist")
+        if not os.access(folder, os.W_OK | os.X_OK) or (
+            target.exists() and not os.access(target, os.W_OK)
+        ):
+            parser.error(f"--{option}: {path} cannot be written (no permission)")
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +90,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--time-limit",
-        type=positive_seconds,
+        type=positive(float, "a number of seconds"),
         default=DEFAULT_SECONDS,
         metavar="SECONDS",
         help=f"stop a check that uses more CPU time than this (default {DEFAULT_SECONDS:g}; "
@@ -114,16 +102,10 @@ def _split_only(
     parser: argparse.ArgumentParser, only: list[str], path: str | None
 ) -> tuple[list[str], str | None]:
     """``--only attention my_file.py``: a value of --only that is not a check name is the file."""
-    names, others = [], []
-    for value in only:
-        (names if value in NAMES else others).append(value)
-    if (
-        others
-        and path is None
-        and len(others) == 1
-        and (others[0].endswith(".py") or Path(others[0]).is_file())
-    ):
-        path = others.pop()
+    names, others = [v for v in only if v in NAMES], [v for v in only if v not in NAMES]
+    if path is None and len(others) == 1:
+        if others[0].endswith(".py") or Path(others[0]).is_file():
+            path = others.pop()
     if others:
         parser.error(
             f"unknown check {others[0]!r} for --only; choose from {', '.join(NAMES)}"
@@ -173,38 +155,30 @@ def check_command(argv: Sequence[str]) -> int:
     only, path = _split_only(parser, args.only, args.path)
     _check_outputs(parser, gradescope=args.gradescope)
     extra: dict = {"isolation": isolation().level}
-    if args.hidden:
-        problem = answers.hidden_problem() or grading_problem()
-        if problem is not None:
-            print(f"--hidden: {problem}.", flush=True)
-            unusable = _unusable(path or "(no file)", only, problem, args.page)
-            _write_gradescope(args.gradescope, unusable, unusable, extra)
-            return EXIT_UNUSABLE
+
+    def refuse(display: str, reason: str, said: str) -> int:
+        """Say why nothing could be checked; the results file scores every check 0."""
+        print(said, flush=True)
+        unusable = unusable_report(display, selected_checks(only, args.page), reason)
+        _write_gradescope(
+            args.gradescope, unusable, unusable if args.hidden else None, extra
+        )
+        return EXIT_UNUSABLE
+
+    problem = (answers.hidden_problem() or grading_problem()) if args.hidden else None
+    if problem is not None:
+        return refuse(path or "(no file)", problem, f"--hidden: {problem}.")
     if path is None:
         default = starter_path(args.page)
         try:
             found = find_homework_starter(page=args.page)
         except FileNotFoundError as error:
-            print(f"{error}. Pass the path of your file.")
-            unusable = _unusable("(no file)", only, str(error), args.page)
-            _write_gradescope(
-                args.gradescope, unusable, unusable if args.hidden else None, extra
-            )
-            return EXIT_UNUSABLE
-        path = (
-            str(default)
-            if found.resolve() == (Path.cwd() / default).resolve()
-            else str(found)
-        )
+            return refuse("(no file)", str(error), f"{error}. Pass the path of your file.")
+        same = found.resolve() == (Path.cwd() / default).resolve()
+        path = str(default) if same else str(found)
     if not Path(path).is_file():
-        print(
-            f"No such file: {path}. Run from the repository root, or pass the path of your file."
-        )
-        unusable = _unusable(path, only, f"no such file: {path}", args.page)
-        _write_gradescope(
-            args.gradescope, unusable, unusable if args.hidden else None, extra
-        )
-        return EXIT_UNUSABLE
+        said = f"No such file: {path}. Run from the repository root, or pass the path of your file."
+        return refuse(path, f"no such file: {path}", said)
     run = dict(
         display=args.display or path,
         limits=Limits(seconds=args.time_limit),
@@ -233,17 +207,6 @@ def check_command(argv: Sequence[str]) -> int:
     if report.load_error is not None:
         return EXIT_UNUSABLE
     return EXIT_PASSED if report.all_passed else EXIT_FAILED
-
-
-def _unusable(
-    display: str, only: Sequence[str], reason: str, page: str = HOMEWORK
-) -> Report:
-    """The report of a submission that could not be checked at all: every check 'not run'."""
-    results = [
-        CheckResult(c.name, c.exercise, NOT_RUN, f"not checked: {reason}")
-        for c in selected_checks(only, page)
-    ]
-    return Report(display, results, load_error=reason)
 
 
 def _write_gradescope(
@@ -289,7 +252,7 @@ def grade_command(argv: Sequence[str]) -> int:
     )
     parser.add_argument(
         "--memory-mb",
-        type=positive_int,
+        type=positive(int, "a whole number"),
         default=DEFAULT_MEMORY_MB,
         metavar="MB",
         help=f"memory a submission may allocate beyond the worker's own (Linux; default "
@@ -297,7 +260,7 @@ def grade_command(argv: Sequence[str]) -> int:
     )
     parser.add_argument(
         "--jobs",
-        type=positive_int,
+        type=positive(int, "a whole number"),
         default=default_jobs(),
         metavar="N",
         help="submissions checked at the same time, each with the same limits (default: the "

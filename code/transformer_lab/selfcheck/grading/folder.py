@@ -1,9 +1,7 @@
-"""Grading a folder of submitted files: every file in its own worker, one CSV row per file and check.
+"""Grading a folder: every file in its own worker, ``jobs`` at a time, one CSV row per file and check.
 
-Submissions are checked ``jobs`` at a time (each in its own sandboxed worker, with the same
-limits as one at a time); the reports come back in the order of the file names, so the CSV is the
-same on every run apart from the ``seconds`` column. Every results file is written whole or not at
-all (a temporary file, then renamed), by this process, after the workers that produced it ended.
+Reports come back in the order of the file names, so the CSV is the same on every run but for
+``seconds``. Every results file is written whole or not at all, after its workers ended.
 """
 
 from __future__ import annotations
@@ -29,7 +27,7 @@ from transformer_lab.selfcheck.grading.report import (
     valid_text,
 )
 from transformer_lab.selfcheck.grading.runner import check_file
-from transformer_lab.selfcheck.worker import Limits, allow_workers, kill_all_workers
+from transformer_lab.selfcheck.worker.parent import Limits, allow_workers, kill_all_workers
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")
 
@@ -68,27 +66,15 @@ def grade_folder(
     jobs: int = 1,
     page: str = HOMEWORK,
 ) -> list[Report]:
-    """Check every submission of ``folder``, ``jobs`` at a time; each runs in its own worker with
-    ``limits``, so one that loops, crashes, exits or floods its output cannot affect the others.
-    Ctrl-C raises
-    :class:`GradingInterrupted` with the reports finished so far, once every worker has ended.
-    ``page`` picks the exercise page's checks ("homework" or "week-20")."""
+    """Check every submission of ``folder``, each in its own worker with ``limits``. Ctrl-C
+    raises :class:`GradingInterrupted` with the reports finished so far, once every worker
+    has ended."""
     paths = submissions(folder)
     allow_workers()
     done: dict[Path, Report] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
-    futures = {
-        pool.submit(
-            check_file,
-            path,
-            only,
-            display=path.name,
-            limits=limits,
-            page=page,
-            follow_links=False,
-        ): path
-        for path in paths
-    }
+    options = dict(limits=limits, page=page, follow_links=False)  # a link is refused
+    futures = {pool.submit(check_file, p, only, p.name, **options): p for p in paths}
     try:
         pending = set(futures)
         while pending:
@@ -130,17 +116,10 @@ def csv_rows(reports: Sequence[Report]) -> list[dict]:
     rows = []
     for report in reports:
         for result in report_to_dict(report)["checks"]:
-            rows.append(
-                {
-                    "submission": spreadsheet_cell(report.path),
-                    "check": spreadsheet_cell(result["check"]),
-                    "exercise": spreadsheet_cell(result["exercise"]),
-                    "status": spreadsheet_cell(result["status"]),
-                    "code": spreadsheet_cell(result["code"] or ""),
-                    "message": spreadsheet_cell(" ".join(str(result["message"]).split())),
-                    "seconds": f"{float(result['seconds']):.3f}",
-                }
-            )
+            cells = [report.path, *(result[k] for k in ("check", "exercise", "status"))]
+            cells += [result["code"] or "", " ".join(str(result["message"]).split())]
+            row = dict(zip(CSV_COLUMNS, map(spreadsheet_cell, cells)))
+            rows.append(row | {"seconds": f"{float(result['seconds']):.3f}"})
     return rows
 
 

@@ -20,16 +20,9 @@ OUTPUT_LINES = 5  # lines of a check's printed output shown in the text report
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # a spreadsheet reads these as a formula
 # Characters that reorder or break the text around them where it is shown (bidi controls, line
 # and paragraph separators): written as visible escapes in every report, CSV and JSON.
-INVISIBLE = frozenset(
-    "\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
-    "\u2066\u2067\u2068\u2069\u0085\ufeff"
-)
-
-
-def _escape_invisible(text: str) -> str:
-    if not INVISIBLE.intersection(text):
-        return text
-    return "".join(f"\\u{ord(c):04x}" if c in INVISIBLE else c for c in text)
+INVISIBLE = "\u061c\u200e\u200f\u2028\u2029\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u0085\ufeff"
+_ESCAPES = {ord(c): f"\\u{ord(c):04x}" for c in INVISIBLE}
+CONTROLS = {c: f"\\x{c:02x}" for c in (*range(32), *range(127, 160))}
 
 
 def valid_text(text: object) -> str:
@@ -40,21 +33,15 @@ def valid_text(text: object) -> str:
         data = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:
         data = text.encode("utf-8", "surrogatepass")
-    return _escape_invisible(data.decode("utf-8", "replace"))
+    return data.decode("utf-8", "replace").translate(_ESCAPES)
 
 
 def printable(text: object, keep: str = "\n\t") -> str:
     """``text`` with control characters (ANSI escapes, carriage returns, ...) written as
     ``\\x1b``-style escapes, so that student output cannot redraw the terminal; ``keep`` lists
     the ones left alone."""
-    out = []
-    for char in valid_text(text):
-        code = ord(char)
-        if (code < 32 or 127 <= code < 160) and char not in keep:
-            out.append(f"\\x{code:02x}")
-        else:
-            out.append(char)
-    return "".join(out)
+    table = {c: e for c, e in CONTROLS.items() if chr(c) not in keep}
+    return valid_text(text).translate(table)
 
 
 def spreadsheet_cell(text: object) -> str:
@@ -106,12 +93,9 @@ def _printed(text: str, label: str) -> list[str]:
     if not lines:
         return []
     shown = [f"      {line[:150]}" for line in lines[:OUTPUT_LINES]]
-    more = (
-        f" (first {OUTPUT_LINES} of {len(lines)} lines)"
-        if len(lines) > OUTPUT_LINES
-        else ""
-    )
-    return [f"    {label}{more}:"] + shown
+    if len(lines) > OUTPUT_LINES:
+        label += f" (first {OUTPUT_LINES} of {len(lines)} lines)"
+    return [f"    {label}:"] + shown
 
 
 def format_report(report: Report, width: int | None = None) -> str:
@@ -145,9 +129,9 @@ def _report_text(report: Report) -> str:
             f"Could not load the file: {report.load_error}",
             "Fix this first; no check ran.",
         ]
-        lines += _printed(report.load_output, "Your file printed while loading")
-        return "\n".join(lines)
     lines += _printed(report.load_output, "Your file printed while loading")
+    if report.load_error is not None:
+        return "\n".join(lines)
     signature = _signatures()
     for result in report.results:
         lines.append(
@@ -159,21 +143,19 @@ def _report_text(report: Report) -> str:
             else:
                 finding = result.finding
                 lines.append(f"    Likely mistake: {finding.mistake}")
-                lines.append(f"    expected: {finding.expected}")
-                lines.append(f"    received: {finding.received}")
-                if finding.advice:
-                    lines.append(f"    Try: {finding.advice}")
+                lines += [
+                    f"    expected: {finding.expected}",
+                    f"    received: {finding.received}",
+                ]
+                lines += [f"    Try: {finding.advice}"] if finding.advice else []
         lines += _printed(result.output, "Your code printed")
     counted = [r for r in report.results if r.status != NOT_ATTEMPTED]
     counts = {status: sum(r.status == status for r in counted) for status in STATUSES}
     parts = [f"{n} {status.lower()}" for status, n in counts.items() if n]
     checks = f"{len(counted)} check{'s' if len(counted) != 1 else ''}"
     skipped = len(report.results) - len(counted)
-    stretch = (
-        f", {skipped} stretch exercise{'s' if skipped != 1 else ''} not attempted"
-        if skipped
-        else ""
-    )
+    stretch = f", {skipped} stretch exercise{'s' if skipped != 1 else ''} not attempted"
+    stretch = stretch if skipped else ""
     summary = f"{', '.join(parts) or 'nothing checked'} (of {checks}){stretch}"
     if report.interrupted:
         summary = "Interrupted: " + summary
@@ -217,38 +199,19 @@ def report_to_json(report: Report) -> str:
 
 
 def report_from_dict(data: dict) -> Report:
-    """Rebuild a :class:`Report` from :func:`report_to_dict` (e.g. a report made in another process)."""
+    """Rebuild a :class:`Report` from :func:`report_to_dict` (made in another process)."""
     results = []
     for item in data["checks"]:
-        finding = None
-        if item.get("code") is not None:
-            finding = Finding(
-                item["code"],
-                item["message"],
-                item["expected"] or "",
-                item["received"] or "",
-                item["advice"] or "",
-            )
-        results.append(
-            CheckResult(
-                item["check"],
-                item["exercise"],
-                item["status"],
-                "" if finding else item["message"],
-                finding,
-                item["seconds"],
-                item.get("output", ""),
-            )
-        )
-    return Report(
-        data["file"],
-        results,
-        data.get("load_error"),
-        data.get("seconds", 0.0),
-        data.get("load_output", ""),
-        data.get("interrupted", False),
-        data.get("isolation", ""),
-    )
+        fields = [
+            item[k] or "" for k in ("code", "message", "expected", "received", "advice")
+        ]
+        finding = Finding(*fields) if item.get("code") is not None else None
+        summary = "" if finding else item["message"]
+        output = item.get("output", "")
+        named = (item["check"], item["exercise"], item["status"])
+        results.append(CheckResult(*named, summary, finding, item["seconds"], output))
+    keys = ("load_error", "seconds", "load_output", "interrupted", "isolation")
+    return Report(data["file"], results, **{k: data[k] for k in keys if k in data})
 
 
 def _result_text(result: CheckResult) -> str:

@@ -24,17 +24,15 @@ from transformer_lab.selfcheck.core import (
     CheckResult,
     Finding,
 )
+from transformer_lab.selfcheck.execution import load_module
 from transformer_lab.selfcheck.grading.report import Report, report_from_dict
-from transformer_lab.selfcheck.worker import (
+from transformer_lab.selfcheck.worker.parent import (
     Limits,
     LoadFailed,
     RemoteFunction,
     Worker,
-    load_module,
     stopping,
 )
-
-DEFAULT_PATH = Path("exercises") / "homework" / "starter.py"
 
 
 def starter_path(page: str = HOMEWORK) -> Path:
@@ -65,6 +63,10 @@ def selected_checks(only: Sequence[str] = (), page: str = HOMEWORK) -> list[Chec
     return [check for check in PAGES[page] if not only or check.name in only]
 
 
+def _result(check: Check, status: str, summary: str, finding=None) -> CheckResult:
+    return CheckResult(check.name, check.exercise, status, summary, finding)
+
+
 def _blocked(check: Check, results: Sequence[CheckResult]) -> CheckResult | None:
     """'not run' when the check this one builds on did not pass: a wrong table must not be blamed
     on a forward that only adds it."""
@@ -73,39 +75,23 @@ def _blocked(check: Check, results: Sequence[CheckResult]) -> CheckResult | None
     earlier = next((r for r in results if r.name == check.requires), None)
     if earlier is None or earlier.status == PASSED:
         return None
+    uses = f"it uses your `{check.requires}`"
     if earlier.status == NOT_ATTEMPTED:
-        return CheckResult(
-            check.name,
-            check.exercise,
-            NOT_ATTEMPTED,
-            f"optional stretch exercise: it uses your `{check.requires}`, not attempted yet",
+        return _result(
+            check, NOT_ATTEMPTED, f"optional stretch exercise: {uses}, not attempted yet"
         )
-    return CheckResult(
-        check.name,
-        check.exercise,
-        NOT_RUN,
-        f"not checked yet: it uses your `{check.requires}`, which has not passed "
-        f"({earlier.status}); fix that first, so that this check can judge its own code",
-    )
+    why = f"not checked yet: {uses}, which has not passed ({earlier.status}); fix that first, "
+    return _result(check, NOT_RUN, why + "so that this check can judge its own code")
 
 
 def _absent(check: Check, info: dict | None) -> CheckResult | None:
     """The result for a function that is missing, not callable or imported from the book."""
     if info is None or not info["callable"]:
         what = "no function" if info is None else "a name that is not a function"
+        what = f"{what} `{check.name}` in the file"
         if check.optional:
-            return CheckResult(
-                check.name,
-                check.exercise,
-                NOT_ATTEMPTED,
-                f"optional stretch exercise: {what} `{check.name}` in the file",
-            )
-        return CheckResult(
-            check.name,
-            check.exercise,
-            MISSING,
-            f"{what} `{check.name}` in the file: define {check.signature}",
-        )
+            return _result(check, NOT_ATTEMPTED, f"optional stretch exercise: {what}")
+        return _result(check, MISSING, f"{what}: define {check.signature}")
     origin = info["module"]
     if origin.split(".")[0] == "transformer_lab":
         finding = Finding(
@@ -115,7 +101,7 @@ def _absent(check: Check, info: dict | None) -> CheckResult | None:
             f"{origin}.{check.name}",
             "write the function yourself; the self-check compares it with the book's",
         )
-        return CheckResult(check.name, check.exercise, FAILED, finding.mistake, finding)
+        return _result(check, FAILED, finding.mistake, finding)
     return None
 
 
@@ -134,20 +120,12 @@ def check_module(
 
     No time limit and no isolation: for code you trust (tests, a page). Students' files go
     through :func:`check_file`."""
-    from transformer_lab.selfcheck.execution import static_library_use
+    from transformer_lab.selfcheck.execution import describe
 
     results = []
     for check in selected_checks(only, page):
         function = getattr(module, check.name, None)
-        info = (
-            None
-            if function is None
-            else {
-                "callable": callable(function),
-                "module": getattr(function, "__module__", "") or "",
-                "library": static_library_use(function) if callable(function) else [],
-            }
-        )
+        info = None if function is None else describe(function)
         start = time.perf_counter()
         result = (
             _absent(check, info)
@@ -204,9 +182,7 @@ def _load_and_check(
             try:
                 worker.begin_check(limits.seconds)
             except LoadFailed as error:
-                result = CheckResult(
-                    check.name, check.exercise, ENDED, f"the file no longer loads: {error}"
-                )
+                result = _result(check, ENDED, f"the file no longer loads: {error}")
             else:
                 student = RemoteFunction(worker, check.name, check)
                 result = _settle(check, check.run(student))
@@ -241,19 +217,8 @@ def _loaded_here(path: Path) -> bool:
 def _check_in_fresh_process(
     path: Path, only: Sequence[str], display: str, limits: Limits, page: str = HOMEWORK
 ) -> Report:
-    command = [
-        sys.executable,
-        "-m",
-        "transformer_lab.selfcheck",
-        str(path),
-        "--json",
-        "--display",
-        display,
-        "--time-limit",
-        str(limits.seconds),
-        "--page",
-        page,
-    ]
+    command = [sys.executable, "-m", "transformer_lab.selfcheck", str(path), "--json"]
+    command += ["--display", display, "--time-limit", str(limits.seconds), "--page", page]
     if only:
         command += ["--only", *only]
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
@@ -287,6 +252,14 @@ def file_problem(path: Path, follow_links: bool = True) -> str | None:
     return None
 
 
+def unusable_report(display: str, checks: Sequence[Check], reason: str) -> Report:
+    """The report of a submission that could not be checked at all: every check 'not run'."""
+    results = [
+        CheckResult(c.name, c.exercise, NOT_RUN, f"not checked: {reason}") for c in checks
+    ]
+    return Report(display, results, load_error=reason)
+
+
 def check_file(
     path: str | Path,
     only: Sequence[str] = (),
@@ -310,12 +283,7 @@ def check_file(
     checks = selected_checks(only, page)
     problem = file_problem(path, follow_links)
     if problem is not None:
-        reason = f"the submission {problem}"
-        results = [
-            CheckResult(c.name, c.exercise, NOT_RUN, f"not checked: {reason}")
-            for c in checks
-        ]
-        return Report(display, results, load_error=reason)
+        return unusable_report(display, checks, f"the submission {problem}")
     if isolated and _loaded_here(path):
         return _check_in_fresh_process(path, only, display, limits, page)
     report = Report(display)

@@ -1,23 +1,15 @@
-"""Where a worker runs: three levels, chosen by the machine, never by a flag.
+"""Where a worker runs: three levels, chosen by the machine, never by a flag (MAINTAINING.md).
 
-- ``bubblewrap`` (Linux with user namespaces): the worker sees the system's folders, the
-  interpreter, a copy of the public package and its own submission, nothing else; its own user,
-  PID namespace and network; everything it starts ends with it.
-- ``unprivileged user`` (the grader is root and bubblewrap cannot make namespaces, as in
-  Gradescope's Docker container): the worker runs as a uid of its own (the ``selfcheck`` user
-  that ``setup.sh`` creates, else a spare uid), with no groups, no capabilities and
-  ``no_new_privs``. What it must not read or change (the source, the hidden checks, the results)
-  is root's alone; every process of that uid is killed when the worker ends.
-- ``process`` (neither): a plain child process. Enough for a student checking their own file;
-  grading refuses it and says what to install (:func:`grading_problem`).
-
-The kernel enforces the limits at every level (``serve.set_limits``): CPU, file size, address
-space, and at the user level the number of processes of the uid.
+``bubblewrap`` (user namespaces work): a view of the system, the interpreter, a package copy and
+the submission, with its own user, PIDs and network. ``unprivileged user`` (root, bubblewrap
+fails, as in Gradescope's Docker): a uid of its own, every process of which is killed when the
+worker ends. ``process`` (neither): a plain child, which grading refuses (:func:`grading_problem`).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import functools
 import os
@@ -59,15 +51,12 @@ class Isolation:
     why_not: str = ""  # at the process level: why neither safe level works here
 
 
-def _others_can_read(path: str) -> bool:
-    """Can a user who is not the owner (nor in its group) read ``path`` (every folder above
-    it searchable, the file itself readable)?"""
+def _others_can(path: str | Path, bit: int = stat.S_IROTH) -> bool:
+    """Can any user read ``path`` (with ``S_IXOTH``: enter it): every folder above searchable?"""
     real = Path(os.path.realpath(path))
     try:
-        for folder in real.parents:
-            if not os.stat(folder).st_mode & stat.S_IXOTH:
-                return False
-        return bool(os.stat(real).st_mode & stat.S_IROTH)
+        searchable = all(os.stat(f).st_mode & stat.S_IXOTH for f in real.parents)
+        return searchable and bool(os.stat(real).st_mode & bit)
     except OSError:
         return False
 
@@ -87,7 +76,7 @@ def _unreadable_runtime() -> str:
     if python == sys.executable:
         needed.append(torch.__file__)
     for path in needed:
-        if not _others_can_read(path):
+        if not _others_can(path):
             return (
                 f"an unprivileged user cannot read {os.path.realpath(path)} (a folder above "
                 "it is closed to other users): install the interpreter and its packages where "
@@ -146,13 +135,6 @@ def isolation() -> Isolation:
     )
 
 
-def _others_can_enter(path: Path) -> bool:
-    try:
-        return all(os.stat(p).st_mode & stat.S_IXOTH for p in (path, *path.parents))
-    except OSError:
-        return False
-
-
 def grading_problem(submissions: Path | None = None) -> str | None:
     """Why this machine cannot grade safely (``grade``, hidden checks), or None. An explicit
     ``SELFCHECK_ISOLATION=process`` (the tests on a machine with neither safe level) grades,
@@ -162,7 +144,7 @@ def grading_problem(submissions: Path | None = None) -> str | None:
     level = isolation()
     if level.level == USER and submissions is not None:
         folder = Path(os.path.realpath(submissions))
-        if _others_can_enter(folder):
+        if _others_can(folder, stat.S_IXOTH):
             return (
                 f"other users can open the files in {folder}, and each submission runs as "
                 f"another user here (no bubblewrap): close it first (chmod 700 {folder})"
@@ -173,10 +155,6 @@ def grading_problem(submissions: Path | None = None) -> str | None:
 
 
 # --------------------------------------------------------------------------- the worker's uids
-
-
-def first_spare_uid() -> int:
-    return int(os.environ.get("SELFCHECK_FIRST_UID", SPARE_UID))
 
 
 def _lease(uid: int) -> bool:
@@ -202,7 +180,7 @@ def _candidate_uids():
         yield pwd.getpwnam(USER_NAME).pw_uid
     except KeyError:
         pass
-    uid = first_spare_uid()
+    uid = int(os.environ.get("SELFCHECK_FIRST_UID", SPARE_UID))
     while True:
         try:
             pwd.getpwuid(uid)
@@ -233,20 +211,24 @@ def give_back_uid(uid: int) -> None:
     _FREE.put(uid)
 
 
+def _stat(pid: int | str) -> list[bytes]:
+    """The fields of ``/proc/PID/stat`` after the command name (state, parent, ...; [] when
+    the process is gone or off Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return []
+
+
 def _processes_of(uid: int) -> list[int]:
+    """The live processes of ``uid`` (a zombie is gone already; its parent reaps it)."""
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{entry}").st_uid != uid:
-                continue
-            with open(f"/proc/{entry}/stat", "rb") as handle:
-                state = handle.read().rsplit(b")", 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state not in (b"Z", b"X"):  # a zombie is gone already; its parent reaps it
-            found.append(int(entry))
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.stat(f"/proc/{entry}").st_uid == uid:
+                if _stat(entry)[:1] not in ([], [b"Z"], [b"X"]):
+                    found.append(int(entry))
     return found
 
 
@@ -275,20 +257,15 @@ def kill_user(uid: int, rounds: int = 100) -> bool:
 def remove_files_of(uid: int) -> None:
     """Remove what ``uid`` left in the shared temporary folders (``/tmp``, ``/dev/shm``)."""
     for folder in ("/tmp", "/var/tmp", "/dev/shm"):
-        try:
-            entries = list(os.scandir(folder))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                pass
+        with contextlib.suppress(OSError):
+            for entry in list(os.scandir(folder)):
+                with contextlib.suppress(OSError):
+                    if entry.stat(follow_symlinks=False).st_uid != uid:
+                        continue
+                    if entry.is_dir(follow_symlinks=False):
+                        shutil.rmtree(entry.path, ignore_errors=True)
+                    else:
+                        os.unlink(entry.path)
 
 
 # --------------------------------------------------------------------------- folders
@@ -388,21 +365,7 @@ def sandbox_environment() -> dict[str, str]:
     return {"TMPDIR": SANDBOX_WORKDIR, "HOME": SANDBOX_WORKDIR, "PATH": "/usr/bin:/bin"}
 
 
-def user_prefix(uid: int) -> list[str]:
-    """Run as ``uid`` with no groups, capabilities or new privileges (``setpriv``); Popen's
-    ``user``/``group`` do the same where ``setpriv`` is missing."""
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return []
-    return [
-        setpriv,
-        f"--reuid={uid}",
-        f"--regid={uid}",
-        "--clear-groups",
-        "--no-new-privs",
-        "--inh-caps=-all",
-        "--bounding-set=-all",
-    ]
+SETPRIV = ["--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
 
 
 def worker_command(level: str, workdir: str, file_name: str, uid: int | None):
@@ -411,18 +374,19 @@ def worker_command(level: str, workdir: str, file_name: str, uid: int | None):
     if level == BUBBLEWRAP:
         prefix = bubblewrap_command(workdir, file_name, [code_copy()])
         return [*prefix, *python], SANDBOX_WORKDIR, SANDBOX_CODE
-    prefix = user_prefix(uid) if level == USER and uid is not None else []
-    return [*prefix, *python], workdir, code_copy()
+    if level == USER and uid is not None and (setpriv := shutil.which("setpriv")):
+        # As uid with no groups, capabilities or new privileges (Popen's user and group do
+        # the same where setpriv is missing).
+        python = [setpriv, f"--reuid={uid}", f"--regid={uid}", *SETPRIV, *python]
+    return python, workdir, code_copy()
 
 
 def process_cpu(pid: int) -> float | None:
     """CPU seconds process ``pid`` (all its threads) has used, or None off Linux."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            fields = handle.read().rsplit(b")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
+    fields = _stat(pid)
+    return (
+        (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK") if fields else None
+    )
 
 
 def find_worker(root: int, timeout: float = 0.0) -> int | None:
@@ -431,13 +395,9 @@ def find_worker(root: int, timeout: float = 0.0) -> int | None:
     end = time.monotonic() + timeout
     while True:
         children: dict[int, list[int]] = {}
-        for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as handle:
-                    parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
-                children.setdefault(parent, []).append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            if fields := _stat(entry):
+                children.setdefault(int(fields[1]), []).append(int(entry))
         todo = [root]
         while todo:
             pid = todo.pop()

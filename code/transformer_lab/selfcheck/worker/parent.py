@@ -1,16 +1,15 @@
 """The grader's side of a worker: start it where :mod:`.isolation` says, time it, end it.
 
-One worker per student file: a fresh interpreter (:mod:`.serve`) on a copy of the file in a
-folder of its own. The checks, and the answers they compare with, stay in this process, which
-never imports the student's file nor runs an object it returned (a returned tokenizer stays in
-the worker; :class:`RemoteObject` calls its methods there). Each check may use
-``Limits.seconds`` of the worker's CPU time, and several times that on the wall clock (a sleep,
-``input()``); past either, the worker is killed with every process of its user or sandbox, and
-a fresh one serves the next check. Its output goes to a capped file, never to the report.
+One worker (:mod:`.serve`) per student file, on a copy of the file. The checks and their answers
+stay in this process, which never imports the file nor runs an object it returned (a tokenizer
+stays in the worker: :class:`RemoteObject`). A check may use ``Limits.seconds`` of the worker's
+CPU time, and ``WALL_FACTOR`` times that on the wall clock; past either, the worker is killed with
+every process of its user or sandbox. Its output goes to a capped file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -36,7 +35,7 @@ from transformer_lab.selfcheck.core import (
 )
 from transformer_lab.selfcheck.errors import summarise_exception
 from transformer_lab.selfcheck.execution import GradientReport, Returned, StudentFunction
-from transformer_lab.selfcheck.transport import Malformed, TooLarge, budget, decode, unpack
+from transformer_lab.selfcheck.transport import Malformed, TooLarge, decode, unpack
 from transformer_lab.selfcheck.worker import isolation as places
 
 DEFAULT_SECONDS = 10.0  # CPU seconds per check
@@ -54,7 +53,7 @@ _STOPPING = threading.Event()
 
 
 def kill_all_workers() -> None:
-    """End every worker (Ctrl-C while grading) and start none until :func:`allow_workers`."""
+    """End every worker (Ctrl-C while grading); start none until :func:`allow_workers`."""
     with _LIVE_LOCK:
         _STOPPING.set()
         for worker in _LIVE:
@@ -124,16 +123,8 @@ class Worker:
         self.limit = limits.seconds
         self.cpu_end = self.wall_end = float("inf")
 
-    # -- life cycle ------------------------------------------------------------------------------
-
     def _launch(self) -> None:
-        with _LIVE_LOCK:
-            if _STOPPING.is_set():
-                raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
-            self._popen()
-            _LIVE.add(self)
-
-    def _popen(self) -> None:
+        """Start the worker where the isolation level says (none once Ctrl-C came)."""
         level = self.isolation.level
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=places.runs_folder())
         shutil.copyfile(self.path, Path(self.workdir) / self.path.name)
@@ -145,30 +136,25 @@ class Worker:
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
-        config = {
-            "names": self.names,
-            "limits": {
-                "output_bytes": self.limits.output_bytes,
-                "cpu_seconds": int(
-                    START_SECONDS + 2 * self.limits.seconds * len(self.names)
-                ),
-                "processes": PROCESSES if level == places.USER else 0,
-            },
-        }
-        env = _environment()
-        env.update(
-            places.sandbox_environment()
-            if level == places.BUBBLEWRAP
-            else {"TMPDIR": self.workdir, "HOME": self.workdir}
+        limits = {"output_bytes": self.limits.output_bytes}
+        limits["cpu_seconds"] = int(
+            START_SECONDS + 2 * self.limits.seconds * len(self.names)
         )
+        limits["processes"] = PROCESSES if level == places.USER else 0
+        env = _environment() | {"TMPDIR": self.workdir, "HOME": self.workdir}
+        if level == places.BUBBLEWRAP:
+            env |= places.sandbox_environment()
         ours, theirs = socket.socketpair()
         arguments = [code, str(theirs.fileno()), os.path.join(workdir, self.path.name)]
+        arguments.append(json.dumps({"names": self.names, "limits": limits}))
         user = {}
         if level == places.USER and not command[0].endswith("setpriv"):
             user = {"user": self.uid, "group": self.uid, "extra_groups": []}
-        with open(self.output_path, "ab") as output:
+        with _LIVE_LOCK, open(self.output_path, "ab") as output:
+            if _STOPPING.is_set():
+                raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
             self.process = subprocess.Popen(
-                [*command, *arguments, json.dumps(config)],
+                [*command, *arguments],
                 stdin=subprocess.DEVNULL,
                 stdout=output,
                 stderr=output,
@@ -178,6 +164,7 @@ class Worker:
                 env=env,
                 **user,
             )
+            _LIVE.add(self)
         theirs.close()
         self.conn = Connection(ours.detach())
 
@@ -190,10 +177,11 @@ class Worker:
         try:
             ready = self._receive()
         except (StudentStopped, StudentRaised) as failed:
+            timed_out = getattr(failed, "status", "") == TIMED_OUT
             why = (
-                failed.line
-                if getattr(failed, "status", "") != TIMED_OUT
-                else (f"in {START_SECONDS:g} s (an overloaded machine?)")
+                f"in {START_SECONDS:g} s (an overloaded machine?)"
+                if timed_out
+                else failed.line
             )
             raise LoadFailed(f"the process to run your code did not start: {why}") from None
         if ready[0] != "ready":
@@ -215,11 +203,9 @@ class Worker:
         try:
             reply = self._receive()
         except StudentStopped as stopped:
-            raise LoadFailed(
-                f"loading the file {stopped.line}"
-                if stopped.status == TIMED_OUT
-                else f"while loading the file, {stopped.line}"
-            ) from None
+            timed_out = stopped.status == TIMED_OUT
+            why = "loading the file " if timed_out else "while loading the file, "
+            raise LoadFailed(why + stopped.line) from None
         except StudentRaised as raised:
             self.kill()
             raise LoadFailed(raised.line) from None
@@ -230,7 +216,7 @@ class Worker:
         return self.functions
 
     def _address_cap(self) -> int | None:
-        """``RLIMIT_AS``: the worker's size now (torch loaded, no student code yet) plus
+        """``RLIMIT_AS``: the worker's size now (torch in, no student code yet) plus
         ``Limits.memory_mb``; None off Linux or with no memory limit."""
         if self.limits.memory_mb is None or self.pid is None:
             return None
@@ -258,7 +244,7 @@ class Worker:
         self.wall_end = time.monotonic() + WALL_FACTOR * seconds
 
     def signal_kill(self) -> None:
-        """SIGKILL the worker's session (safe from any thread; :meth:`kill` cleans up)."""
+        """SIGKILL the worker's session (from any thread; :meth:`kill` cleans up)."""
         if self.process is not None:
             _kill_session(self.process)
 
@@ -290,18 +276,14 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self.kill()
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(self.output_path)
-        except OSError:
-            pass
 
     def __enter__(self) -> Worker:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    # -- requests --------------------------------------------------------------------------------
 
     def _wait(self) -> None:
         """Until a reply is ready; a time-out kills the worker and raises ``StudentStopped``."""
@@ -329,9 +311,7 @@ class Worker:
         try:
             data = self.conn.recv_bytes(MAX_REPLY_BYTES)
         except (EOFError, ConnectionError):
-            exitcode = self._exitcode()
-            self.kill()
-            raise StudentStopped(ENDED, describe_exit(exitcode)) from None
+            raise self._ended() from None
         except OSError:
             self.kill()
             raise StudentRaised(
@@ -342,14 +322,15 @@ class Worker:
             if not isinstance(reply, list) or not reply or not isinstance(reply[0], str):
                 raise Malformed("not a reply")
             return tuple(reply)
-        except TooLarge as error:
-            self.kill()
-            raise StudentRaised(str(error)) from None
         except Exception as error:  # noqa: BLE001
             self.kill()
-            raise StudentRaised(
-                "the result could not be read back: " + summarise_exception(error)
-            ) from None
+            raise unreadable(error) from None
+
+    def _ended(self) -> StudentStopped:
+        """The worker died: why (its exit status), once it is cleaned up."""
+        exitcode = self._exitcode()
+        self.kill()
+        return StudentStopped(ENDED, describe_exit(exitcode))
 
     def _exitcode(self) -> int | None:
         process = self.process
@@ -369,9 +350,7 @@ class Worker:
         try:
             self.conn.send_bytes(pickle.dumps((op, *fields)))
         except OSError:
-            exitcode = self._exitcode()
-            self.kill()
-            raise StudentStopped(ENDED, describe_exit(exitcode)) from None
+            raise self._ended() from None
         return self._receive()
 
     def new_output(self, limit: int = 4000) -> str:
@@ -387,12 +366,18 @@ class Worker:
         return text + ("\n..." if len(data) > limit else "")
 
 
+def unreadable(error: Exception) -> StudentRaised:
+    """A reply the parent refuses (too large, malformed), as one line for the student."""
+    if isinstance(error, TooLarge):
+        return StudentRaised(str(error))
+    return StudentRaised("the result could not be read back: " + summarise_exception(error))
+
+
 def _kill_session(process: subprocess.Popen) -> None:
-    for kill in (lambda: os.killpg(process.pid, signal.SIGKILL), process.kill):
-        try:
-            kill()
-        except OSError:
-            pass
+    with contextlib.suppress(OSError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        process.kill()
 
 
 def _environment() -> dict[str, str]:
@@ -408,17 +393,16 @@ def _environment() -> dict[str, str]:
 
 
 def _functions(info: dict) -> dict[str, dict]:
-    """The worker's description of the file's functions, reduced to plain, well-formed fields."""
+    """The worker's description of the file's functions (``execution.describe``), made plain."""
     functions = {}
     for name, fields in info.items():
-        if not isinstance(name, str) or not isinstance(fields, dict):
-            continue
-        library = fields.get("library", [])
-        functions[name] = {
-            "callable": bool(fields.get("callable")),
-            "module": str(fields.get("module", "")),
-            "library": [str(x) for x in library] if isinstance(library, list) else [],
-        }
+        if isinstance(fields, dict):
+            library = fields.get("library")
+            functions[name] = {
+                "callable": bool(fields.get("callable")),
+                "module": str(fields.get("module", "")),
+                "library": [str(x) for x in library] if isinstance(library, list) else [],
+            }
     return functions
 
 
@@ -466,16 +450,9 @@ class RemoteFunction(StudentFunction):
     def _decode(self, node):
         deadline = time.monotonic() + max(1.0, self.worker.limit)
         try:
-            return decode(node, remote=self.worker_object, budget=budget(deadline))
-        except TooLarge as error:
-            raise StudentRaised(str(error)) from None
+            return decode(node, lambda *a: remote_object(self.worker, *a), deadline)
         except Exception as error:  # noqa: BLE001
-            raise StudentRaised(
-                "the result could not be read back: " + summarise_exception(error)
-            ) from None
-
-    def worker_object(self, handle: int, module: str, name: str) -> RemoteObject:
-        return remote_object(self.worker, handle, module, name)
+            raise unreadable(error) from None
 
     def call(
         self, *args, hints=(), watch_library: bool = False, quiet: bool = False

@@ -1,25 +1,21 @@
 """The worker: a fresh interpreter that loads one student's file and calls its functions on request.
 
-Run as ``python -I -c START CODE FD FILE CONFIG`` (see :mod:`.isolation`): ``CODE`` is the
-package copy it imports from, ``FD`` its socket to the grader, ``CONFIG`` JSON (the function
-names, the limits). It answers in plain data (:mod:`transformer_lab.selfcheck.transport`), never
-a pickle; a returned tokenizer stays here and the checks call its methods remotely.
-
-Nothing here is a defence: the student's code runs in this interpreter and may change any of it.
-Isolation comes from where this process runs (its user, its view of the files) and the limits
-the kernel enforces. What this module records (library attention, a call of the book's own
-code) names a mistake for the student; it does not keep a determined one out.
+Run as ``python -I -c START CODE FD FILE CONFIG`` (:mod:`.isolation`): ``CODE`` is the package
+copy it imports, ``FD`` its socket to the grader, ``CONFIG`` JSON (function names, limits). It
+answers in plain data (:mod:`..transport`). Nothing here is a defence: the student's code may
+change any of it. Isolation comes from where this process runs and the kernel's limits; what it
+records (library attention, a call of the book's code) names a mistake, no more.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import pickle
 import signal
 import sys
-import types
 
 STUDENT_MODULE = "student_submission"
 # Book modules every check may reach (the package's own start, the self-check itself).
@@ -31,38 +27,29 @@ ALWAYS_ALLOWED = (
 
 
 def set_limits(limits: dict) -> None:
-    """Kernel limits, inherited by every child: output file size, CPU time, processes of this
-    user (the unprivileged-user level), no new privileges, and death with the grader."""
+    """Kernel limits, inherited by every child: output file size, CPU time, address space (set
+    once torch is in), processes of this user (the unprivileged-user level); no new privileges,
+    and death with the grader."""
     import resource
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # too much output: the write fails
-    caps = [(resource.RLIMIT_FSIZE, limits["output_bytes"])]
-    caps.append((resource.RLIMIT_CPU, limits["cpu_seconds"]))
-    if limits.get("processes"):
-        caps.append((resource.RLIMIT_NPROC, limits["processes"]))
-    for kind, cap in caps:
-        try:
-            resource.setrlimit(kind, (cap, cap))
-        except (ValueError, OSError):
-            pass
+    caps = {
+        "output_bytes": "FSIZE",
+        "cpu_seconds": "CPU",
+        "memory": "AS",
+        "processes": "NPROC",
+    }
+    for name, kind in caps.items():
+        cap = limits.get(name)
+        if type(cap) is int and cap > 0:
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(getattr(resource, "RLIMIT_" + kind), (cap, cap))
     if sys.platform.startswith("linux"):
         import ctypes
 
         libc = ctypes.CDLL(None)
         libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-def cap_address_space(cap: object) -> None:
-    """``RLIMIT_AS``: the worker's size once torch is in (measured by the grader), plus the
-    student's memory."""
-    if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
-        import resource
-
-        try:
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        except (ValueError, OSError):
-            pass
 
 
 class BookCalls:
@@ -151,63 +138,32 @@ class Server:
         op = message[0]
         if op in ("call", "gradient"):
             _, name, args, options = message
-            function = getattr(self.module, name)
-            hints, allowed = options.get("hints", ()), options.get("book", ())
+            function, hints = getattr(self.module, name), options.get("hints", ())
             if op == "gradient":
+                names, pick = options["names"], options["pick"]
+                seed = options.get("seed", 0)
                 report = self.book.watch(
-                    allowed,
+                    options.get("book", ()),
                     lambda: execute_gradient(
-                        function,
-                        args,
-                        options["names"],
-                        options["pick"],
-                        hints,
-                        catch_interrupt=True,
-                        seed=options.get("seed", 0),
+                        function, args, names, pick, hints, True, seed
                     ),
                 )
                 return ("gradient", self.encode(report))
+            quiet = options.get("quiet", False)
             returned = self.book.watch(
-                allowed,
-                lambda: execute(
-                    function,
-                    args,
-                    hints,
-                    True,
-                    catch_interrupt=True,
-                    quiet=options.get("quiet", False),
-                ),
+                options.get("book", ()),
+                lambda: execute(function, args, hints, True, True, quiet),
             )
-            return (
-                "returned",
-                self.encode(returned.result),
-                self.encode(returned.args),
-                returned.library,
-            )
-        from transformer_lab.selfcheck.execution import execute as run
-
+            result, arguments = self.encode(returned.result), self.encode(returned.args)
+            return ("returned", result, arguments, returned.library)
         self.book.seen = []
         target = self.objects[message[1]]
         if op == "getattr":
-            value = run(getattr, [target, message[2]], catch_interrupt=True).result
+            value = execute(getattr, [target, message[2]], catch_interrupt=True).result
         else:  # "invoke"
-            value = run(target, list(message[2]), catch_interrupt=True, quiet=True).result
+            arguments = list(message[2])
+            value = execute(target, arguments, catch_interrupt=True, quiet=True).result
         return ("value", self.encode(value, True))
-
-
-def describe_functions(module: types.ModuleType, names: list[str]) -> dict[str, dict]:
-    from transformer_lab.selfcheck.execution import static_library_use
-
-    info = {}
-    for name in names:
-        function = getattr(module, name, None)
-        if function is not None:
-            info[name] = {
-                "callable": callable(function),
-                "module": str(getattr(function, "__module__", "") or ""),
-                "library": static_library_use(function) if callable(function) else [],
-            }
-    return info
 
 
 def _streams() -> None:
@@ -240,17 +196,19 @@ def main() -> None:
     execution.install_library_spies()
     server = Server(conn, path)
     server.reply(("ready", os.getpid()))
-    try:  # the file loads (and its time limit starts) when the grader asks
-        request = pickle.loads(conn.recv_bytes())
+    try:  # the file loads (and its time limit starts) when the grader asks, with the address
+        # space it measured from outside (no /proc in the sandbox): our size now plus the student's
+        set_limits({"memory": pickle.loads(conn.recv_bytes())[1]})
     except (EOFError, OSError):
         return
-    cap_address_space(request[1])
     try:
-        server.module = execution.load_source(path, STUDENT_MODULE)
+        server.module = execution.load_module(path, STUDENT_MODULE)
     except BaseException as error:  # noqa: BLE001 - SystemExit, KeyboardInterrupt too
         server.reply(("load_error", errors.summarise_exception(error, path)))
         return
-    server.reply(("loaded", describe_functions(server.module, config["names"])))
+    found = {name: getattr(server.module, name, None) for name in config["names"]}
+    described = {n: execution.describe(f) for n, f in found.items() if f is not None}
+    server.reply(("loaded", described))
     while True:
         try:
             message = pickle.loads(conn.recv_bytes())
