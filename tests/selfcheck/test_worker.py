@@ -132,3 +132,18 @@ def test_a_file_that_stops_while_loading_is_one_line(tmp_path, top, text):
     report = check_file(path, limits=FAST)
     assert report.load_error is not None and text in report.load_error
     assert "\n" not in report.load_error
+
+
+def test_a_worker_that_cannot_import_the_book_blames_the_set_up_not_the_student(
+    tmp_path, monkeypatch
+):
+    # A Python whose packages the worker cannot reach (a .pth outside sys.prefix, a --user
+    # install) ends before any line of the student's runs: the message says so and what to do.
+    from transformer_lab.selfcheck.worker import isolation
+
+    monkeypatch.setenv("SELFCHECK_ISOLATION", "process")  # the worker must see our start
+    monkeypatch.setattr(isolation, "START", "import no_such_package_for_the_self_check")
+    report = check_file(write(tmp_path, "student.py", SOLUTION), limits=FAST)
+    assert "not your code" in report.load_error and ".venv/bin/python" in report.load_error
+    assert "your code ended" not in report.load_error
+    assert "No module named 'no_such_package_for_the_self_check'" in report.load_output

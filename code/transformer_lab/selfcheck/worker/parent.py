@@ -177,11 +177,12 @@ class Worker:
         try:
             ready = self._receive()
         except (StudentStopped, StudentRaised) as failed:
-            timed_out = getattr(failed, "status", "") == TIMED_OUT
-            why = (
+            why = (  # no line of the student's has run yet
                 f"in {START_SECONDS:g} s (an overloaded machine?)"
-                if timed_out
-                else failed.line
+                if getattr(failed, "status", "") == TIMED_OUT
+                else "it ended before your file was loaded: this Python's set-up, not your "
+                "code, is the cause (its last lines below say what failed); run the "
+                "self-check with the Python that `make book` set up (.venv/bin/python)"
             )
             raise LoadFailed(f"the process to run your code did not start: {why}") from None
         if ready[0] != "ready":
