@@ -17,8 +17,9 @@ from session_rules import (
 from transformer_lab.reproducibility import numeric_mode_problem, numeric_mode_summary
 
 # The tests of other places the book must work: pages or the package off the canonical numeric
-# mode (every CPU), and the student edition built in its own clone. Slow, so
-# `make test` leaves them out and `make test-portability` (CI's job of its own) runs them alone.
+# mode (every CPU), the student edition built in its own clone, and the rehearsals of Gradescope
+# and of CI's publication of the student edition. Slow, so `make test` leaves them out and
+# `make test-portability` (CI's job of its own) runs them alone.
 PORTABILITY = "portability"
 PORTABILITY_OPTION = "--portability"
 
@@ -95,7 +96,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if left:
             terminalreporter.write_line(
                 f"{len(left)} portability tests (pages and the package off the canonical "
-                "numeric mode) were left out: `make test-portability` runs them."
+                "numeric mode, rehearsals of other places the book runs) were left out: "
+                "`make test-portability` runs them."
             )
     failed = terminalreporter.stats.get("failed", []) + terminalreporter.stats.get(
         "error", []

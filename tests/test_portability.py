@@ -66,13 +66,14 @@ class Collected:
         self.kept = [item.nodeid for item in session.items]
 
 
-def collect(*options: str) -> Collected:
-    """Collect tests/test_pages_on_every_cpu.py as pytest does with ``options``, with this
-    repository's configuration and conftest.py, in this process: the modules are imported
-    already, so the collection takes a fraction of a second instead of a Python start."""
+def collect(*options: str, tests: str = str(EVERY_CPU)) -> Collected:
+    """Collect ``tests`` (default tests/test_pages_on_every_cpu.py) as pytest does with
+    ``options``, with this repository's configuration and conftest.py, in this process: the
+    modules are imported already, so the collection takes a fraction of a second instead of a
+    Python start."""
     collected = Collected()
     status = pytest.main(
-        ["--collect-only", "-q", "-p", "no:xdist", *options, str(EVERY_CPU)],
+        ["--collect-only", "-q", "-p", "no:xdist", *options, tests],
         plugins=[collected],
     )
     assert status in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED), status
@@ -89,3 +90,26 @@ def test_the_every_cpu_page_runs_are_portability_tests_left_out_of_make_test():
     assert any("native" in case for case in cases) and any(
         "no AVX2" in case for case in cases
     )
+
+
+# The rehearsals of other places the book runs: Gradescope's Docker (as root, bubblewrap failing)
+# and GitHub Actions' publication of the student edition.
+REHEARSALS = {
+    "tests/test_gradescope_rehearsal.py": None,  # every test of the file
+    "tests/test_workflow.py": (
+        "test_the_student_job_pushes_the_edition_to_its_own_repository",
+        "test_a_forks_student_job_publishes_the_forks_student_repository",
+    ),
+}
+
+
+@pytest.mark.parametrize("path", sorted(REHEARSALS))
+def test_the_rehearsals_of_other_places_are_portability_tests(path):
+    portable = collect("--portability", tests=str(ROOT / path)).kept
+    names = REHEARSALS[path]
+    expected = [
+        test
+        for test in portable + collect(tests=str(ROOT / path)).kept
+        if names is None or test.split("::")[1].split("[")[0] in names
+    ]
+    assert expected and sorted(portable) == sorted(expected), portable
