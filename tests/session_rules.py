@@ -25,7 +25,21 @@ EVERY_CPU_TESTS = "tests/test_pages_on_every_cpu.py"
 # The files whose tests take longest (CPU seconds measured with the suite under pytest-xdist),
 # slowest first: handed out before every other work unit, so that no long file starts last
 # while the other worker idles. A file not listed keeps pytest-xdist's order (most tests first).
-SLOWEST_FIRST = ()
+SLOWEST_FIRST = (
+    "tests/browser/test_browser_explorers.py",
+    "tests/selfcheck/test_isolation.py",
+    "tests/test_autograder.py",
+    "tests/test_starters.py",
+    "tests/selfcheck/test_positions.py",
+    "tests/test_print_book.py",
+    "tests/selfcheck/test_runner.py",
+    "tests/selfcheck/test_worker.py",
+    "tests/test_editions.py",
+    "tests/test_reproducibility.py",
+    "tests/selfcheck/test_grading.py",
+    "tests/selfcheck/test_replies.py",
+    "tests/selfcheck/test_transport.py",
+)
 
 # What to do when page outputs cannot match the references here: one home, for the run's last line.
 WHERE_PAGES_MATCH = (
