@@ -29,8 +29,9 @@ help:
 	@echo "make test     set up (and Debian's chromium and emoji font), build the book with -W, every page executed"
 	@echo "              afresh, then run every test (each page's outputs against its reference, cell by cell;"
 	@echo "              package, Binder pins, browser tests of the built HTML)"
-	@echo "make test-portability  every page run off the canonical numeric mode (native kernels, no AVX2), and"
-	@echo "              the student edition built in a clone of its own:"
+	@echo "make test-portability  every page run off the canonical numeric mode (native kernels, no AVX2), the"
+	@echo "              student edition built in a clone of its own, and the rehearsals of Gradescope (as root,"
+	@echo "              bubblewrap failing as in Docker) and of CI's publication of the student edition:"
 	@echo "              slow, so not in make test; CI runs it on every push, and .ci/run after make test"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
@@ -92,8 +93,9 @@ test: browser setup
 	$(PY) -m pytest -n auto --dist loadfile --durations=15
 
 # The tests marked `portability` (tests/conftest.py), which `make test` leaves out: every page
-# executed off the canonical numeric mode, natively and as on a CPU without AVX2, and the student
-# edition built in its own clone. They need no build of this tree.
+# executed off the canonical numeric mode, natively and as on a CPU without AVX2, the student
+# edition built in its own clone, and the rehearsals of the other places the book runs (Gradescope,
+# CI's publication of the student edition). They need no build of this tree.
 test-portability: setup
 	$(PY) -m pytest -n auto --dist loadfile --durations=15 --portability
 

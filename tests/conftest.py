@@ -11,14 +11,15 @@ import transformer_lab  # noqa: F401  (pins the canonical numeric mode before an
 from session_rules import (
     PAGE_TESTS,
     WHERE_PAGES_MATCH,
-    BrowserTestsAsOneFile,
+    WorkUnits,
     compare_without_the_numeric_mode_warning,
 )
 from transformer_lab.reproducibility import numeric_mode_problem, numeric_mode_summary
 
 # The tests of other places the book must work: pages or the package off the canonical numeric
-# mode (every CPU), and the student edition built in its own clone. Slow, so
-# `make test` leaves them out and `make test-portability` (CI's job of its own) runs them alone.
+# mode (every CPU), the student edition built in its own clone, and the rehearsals of Gradescope
+# and of CI's publication of the student edition. Slow, so `make test` leaves them out and
+# `make test-portability` (CI's job of its own) runs them alone.
 PORTABILITY = "portability"
 PORTABILITY_OPTION = "--portability"
 
@@ -95,7 +96,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         if left:
             terminalreporter.write_line(
                 f"{len(left)} portability tests (pages and the package off the canonical "
-                "numeric mode) were left out: `make test-portability` runs them."
+                "numeric mode, rehearsals of other places the book runs) were left out: "
+                "`make test-portability` runs them."
             )
     failed = terminalreporter.stats.get("failed", []) + terminalreporter.stats.get(
         "error", []
@@ -117,17 +119,14 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """With `pytest -n auto --dist loadfile` (`make test`), run the browser tests in one worker.
-
-    They share a session-scoped cache that loads each page of the book once (``visit``, in
-    tests/browser/conftest.py); split file by file over the workers, every worker that ran a
-    browser file would load every page again. Every other file stays one work unit, as loadfile
-    makes it: the cells of a reference notebook must run in order, in one kernel. The cases of
-    tests/test_pages_on_every_cpu.py are independent (each starts its own kernel), and together
-    they are the longest file of the suite, so each case is spread on its own. (Not
-    ``--dist loadgroup`` with ``xdist_group`` marks: with pytest 9.2 and pytest-xdist 3.8 the
-    groups are silently ignored: https://github.com/pytest-dev/pytest-xdist/issues/1386.)
+    """With `pytest -n auto --dist loadfile` (`make test`), hand out work as ``WorkUnits``
+    (tests/session_rules.py) does: one unit per file, except the browser tests, one unit per
+    page (the page's report is shared by the workers: each page is loaded once per run), and the
+    cases of tests/test_pages_on_every_cpu.py, each its own (they start their own kernels); the
+    slowest files first, so that neither worker idles at the end. (Not ``--dist loadgroup`` with
+    ``xdist_group`` marks: with pytest 9.2 and pytest-xdist 3.8 the groups are silently ignored:
+    https://github.com/pytest-dev/pytest-xdist/issues/1386.)
     """
     if config.getvalue("dist") == "loadfile":
-        return BrowserTestsAsOneFile(config, log)
+        return WorkUnits(config, log)
     return None

@@ -1,12 +1,10 @@
 """tests/built_pages.py: the page tests compare the build's executed pages with the references,
 strictly, and fail (never skip) when a page was not executed, differs, or is out of date."""
 
-import re
 import shutil
-import subprocess
-import sys
 
 import nbformat
+import pytest
 
 from book_pages import REFERENCES, ROOT
 from build_book import EXECUTED_VARIABLE, FINGERPRINT_FILE, inputs_fingerprint
@@ -17,17 +15,37 @@ MISSING = "exercises/by-hand/index.ipynb"
 CHANGED_CODE = "exercises/homework/index.ipynb"
 
 
-def page_tests(executed, *references):
-    """Run the page tests of ``references`` against the executed pages in ``executed``."""
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:xdist", "-q", "-rf"]
+class Reports:
+    """The reports of a pytest session: {test id: (outcome, message)}; a test that failed in any
+    phase (setup, call, teardown) is "failed" with that phase's message."""
+
+    def __init__(self):
+        self.outcomes: dict[str, tuple[str, str]] = {}
+
+    def pytest_runtest_logreport(self, report):
+        if report.nodeid not in self.outcomes or report.outcome != "passed":
+            self.outcomes[report.nodeid] = (report.outcome, report.longreprtext)
+
+    def failed(self) -> dict[str, str]:
+        return {
+            test: message
+            for test, (outcome, message) in self.outcomes.items()
+            if outcome == "failed"
+        }
+
+
+def page_tests(monkeypatch, executed, *references) -> tuple[int, Reports]:
+    """Run the page tests of ``references`` against the executed pages in ``executed``, with
+    this repository's configuration and conftest.py, in this process (the modules they need are
+    imported already, so no Python starts): (exit status, reports)."""
+    monkeypatch.setenv(EXECUTED_VARIABLE, str(executed))
+    reports = Reports()
+    status = pytest.main(
+        ["-p", "no:xdist", "-q"]
         + [str(REFERENCES / reference) for reference in references],
-        cwd=ROOT,
-        env={**__import__("os").environ, EXECUTED_VARIABLE: str(executed)},
-        capture_output=True,
-        text=True,
-        timeout=600,
+        plugins=[reports],
     )
+    return status, reports
 
 
 def executed_copies(folder, *references):
@@ -48,7 +66,9 @@ def first_printing_cell(notebook):
     raise AssertionError("no code cell prints")
 
 
-def test_matching_pages_pass_and_a_changed_or_missing_page_fails_cell_by_cell(tmp_path):
+def test_matching_pages_pass_and_a_changed_or_missing_page_fails_cell_by_cell(
+    tmp_path, monkeypatch
+):
     """One run, four pages: one as built (passes), one with a changed output (that cell fails),
     one whose first cell ran other code (fails), one the build did not execute (every cell
     fails)."""
@@ -63,36 +83,45 @@ def test_matching_pages_pass_and_a_changed_or_missing_page_fails_cell_by_cell(tm
     stdout.text = stdout.text + "one line more\n"
     nbformat.write(notebook, executed / ALTERED)
 
-    completed = page_tests(executed, INTACT, ALTERED, MISSING, CHANGED_CODE)
-    out = completed.stdout
-    assert completed.returncode == 1, out[-3000:]
-    failed = set(re.findall(r"^FAILED (.+?) - ", out, re.MULTILINE))
+    status, reports = page_tests(
+        monkeypatch, executed, INTACT, ALTERED, MISSING, CHANGED_CODE
+    )
+    failed = reports.failed()
+    assert status == pytest.ExitCode.TESTS_FAILED, failed
     # The altered cell fails, and only it on its page; every cell of the missing page fails.
-    assert f"tests/references/{ALTERED}::Cell {index}" in failed, out[-3000:]
+    altered = f"tests/references/{ALTERED}::Cell {index}"
+    assert altered in failed, failed
     assert not any(INTACT in name for name in failed), failed
     assert sum(ALTERED in name for name in failed) == 1, failed
     by_hand = nbformat.read(REFERENCES / MISSING, as_version=4)
     code_cells = sum(cell.cell_type == "code" for cell in by_hand.cells)
     assert sum(MISSING in name for name in failed) == code_cells, failed
-    assert "Cell outputs differ" in out and "one line more" in out
-    assert "the build did not execute exercises/by-hand/index.md" in out
-    assert f"tests/references/{CHANGED_CODE}::Cell 0" in failed, failed
-    assert "the build executed other code in this cell" in out
-    assert "skipped" not in out
+    assert "Cell outputs differ" in failed[altered] and "one line more" in failed[altered]
+    missing = [message for name, message in failed.items() if MISSING in name]
+    assert all("the build did not execute exercises/by-hand/index.md" in m for m in missing)
+    changed = f"tests/references/{CHANGED_CODE}::Cell 0"
+    assert "the build executed other code in this cell" in failed[changed], failed
+    assert sum(CHANGED_CODE in name for name in failed) == 1, failed
+    # The intact page's cells ran and passed: none was skipped.
+    intact = {
+        name: outcome for name, (outcome, _) in reports.outcomes.items() if INTACT in name
+    }
+    assert intact and set(intact.values()) == {"passed"}, intact
+    assert not [name for name, (o, _) in reports.outcomes.items() if o == "skipped"]
 
 
-def test_pages_executed_before_the_package_changed_fail(tmp_path):
+def test_pages_executed_before_the_package_changed_fail(tmp_path, monkeypatch):
     executed = tmp_path / "executed"
     executed_copies(executed, INTACT)
     (executed / FINGERPRINT_FILE).write_text("0" * 16 + "\n")
-    completed = page_tests(executed, INTACT)
-    assert completed.returncode == 1
-    assert "changed since the build executed intro.md" in completed.stdout, (
-        completed.stdout[-2000:]
-    )
+    status, reports = page_tests(monkeypatch, executed, INTACT)
+    failed = reports.failed()
+    assert status == pytest.ExitCode.TESTS_FAILED
+    assert failed and len(failed) == len(reports.outcomes), reports.outcomes
+    assert all("changed since the build executed intro.md" in m for m in failed.values())
 
 
-def test_one_page_executed_by_book_pages_is_compared_without_a_build(tmp_path):
+def test_one_page_executed_by_book_pages_is_compared_without_a_build(tmp_path, monkeypatch):
     """`python tools/book_pages.py execute PAGE` saves the page where its page tests look."""
     from book_pages import execute_for_tests
 
@@ -101,5 +130,6 @@ def test_one_page_executed_by_book_pages_is_compared_without_a_build(tmp_path):
     (executed / "stale.ipynb").write_text("{}")  # an older build's, with no fingerprint
     execute_for_tests([ROOT / "intro.md"], executed)
     assert not (executed / "stale.ipynb").exists()
-    completed = page_tests(executed, INTACT)
-    assert completed.returncode == 0, completed.stdout[-3000:]
+    status, reports = page_tests(monkeypatch, executed, INTACT)
+    assert status == pytest.ExitCode.OK, reports.failed()
+    assert reports.outcomes and {o for o, _ in reports.outcomes.values()} == {"passed"}

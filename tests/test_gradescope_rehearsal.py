@@ -32,10 +32,15 @@ from classroom import with_body
 from transformer_lab.selfcheck.worker.isolation import SPARE_UID
 
 ROOT = Path(__file__).resolve().parents[1]
-pytestmark = pytest.mark.skipif(
-    not sys.platform.startswith("linux") or os.geteuid() != 0,
-    reason="the rehearsal runs as root, as Gradescope does",
-)
+# Gradescope is another place the book runs, so the rehearsal runs with the portability tests
+# (`make test-portability`, CI's job of its own on every push).
+pytestmark = [
+    pytest.mark.portability,
+    pytest.mark.skipif(
+        not sys.platform.startswith("linux") or os.geteuid() != 0,
+        reason="the rehearsal runs as root, as Gradescope does",
+    ),
+]
 DOCKER_BWRAP = "#!/bin/sh\necho 'bwrap: Creating new namespace failed: Operation not permitted' >&2\nexit 1\n"
 _HELD = []  # the lock of this run's block of uids, held while the tests run
 

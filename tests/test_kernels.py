@@ -88,3 +88,23 @@ def test_the_blocking_line_blocks_what_it_names():
     finally:
         sys.modules.pop("a_module_nobody_has", None)
     assert "_sys" not in namespace
+
+
+@pytest.mark.parametrize("tool", ["build_book", "book_pages"])
+def test_the_tools_block_the_unneeded_imports_before_nbformat_can_load_them(tool):
+    """The build and the page tool import nbformat (and so jsonschema) after kernels.py, which
+    blocks ``BLOCKED_IMPORTS`` in their own process too."""
+    import subprocess
+    import sys
+
+    from book_pages import ROOT
+
+    probe = (
+        f"import sys; sys.path.insert(0, 'tools'); import {tool}, jsonschema; "
+        f"print([sys.modules.get(name, 'absent') for name in {BLOCKED_IMPORTS!r}])"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip() == str([None] * len(BLOCKED_IMPORTS)), completed.stdout

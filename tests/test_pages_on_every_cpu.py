@@ -97,14 +97,22 @@ def test_page_runs_off_the_canonical_mode(page, setting, tmp_path):
 
 def test_each_page_and_setting_is_a_work_unit_of_its_own():
     """Under ``--dist loadfile`` the cases above spread over the workers, not one file's worth."""
-    from session_rules import BrowserTestsAsOneFile
+    from session_rules import WHOLE_BOOK, WorkUnits
 
-    scheduler = object.__new__(
-        BrowserTestsAsOneFile
-    )  # _split_scope reads nothing of its own
+    scheduler = object.__new__(WorkUnits)  # _split_scope reads nothing of its own
     case = "tests/test_pages_on_every_cpu.py::test_page_runs_off_the_canonical_mode[intro.md-native]"
     assert scheduler._split_scope(case) == case
     other = "tests/test_references.py::test_every_page_has_a_reference"
     assert scheduler._split_scope(other) == "tests/test_references.py"
-    browser = "tests/browser/test_browser_readable.py::test_x"
-    assert scheduler._split_scope(browser) == "tests/browser/"
+    # The browser tests: one unit per page, one for the tests of the whole book, and the file
+    # of the explorers' tests (each loads its page itself) as loadfile makes it.
+    page = (
+        "tests/browser/test_browser_readable.py::test_nothing_is_cut_off[chapters/01-x.md]"
+    )
+    scheme = "tests/browser/test_browser_accessibility.py::test_no_x[chapters/01-x.md-dark]"
+    assert scheduler._split_scope(page) == scheduler._split_scope(scheme)
+    assert scheduler._split_scope(page) == "tests/browser/chapters/01-x.md"
+    book = "tests/browser/test_browser_pages.py::test_the_book_has_maths_to_check"
+    assert scheduler._split_scope(book) == WHOLE_BOOK
+    explorers = "tests/browser/test_browser_explorers.py::test_x[chapters/01-x.md]"
+    assert scheduler._split_scope(explorers) == "tests/browser/test_browser_explorers.py"

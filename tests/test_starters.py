@@ -108,15 +108,21 @@ def test_untouched_week20_starter_says_not_done_and_exits_1():
     assert not re.search(r"\b(yes|True|passed|equal)\b", out)
 
 
-def test_a_failing_week20_check_makes_the_starter_exit_1(week20_solved, tmp_path):
-    wrong = tmp_path / "starter.py"
+@pytest.fixture(scope="module")
+def week20_wrong_on_the_test_split(week20_solved, tmp_path_factory):
+    """The finished starter with Task 2 wrong, asked for Task 1 on the test split: one process
+    for two tests (a failing check sets the exit status; the runs asked for still run)."""
+    wrong = tmp_path_factory.mktemp("week20_wrong") / "starter.py"
     text = week20_solved.read_text(encoding="utf-8")
     assert "q.shape[-1] ** 0.5, dim=-1)" in text
     wrong.write_text(
         text.replace("q.shape[-1] ** 0.5, dim=-1)", "q.shape[-1] ** 0.5, dim=0)")
     )
-    out = run(wrong, status=1)
-    assert "[FAILED] Task 2" in out
+    return run(wrong, "--train", "--test", "--max-epochs", 1, "--seeds", 0, status=1)
+
+
+def test_a_failing_week20_check_makes_the_starter_exit_1(week20_wrong_on_the_test_split):
+    assert "[FAILED] Task 2" in week20_wrong_on_the_test_split
 
 
 def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment(
@@ -162,8 +168,8 @@ def test_finished_week20_starter_passes_prints_the_table_and_runs_the_experiment
     )
 
 
-def test_week20_test_split_only_on_request(week20_solved):
-    out = run(week20_solved, "--train", "--test", "--max-epochs", 1, "--seeds", 0)
+def test_week20_test_split_only_on_request(week20_wrong_on_the_test_split):
+    out = week20_wrong_on_the_test_split
     assert "scored on the test split" in out and "the test pairs" in out
     assert "validation split" not in out and "validation pairs" not in out
 

@@ -390,6 +390,7 @@ def _git_out(bare: Path, *command: str) -> str:
     ).stdout
 
 
+@pytest.mark.portability  # GitHub Actions' publishing, rehearsed: make test-portability
 def test_the_student_job_pushes_the_edition_to_its_own_repository(workflow, tmp_path):
     """The configured repository publishes to the configured student repository; its branch
     holds the edition and only commits made from it, one per publication, its gh-pages the HTML."""
@@ -426,6 +427,7 @@ def test_the_student_job_pushes_the_edition_to_its_own_repository(workflow, tmp_
     assert "https://github.com/" + student in (tmp_path / "summary.md").read_text()
 
 
+@pytest.mark.portability  # GitHub Actions' publishing, rehearsed: make test-portability
 def test_a_forks_student_job_publishes_the_forks_student_repository(workflow, tmp_path):
     bare, student, _ = _rehearse_push(workflow, tmp_path, "a-teacher/w20", edits=1)
     assert student == "a-teacher/w20-student"

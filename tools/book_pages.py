@@ -25,12 +25,14 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+# First: importing kernels blocks the imports no tool needs (see kernels.py).
+from kernels import kernel_options
+
+# isort: split
 import jupytext
 import nbformat
 import yaml
 from nbclient import NotebookClient
-
-from kernels import kernel_options
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCES = ROOT / "tests" / "references"

@@ -65,6 +65,10 @@ import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
+# First: importing kernels blocks the imports no tool needs (see kernels.py).
+from kernels import kernel_options
+
+# isort: split
 import jupyter_book.sphinx
 import jupyter_cache.executors.utils
 import nbclient
@@ -73,8 +77,6 @@ import sphinx.builders
 from jupyter_book.cli.main import main as jupyter_book_main
 from myst_nb.core.execute.cache import NotebookClientCache
 from myst_nb.core.execute.direct import NotebookClientDirect
-
-from kernels import kernel_options
 
 JOBS_VARIABLE = "BOOK_JOBS"
 # Where the workers that execute pages write what failed (one JSON file per failing page).

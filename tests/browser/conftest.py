@@ -6,6 +6,11 @@ with the command that fixes it.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import fcntl
+import os
+import pickle
 import time
 from pathlib import Path
 
@@ -201,9 +206,43 @@ def open_page(browser, server):
     return opener
 
 
+@contextlib.contextmanager
+def held(lock: Path):
+    """Hold an exclusive lock on the file ``lock`` (made if missing) for the ``with`` block."""
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def reports_folder(tmp_path_factory) -> Path:
+    """Where this run keeps each page's report for every pytest-xdist worker of the run: the
+    run's own temporary folder (each worker's is a subfolder of it), never another run's."""
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = run / "page-reports"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def served_by(report: PageReport, origin: str) -> PageReport:
+    """``report`` as if its page had been served from ``origin``: each worker serves the same
+    built HTML on a port of its own, and the links tests compare links with their own server."""
+    old_origin = "/".join(report.url.split("/", 3)[:3])
+
+    def moved(url: str) -> str:
+        return origin + url[len(old_origin) :] if url.startswith(old_origin) else url
+
+    return dataclasses.replace(
+        report, url=moved(report.url), links=[moved(link) for link in report.links]
+    )
+
+
 @pytest.fixture(scope="session")
-def visit(open_page, axe_source):
-    """Load each page as few times as possible and report everything the tests check (cached).
+def visit(open_page, axe_source, server, tmp_path_factory):
+    """Load each page once per run and report everything the tests check (cached).
 
     Loading a page (MathJax, fonts, images) is most of a browser test's time, so one served load
     per page feeds every check, in an order that keeps each honest: first what a reader finds on
@@ -211,16 +250,32 @@ def visit(open_page, axe_source):
     the dark scheme), and only then, back in the light scheme, what a reader does: click every
     dropdown, open everything, measure what is cut off, then the page's width on a phone. A
     second, lean file:// load checks the README's first way to read the book (open the HTML
-    file). All browser tests run in one xdist worker (tests/conftest.py), so this cache is
-    built once per run.
+    file).
+
+    The browser tests are spread over pytest-xdist's workers by page (tests/conftest.py), and
+    a test of the whole book may run on either; so the report of each page is kept in the run's
+    temporary folder, written by the worker that loaded the page while it holds that page's
+    lock. Another worker that needs the page waits for the lock and reads the report: each page
+    is still loaded once per run.
     """
     reports: dict[str, PageReport] = {}
+    shared = reports_folder(tmp_path_factory)
     shots = screenshot_dir()
     shots.mkdir(parents=True, exist_ok=True)
 
     def report_for(relative: str) -> PageReport:
-        if relative in reports:
-            return reports[relative]
+        if relative not in reports:
+            kept = shared / (relative.replace("/", "__") + ".pickle")
+            with held(kept.with_suffix(".lock")):
+                if kept.is_file():
+                    report = served_by(pickle.loads(kept.read_bytes()), server.origin)
+                else:
+                    report = load_and_check(relative)
+                    kept.write_bytes(pickle.dumps(report))
+            reports[relative] = report
+        return reports[relative]
+
+    def load_and_check(relative: str) -> PageReport:
         opened = open_page(relative)
         page = opened.page
         try:
@@ -276,7 +331,6 @@ def visit(open_page, axe_source):
         finally:
             from_disk.close()
         report.from_disk = from_disk.records()
-        reports[relative] = report
         return report
 
     return report_for
