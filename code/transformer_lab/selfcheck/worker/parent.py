@@ -172,7 +172,8 @@ class Worker:
         """Start a worker and load the file; ``LoadFailed`` if it does not load in time."""
         self.kill()
         self._launch()
-        self.limit, self.wall_end = START_SECONDS, time.monotonic() + START_SECONDS
+        self.limit = self.wall_limit = START_SECONDS
+        self.wall_end = time.monotonic() + START_SECONDS
         self.cpu_end = float("inf")
         try:
             ready = self._receive()
@@ -240,9 +241,9 @@ class Worker:
         """Give the next requests ``seconds`` of CPU in total (restarting a worker that died)."""
         if not self.alive:
             self.start()
-        self.limit = seconds
+        self.limit, self.wall_limit = seconds, WALL_FACTOR * seconds
         self.cpu_end = self._cpu() + seconds
-        self.wall_end = time.monotonic() + WALL_FACTOR * seconds
+        self.wall_end = time.monotonic() + self.wall_limit
 
     def signal_kill(self) -> None:
         """SIGKILL the worker's session (from any thread; :meth:`kill` cleans up)."""
@@ -289,21 +290,20 @@ class Worker:
     def _wait(self) -> None:
         """Until a reply is ready; a time-out kills the worker and raises ``StudentStopped``."""
         while not self.conn.poll(POLL_SECONDS):
-            if self._cpu() > self.cpu_end:
+            cpu, waited = self._cpu(), time.monotonic() > self.wall_end
+            # A loop starved on a busy machine meets the wall clock first; a wait uses no CPU.
+            if cpu > self.cpu_end or (waited and cpu > self.cpu_end - 0.8 * self.limit):
                 self.kill()
                 raise StudentStopped(
                     TIMED_OUT,
-                    f"used more than {self.limit:g} s of CPU time and was stopped (an endless "
-                    "loop? a computation far bigger than the exercise needs?)",
+                    f"kept computing past its time limit ({self.limit:g} s of CPU time) and was "
+                    "stopped (an endless loop? a computation far bigger than the exercise needs?)",
                 )
-            if time.monotonic() > self.wall_end:
-                limit = (
-                    self.limit if self.cpu_end == float("inf") else WALL_FACTOR * self.limit
-                )
+            if waited:
                 self.kill()
                 raise StudentStopped(
                     TIMED_OUT,
-                    f"gave no answer within {limit:g} s of waiting and was stopped (a sleep? "
+                    f"gave no answer within {self.wall_limit:g} s of waiting and was stopped (a sleep? "
                     "input()? a wait for another process?)",
                 )
 
