@@ -39,17 +39,21 @@ def test_the_self_check_stays_within_its_line_ceiling():
     assert total <= LINES_BUDGET, f"selfcheck/ is {total} lines (budget {LINES_BUDGET})"
 
 
-# The worker runs this instead of its usual start: the same main, under a trace hook (the
-# worker's profile hook is its own) that notes every function entered, written out at the end.
-TRACED_START = """
-import sys, json, atexit
-sys.path.insert(0, sys.argv.pop(1))
+# The trace hook, run in both processes: it notes every function entered (first and last line).
+NOTE = """
 seen = set()
 def note(frame, event, arg):
     code = frame.f_code
     if event == "call" and code.co_flags & 2:  # CO_NEWLOCALS: a function, not a module
         last = max((line for _, _, line in code.co_lines() if line), default=0)
         seen.add((code.co_filename, code.co_firstlineno, last))
+"""
+# The worker runs this instead of its usual start: the same main under the hook (the worker's
+# profile hook is its own), its notes written out at the end.
+TRACED_START = (
+    "import sys, json\nsys.path.insert(0, sys.argv.pop(1))\n"
+    + NOTE
+    + """
 sys.settrace(note)
 try:
     from transformer_lab.selfcheck.worker.serve import main
@@ -59,6 +63,7 @@ finally:
     with open(OUT, "w") as out:
         json.dump(sorted(seen), out)
 """
+)
 
 
 def spans(records, package: Path) -> dict[str, set[int]]:
@@ -84,14 +89,9 @@ def test_one_check_runs_through_no_more_lines_than_its_ceiling(
     traced = TRACED_START.replace("OUT", repr(str(worker_record)))
     monkeypatch.setattr(isolation, "START", traced)
     path = write(tmp_path, "student.py", SOLUTION + STRETCH)
-    seen = set()
-
-    def note(frame, event, arg):
-        code = frame.f_code
-        if event == "call" and code.co_flags & 2:  # CO_NEWLOCALS: a function, not a module
-            last = max((line for _, _, line in code.co_lines() if line), default=0)
-            seen.add((code.co_filename, code.co_firstlineno, last))
-
+    hook: dict = {}
+    exec(NOTE, hook)  # the worker's hook, here
+    seen, note = hook["seen"], hook["note"]
     sys.settrace(note)
     try:
         status = main([str(path), "--only", "causal_padding_mask"])
