@@ -69,8 +69,12 @@ def record_week20() -> None:
         answers.reference(positions.TABLE_NAME)(*probe)
         _variants(positions.TABLE_MISTAKES, probe)
     forwards = [
-        (positions.NO_POS_NAME, positions.model_probe(3), positions.FORWARD_MISTAKES),
-        (positions.SINES_NAME, positions.model_probe(4), positions.SINES_MISTAKES),
+        (
+            positions.NO_POS_NAME,
+            positions.model_probe(3),
+            positions.no_positions_mistakes(),
+        ),
+        (positions.SINES_NAME, positions.model_probe(4), positions.sines_mistakes()),
         (debugging.NAME, positions.model_probe(6, broken=True), debugging.mistakes()),
     ]
     stage_one = positions.stage_inputs()["one"]

@@ -419,54 +419,61 @@ def forward_mistakes(check: str, positions: str) -> list[Mistake]:
     ]
 
 
-_no_positions = _staged(NO_POS_NAME, EMBEDDING)
-FORWARD_MISTAKES: list[Mistake] = [
-    _no_positions(
-        "positions_still_added",
-        "the learned position embedding (model.pos) is still added",
-        "leave out the line that adds model.pos(...)",
-    ),
-    _no_positions(
-        "position_zero_added",
-        "every character gets position 0's learned vector (model.pos of index 0): "
-        "setting the indices to 0 keeps a position embedding, one shared by all; "
-        "Task 1 adds none",
-        "leave model.pos out: x = model.embed(ids)",
-    ),
-    *forward_mistakes(NO_POS_NAME, "none"),
-]
+def no_positions_mistakes() -> list[Mistake]:
+    """Task 1's known mistakes (built when its check runs): a position table still added, then
+    those of every forward."""
+    own = _staged(NO_POS_NAME, EMBEDDING)
+    return [
+        own(
+            "positions_still_added",
+            "the learned position embedding (model.pos) is still added",
+            "leave out the line that adds model.pos(...)",
+        ),
+        own(
+            "position_zero_added",
+            "every character gets position 0's learned vector (model.pos of index 0): "
+            "setting the indices to 0 keeps a position embedding, one shared by all; "
+            "Task 1 adds none",
+            "leave model.pos out: x = model.embed(ids)",
+        ),
+        *forward_mistakes(NO_POS_NAME, "none"),
+    ]
 
-_sines = _staged(SINES_NAME, EMBEDDING)
-SINES_MISTAKES: list[Mistake] = [
-    _sines(
-        "learned_table_added",
-        "the learned table model.pos is added, not the sinusoids",
-        "add sinusoidal_positions(L, D) (your Task 5 table), not model.pos(...)",
-    ),
-    _sines(
-        "no_positions",
-        "no positions reach the model: this is Task 1's forward",
-        "add sinusoidal_positions(ids.shape[1], D)[None] to model.embed(ids)",
-    ),
-    _sines(
-        "learned_table_kept",
-        "both tables are added: the sinusoids and the learned model.pos",
-        "add sinusoidal_positions(L, D) in place of model.pos(...), not beside it",
-    ),
-    _sines(
-        "same_position_everywhere",
-        "every character gets the vector of position 0 (the table's first row, "
-        "0, 1, 0, 1, ..., broadcast over the comment): the model sees no order, as "
-        "in Task 1",
-        "add the whole table, sinusoidal_positions(ids.shape[1], D), one row per position",
-    ),
-    _sines(
-        "positions_scaled",
-        "the sinusoids were scaled down (divided by √D) before they were added",
-        "add sinusoidal_positions(L, D) as it is",
-    ),
-    *forward_mistakes(SINES_NAME, "sines"),
-]
+
+def sines_mistakes() -> list[Mistake]:
+    """Task 5's known mistakes (built when its check runs): the positions added wrong, then
+    those of every forward."""
+    own = _staged(SINES_NAME, EMBEDDING)
+    return [
+        own(
+            "learned_table_added",
+            "the learned table model.pos is added, not the sinusoids",
+            "add sinusoidal_positions(L, D) (your Task 5 table), not model.pos(...)",
+        ),
+        own(
+            "no_positions",
+            "no positions reach the model: this is Task 1's forward",
+            "add sinusoidal_positions(ids.shape[1], D)[None] to model.embed(ids)",
+        ),
+        own(
+            "learned_table_kept",
+            "both tables are added: the sinusoids and the learned model.pos",
+            "add sinusoidal_positions(L, D) in place of model.pos(...), not beside it",
+        ),
+        own(
+            "same_position_everywhere",
+            "every character gets the vector of position 0 (the table's first row, "
+            "0, 1, 0, 1, ..., broadcast over the comment): the model sees no order, as "
+            "in Task 1",
+            "add the whole table, sinusoidal_positions(ids.shape[1], D), one row per position",
+        ),
+        own(
+            "positions_scaled",
+            "the sinusoids were scaled down (divided by √D) before they were added",
+            "add sinusoidal_positions(L, D) as it is",
+        ),
+        *forward_mistakes(SINES_NAME, "sines"),
+    ]
 
 
 def forward_call(student, hints=FORWARD_HINTS):
@@ -671,7 +678,7 @@ def check_forward_without_positions(student: StudentFunction) -> None:
     model without positions, on the parts of a model drawn afresh (public seed 3)."""
     model = model_probe(answers.fresh_seed(3))
     check_forward(
-        student, model, NO_POS_NAME, "none", FORWARD_MISTAKES, _learned_or_sines("")
+        student, model, NO_POS_NAME, "none", no_positions_mistakes(), _learned_or_sines("")
     )
 
 
@@ -688,7 +695,7 @@ def check_forward_with_sinusoids(student: StudentFunction) -> None:
     model with the sinusoids in place of its learned table (run after the table passes)."""
     model = model_probe(answers.fresh_seed(4))
     last = _learned_or_sines("add your sinusoids, ")
-    check_forward(student, model, SINES_NAME, "sines", SINES_MISTAKES, last)
+    check_forward(student, model, SINES_NAME, "sines", sines_mistakes(), last)
 
 
 # --- Task 5: the sinusoid table -------------------------------------------------------------
