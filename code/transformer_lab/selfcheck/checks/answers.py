@@ -228,15 +228,16 @@ def _stored(check: str, key: str, args: tuple) -> object:
             f"{check}: no stored answer {key!r} for this input (only the public inputs have "
             "stored answers; the hidden checks compute theirs)"
         )
-    value = decode(entry[key])
-    jacobian = entry[key].get("jacobian")
-    if jacobian is None:
-        return value
+    value, jacobian = decode(entry[key]), entry[key].get("jacobian")
+    return value if jacobian is None else _expanded(value, jacobian, args)
+
+
+def _expanded(value: torch.Tensor, jacobian: dict, args: tuple) -> torch.Tensor:
+    """The reference's first-order expansion at the stored input: its value there, and the
+    reference's own gradient for any weighting of the result."""
     point = args[jacobian["input"]]
     if not (isinstance(point, torch.Tensor) and point.requires_grad):
         return value
-    # The reference's first-order expansion at the stored input: its value there, and the
-    # reference's own gradient for any weighting of the result.
     matrix = decode(jacobian).reshape(value.numel(), point.numel()).to(point.dtype)
     step = (point - point.detach()).reshape(-1)
     return value.to(point.dtype) + (matrix @ step).reshape(value.shape)

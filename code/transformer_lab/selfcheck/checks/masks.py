@@ -41,12 +41,18 @@ SECOND_PADDING = _padding("0011111", "0000001")
 
 
 def probe_paddings() -> list[torch.Tensor]:
-    """The paddings the check runs on: the two public ones, or (hidden checks) two drawn afresh
-    of the same kind: 3 examples of 5 and 2 of 7, each with a real first token, and, by
-    construction, in each an example with a padded key in the middle (a real key after it)
-    and one padded at the end."""
-    if answers.mode() != answers.HIDDEN:
-        return [PROBE_PADDING, SECOND_PADDING]
+    """The paddings the check runs on: the two public ones, or (hidden checks) two drawn afresh."""
+    return (
+        drawn_paddings()
+        if answers.mode() == answers.HIDDEN
+        else [PROBE_PADDING, SECOND_PADDING]
+    )
+
+
+def drawn_paddings() -> list[torch.Tensor]:
+    """Two paddings of the public ones' kind, 3 examples of 5 and 2 of 7, each with a real first
+    token and, by construction, an example with a padded key in the middle (a real key after
+    it) and one padded at the end."""
     g = torch.Generator().manual_seed(answers.fresh_seed(0))
     drawn = []
     for batch, length in ((3, 5), (2, 7)):
@@ -143,32 +149,41 @@ def _check_once(student: StudentFunction, padding: torch.Tensor) -> None:
     wanted = f"shape ({b}, {length}, {length}) = (B, L, L)"
     require_shape(result, shape, wanted, SHAPE, {(length, length): NO_BATCH_AXIS})
     if result.dtype != torch.bool:
-        dtype = Evidence(
-            f"dtype torch.bool, example {b - 1}: {_rows(expected[-1])}",
-            f"dtype {result.dtype}",
+        _explain_dtype(result, expected)
+    if not torch.equal(result, expected):
+        _explain_pattern(student, padding, result, expected)
+
+
+def _explain_dtype(result: torch.Tensor, expected: torch.Tensor) -> None:
+    """Fail for a mask that is not bool, saying whether its pattern is right."""
+    dtype = Evidence(
+        f"dtype torch.bool, example {len(expected) - 1}: {_rows(expected[-1])}",
+        f"dtype {result.dtype}",
+    )
+    values = result.detach().double()
+    blocked = values == float("-inf")
+    if torch.equal(blocked, expected) and bool((values[~expected] == 0).all()):
+        dtype.fail(
+            "additive_float_mask",
+            "a float mask of 0 and −∞ came back; the exercise asks for a bool mask "
+            "(True = blocked)",
+            "return the boolean mask itself; masked_fill turns it into −∞ scores later",
         )
-        values = result.detach().double()
-        blocked = values == float("-inf")
-        if torch.equal(blocked, expected) and bool((values[~expected] == 0).all()):
-            dtype.fail(
-                "additive_float_mask",
-                "a float mask of 0 and −∞ came back; the exercise asks for a bool mask "
-                "(True = blocked)",
-                "return the boolean mask itself; masked_fill turns it into −∞ scores later",
-            )
-        if torch.equal(values != 0, expected):
-            dtype.fail(
-                "not_bool",
-                f"the mask has dtype {result.dtype}, not torch.bool (the pattern is right)",
-                "build it from bool tensors, or add .bool()",
-            )
+    if torch.equal(values != 0, expected):
         dtype.fail(
             "not_bool",
-            f"the mask has dtype {result.dtype}, not torch.bool",
-            "True where query i must not read key j, as a bool tensor",
+            f"the mask has dtype {result.dtype}, not torch.bool (the pattern is right)",
+            "build it from bool tensors, or add .bool()",
         )
-    if torch.equal(result, expected):
-        return
+    dtype.fail(
+        "not_bool",
+        f"the mask has dtype {result.dtype}, not torch.bool",
+        "True where query i must not read key j, as a bool tensor",
+    )
+
+
+def _explain_pattern(student: StudentFunction, padding, result, expected) -> None:
+    """Fail for a wrong bool mask: a known mistake, else the smallest input that goes wrong."""
     worst = int((result != expected).flatten(1).sum(1).argmax())
     shown = Evidence(
         f"example {worst}: {_rows(expected[worst])}",

@@ -220,22 +220,18 @@ def require_tensor(
     result, what: str, expected_shape: tuple[int, ...], code_prefix: str
 ) -> torch.Tensor:
     """Fail unless ``result`` is a tensor; name what came back instead."""
-    fail_if_none(
-        result,
-        f"a torch.Tensor of shape {tuple(expected_shape)}",
-        "end the function with `return ...`",
-        f"{what} is None: the function has no `return` (or returns nothing)",
+    if isinstance(result, torch.Tensor):
+        return result
+    expected = f"a torch.Tensor of shape {tuple(expected_shape)}"
+    none = f"{what} is None: the function has no `return` (or returns nothing)"
+    fail_if_none(result, expected, "end the function with `return ...`", none)
+    fail(
+        f"{code_prefix}_not_a_tensor",
+        f"{what} is {article(type_name(result))}, not a torch.Tensor",
+        expected,
+        type_name(result),
+        "keep the computation in torch (torch.softmax, @, .sum) so gradients can flow",
     )
-    if not isinstance(result, torch.Tensor):
-        kind = type_name(result)
-        fail(
-            f"{code_prefix}_not_a_tensor",
-            f"{what} is {article(kind)}, not a torch.Tensor",
-            f"a torch.Tensor of shape {tuple(expected_shape)}",
-            kind,
-            "keep the computation in torch (torch.softmax, @, .sum) so gradients can flow",
-        )
-    return result
 
 
 def same_values(a: object, b: object) -> bool:

@@ -6,6 +6,7 @@ which a self-check of the attention exercise alone does not need.
 
 from __future__ import annotations
 
+import functools
 import numbers
 import random
 from dataclasses import dataclass
@@ -413,27 +414,22 @@ def _check_unknown_characters(student, reference, text: str) -> None:
         )
 
 
-def _trained_with(**options):
-    """A variant: the reference recipe with one option changed, trained on the same corpus."""
+def _trained_with(corpus, vocab_size: int, extra_size: int = 0, **options):
+    """A variant: the reference recipe trained on the same corpus, with ``extra_size`` added to
+    the trainer's vocab_size and the trainer's ``options``."""
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
-    def variant(corpus, vocab_size):
-        from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-
-        ref = _ref()
-        size = options.get("vocab_size", lambda requested: requested)(vocab_size)
-        extra = {key: value for key, value in options.items() if key != "vocab_size"}
-        tokenizer = Tokenizer(models.BPE(unk_token=ref.UNKNOWN_TOKEN))
-        tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
-        trainer = trainers.BpeTrainer(
-            vocab_size=size,
-            special_tokens=list(ref.SPECIAL_TOKENS),
-            show_progress=False,
-            **extra,
-        )
-        tokenizer.train_from_iterator(list(corpus), trainer)
-        return tokenizer
-
-    return variant
+    ref = _ref()
+    tokenizer = Tokenizer(models.BPE(unk_token=ref.UNKNOWN_TOKEN))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size + extra_size,
+        special_tokens=list(ref.SPECIAL_TOKENS),
+        show_progress=False,
+        **options,
+    )
+    tokenizer.train_from_iterator(list(corpus), trainer)
+    return tokenizer
 
 
 TRAINING_MISTAKES: list[Mistake] = [
@@ -441,21 +437,21 @@ TRAINING_MISTAKES: list[Mistake] = [
         "min_frequency",
         "the trainer skipped pairs seen only once (min_frequency), so fewer merges were learned",
         "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) with no min_frequency",
-        _trained_with(min_frequency=2),
+        functools.partial(_trained_with, min_frequency=2),
     ),
     Mistake(
         "subtracted_special_tokens",
         "the trainer was given vocab_size - 2: its vocab_size already "
         "includes the special tokens",
         "BpeTrainer(vocab_size=vocab_size, ...)",
-        _trained_with(vocab_size=lambda size: size - 2),
+        functools.partial(_trained_with, extra_size=-2),
     ),
     Mistake(
         "added_special_tokens",
         "the trainer was given vocab_size + 2: its vocab_size already includes the special "
         "tokens, they do not come on top",
         "BpeTrainer(vocab_size=vocab_size, ...)",
-        _trained_with(vocab_size=lambda size: size + 2),
+        functools.partial(_trained_with, extra_size=2),
     ),
     Mistake(
         "lowercased_corpus",
