@@ -9,13 +9,10 @@ from transformer_lab.selfcheck import PASSED, check_train_bpe_tokenizer
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tokenizer import (
     COUNT_MISTAKES,
-    OTHER_CORPUS,
-    OTHER_SIZE,
+    PUBLIC_INPUTS,
     SMALL_TRAININGS,
-    TOKENIZER_SIZES,
     TRAINING_MISTAKES,
     UNSEEN_POOL,
-    UNSEEN_SENTENCE,
     WORDS,
     _reachable,
     _smallest_encoding_note,
@@ -24,6 +21,9 @@ from transformer_lab.selfcheck.checks.tokenizer import (
     tokenizer_inputs,
 )
 from transformer_lab.tokenizer import TINY_CORPUS, tokens_per_word, train_bpe_tokenizer
+
+OTHER_CORPUS, OTHER_SIZE = PUBLIC_INPUTS.other_corpus, PUBLIC_INPUTS.sizes[0]
+TOKENIZER_SIZES, UNSEEN_SENTENCE = PUBLIC_INPUTS.sizes, PUBLIC_INPUTS.unseen_sentence
 
 
 @pytest.mark.parametrize("size", [40, 80])
@@ -129,7 +129,7 @@ def test_hidden_inputs_keep_what_the_checks_rely_on():
     for seed in range(300):
         drawn = drawn_inputs(seed)
         first, second = drawn.sizes
-        assert second < first <= most and first == drawn.other_size
+        assert second < first <= most and first == drawn.sizes[0]
         assert _reachable(drawn.other_corpus) < first  # runs out of pairs before it
         assert any(c.isupper() for c in "".join(drawn.other_corpus)), seed
         assert any(c in UNSEEN_POOL for c in drawn.unseen_characters)

@@ -29,27 +29,6 @@ from transformer_lab.selfcheck.transport import bounded_repr
 TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 8"
 COUNT_NAME, COUNT_EXERCISE = "tokens_per_word", "Exercise 9"
 
-# Both reachable on the tiny corpus, so the size must follow the argument.
-TOKENIZER_SIZES = (80, 40)
-# Capitals (which TINY_CORPUS lacks) show a corpus lower-cased before training.
-OTHER_CORPUS = (
-    "Zebras quietly jump over lazy foxes",
-    "quiet zebras jump",
-    "Lazy foxes never jump",
-)
-OTHER_SIZE = 80  # more than OTHER_CORPUS can reach: every pair seen, even once, is merged
-# The smallest trainings first, for a "differs" message that names the smallest corpus and
-# vocab_size on which the learned vocabulary goes wrong (a student can redo it by hand).
-SMALL_TRAININGS = (
-    (("ab ab",), 5),
-    (("ab abc",), 7),
-    (("the cat", "The hat"), 10),
-    (("low lower lowest", "new newer"), 16),
-    (OTHER_CORPUS, OTHER_SIZE),
-)
-UNSEEN_SENTENCE = "the transformer decoder generates text"
-# 'é' and the emoji never occur in TINY_CORPUS: the reference encodes each of them as [UNK].
-UNSEEN_CHARACTERS = "the cat café serves tea 🙂"
 ADVICE = 'build tokenizer = Tokenizer(models.BPE(unk_token="[UNK]")), train it, and `return tokenizer`'
 
 
@@ -73,9 +52,35 @@ class TokenizerInputs:
     words: tuple[str, ...]
     count_sizes: tuple[int, int]
 
-    @property
-    def other_size(self) -> int:
-        return self.sizes[0]
+
+# "banana" repeats a token under both probe tokenizers (b, an, an, a), so counting distinct
+# tokens gives another number; "cat", "dog" and "attention" are whole tokens of the larger one.
+WORDS = ("cat", "dog", "attention", "tokenizer", "self-attention", "encodings", "banana")
+PUBLIC_INPUTS = TokenizerInputs(
+    # Both reachable on the tiny corpus, so the size must follow the argument; the first is
+    # more than the other corpus can reach: every pair seen there, even once, is merged.
+    sizes=(80, 40),
+    # Capitals (which TINY_CORPUS lacks) show a corpus lower-cased before training.
+    other_corpus=(
+        "Zebras quietly jump over lazy foxes",
+        "quiet zebras jump",
+        "Lazy foxes never jump",
+    ),
+    unseen_sentence="the transformer decoder generates text",
+    # 'é' and the emoji never occur in TINY_CORPUS: the reference encodes each of them as [UNK].
+    unseen_characters="the cat café serves tea 🙂",
+    words=WORDS,
+    count_sizes=(40, 80),
+)
+# The smallest trainings first, for a "differs" message that names the smallest corpus and
+# vocab_size on which the learned vocabulary goes wrong (a student can redo it by hand).
+SMALL_TRAININGS = (
+    (("ab ab",), 5),
+    (("ab abc",), 7),
+    (("the cat", "The hat"), 10),
+    (("low lower lowest", "new newer"), 16),
+    (PUBLIC_INPUTS.other_corpus, PUBLIC_INPUTS.sizes[0]),
+)
 
 
 # Characters TINY_CORPUS never contains (a fresh unseen-characters text takes two of them).
@@ -547,43 +552,42 @@ def check_train_bpe_tokenizer(student_function: StudentFunction) -> None:
             "pass the argument on: BpeTrainer(vocab_size=vocab_size, ...)",
         )
     _check_structure(student, reference, inputs)
-    # A small corpus runs out of pairs before other_size: the vocabulary stops short of it.
-    other_corpus, other_size = list(inputs.other_corpus), inputs.other_size
-    other = _train(student_function, other_corpus, other_size)
-    other_reference = ref.train_bpe_tokenizer(other_corpus, other_size)
-    if other.get_vocab() != other_reference.get_vocab():
-        shown = Evidence(*_vocab_difference(other, other_reference))
-        if other.get_vocab() == sizes[other_size][0].get_vocab():
+    # A small corpus runs out of pairs before sizes[0]: the vocabulary stops short of it.
+    other_corpus, other_size = list(inputs.other_corpus), inputs.sizes[0]
+    trainings = [
+        *((corpus, size, pair[0]) for size, pair in sizes.items()),
+        (other_corpus, other_size, _train(student_function, other_corpus, other_size)),
+    ]
+    for texts, size, trained in trainings:
+        reference_at_size = ref.train_bpe_tokenizer(texts, size)
+        if _same_vocabulary(trained, reference_at_size):
+            continue
+        shown = Evidence(*_vocab_difference(trained, reference_at_size))
+        if texts is other_corpus and _same_vocabulary(trained, sizes[size][0]):
             shown.fail(
                 "ignores_corpus",
                 "the tokenizer learned the same vocabulary from a different corpus: it does "
                 "not train on the corpus argument (a global corpus?)",
                 "tokenizer.train_from_iterator(corpus, trainer) with the function's own corpus argument",
             )
-        _differs_by(other, other_reference, other_corpus, other_size, shown)
-    for size, (trained, reference_at_size) in [
-        *sizes.items(),
-        (other_size, (other, other_reference)),
-    ]:
-        if trained.get_vocab() != reference_at_size.get_vocab():
-            shown = Evidence(*_vocab_difference(trained, reference_at_size))
-            alphabet = {t for t in reference_at_size.get_vocab() if len(t) == 1}
-            missing = sorted(alphabet - set(trained.get_vocab()))
-            if missing:
-                shown.fail(
-                    "missing_characters",
-                    f"characters of the corpus are missing from the vocabulary "
-                    f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
-                    "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
-                    "character it sees; no limit_alphabet",
-                )
+        _differs_by(trained, reference_at_size, texts, size, shown)
+        alphabet = {t for t in reference_at_size.get_vocab() if len(t) == 1}
+        missing = sorted(alphabet - set(trained.get_vocab()))
+        if missing:
             shown.fail(
-                "vocabulary_differs",
-                f"with vocab_size={size} the learned vocabulary differs from the reference"
-                + _smallest_training_note(student_function),
-                'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
-                "the two special tokens; no other options",
+                "missing_characters",
+                f"characters of the corpus are missing from the vocabulary "
+                f"({', '.join(map(repr, missing[:6]))}): was the alphabet limited (limit_alphabet)?",
+                "BpeTrainer(vocab_size=vocab_size, special_tokens=[...]) keeps every "
+                "character it sees; no limit_alphabet",
             )
+        shown.fail(
+            "vocabulary_differs",
+            f"with vocab_size={size} the learned vocabulary differs from the reference"
+            + _smallest_training_note(student_function),
+            'BPE(unk_token="[UNK]") model, Whitespace pre-tokenizer, BpeTrainer with vocab_size and '
+            "the two special tokens; no other options",
+        )
     _check_unknown_characters(student, reference, inputs.unseen_characters)
     sentence = inputs.unseen_sentence
     tokens = student.encode(sentence).tokens
@@ -602,10 +606,6 @@ def check_train_bpe_tokenizer(student_function: StudentFunction) -> None:
 # ---------------------------------------------------------------------------------------------
 # Exercise 9: tokens per word
 # ---------------------------------------------------------------------------------------------
-
-# "banana" repeats a token under both probe tokenizers (b, an, an, a), so counting distinct
-# tokens gives another number; "cat", "dog" and "attention" are whole tokens of the larger one.
-WORDS = ("cat", "dog", "attention", "tokenizer", "self-attention", "encodings", "banana")
 
 
 def _counts(function):
@@ -793,13 +793,3 @@ def check_tokens_per_word(student: StudentFunction) -> None:
             "use the function's `tokenizer` argument",
         )
     _check_once(student, small, words)
-
-
-PUBLIC_INPUTS = TokenizerInputs(
-    sizes=TOKENIZER_SIZES,
-    other_corpus=OTHER_CORPUS,
-    unseen_sentence=UNSEEN_SENTENCE,
-    unseen_characters=UNSEEN_CHARACTERS,
-    words=WORDS,
-    count_sizes=(40, 80),
-)
