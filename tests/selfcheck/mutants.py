@@ -363,6 +363,13 @@ def attention_output_only(q, k, v, padding):
     return attention_masked_fill(q, k, v, padding)[0]
 
 
+# The diagnosis returned_only_weights was deleted (no student had met it): the lone weights
+# are named by their sibling, a single tensor instead of the pair.
+@wrong("attention", "returned_one_tensor")
+def attention_weights_only(q, k, v, padding):
+    return attention_masked_fill(q, k, v, padding)[1]
+
+
 @wrong("attention", "swapped_outputs")
 def attention_swapped(q, k, v, padding):
     output, weights = attention_masked_fill(q, k, v, padding)
@@ -854,6 +861,13 @@ def bpe_returns_trainer(corpus, vocab_size):
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=["[UNK]", "[PAD]"])
     Tokenizer(models.BPE(unk_token="[UNK]")).train_from_iterator(corpus, trainer)
     return trainer
+
+
+# The diagnosis returned_model was deleted (no student had met it): the bare model is named
+# as not a Tokenizer, and the report shows its type (tokenizers.BPE).
+@wrong("train_bpe_tokenizer", "not_a_tokenizer")
+def bpe_returns_model(corpus, vocab_size):
+    return bpe(corpus, vocab_size).model
 
 
 @wrong("train_bpe_tokenizer", "untrained")

@@ -363,11 +363,6 @@ ONLY_OUTPUT = Mistake(
     "only the output was returned, not (output, weights)",
     "return output, weights",
 )
-ONLY_WEIGHTS = Mistake(
-    "returned_only_weights",
-    "only the weights were returned, not (output, weights)",
-    "return output, weights",
-)
 
 
 def unpack_pair(result, out_shape, w_shape):
@@ -377,8 +372,8 @@ def unpack_pair(result, out_shape, w_shape):
     expected = f"a pair: output {out_shape} and weights {w_shape}"
     if isinstance(result, torch.Tensor):
         received = f"one tensor of shape {shape_text(result)}"
-        alone = {out_shape: ONLY_OUTPUT, w_shape: ONLY_WEIGHTS}
-        fail_with(alone.get(tuple(result.shape), ONE_TENSOR), expected, received)
+        alone = ONLY_OUTPUT if tuple(result.shape) == out_shape else ONE_TENSOR
+        fail_with(alone, expected, received)
     if not isinstance(result, (tuple, list)) or len(result) != 2:
         got = type_name(result)
         if isinstance(result, (tuple, list)):
