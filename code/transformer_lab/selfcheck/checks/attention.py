@@ -8,7 +8,6 @@ weights it should have been mixed with.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import math
@@ -126,11 +125,6 @@ SCALES: list[Mistake] = [
 ]
 
 
-def _relu_normalised(scores: torch.Tensor) -> torch.Tensor:
-    positive = scores.clamp(min=0)
-    return positive / positive.sum(-1, keepdim=True)
-
-
 NORMALISERS: list[Mistake] = [
     Mistake("", "", "", lambda s: torch.softmax(s, dim=-1)),
     Mistake(
@@ -152,7 +146,7 @@ NORMALISERS: list[Mistake] = [
         "divided by their sum",
         "use torch.softmax(scores, dim=-1): exp keeps every key in play, in proportion "
         "to exp(score)",
-        _relu_normalised,
+        lambda s: s.clamp(min=0) / s.clamp(min=0).sum(-1, keepdim=True),
     ),
     Mistake(
         "normalised_without_exp",
@@ -365,8 +359,33 @@ ONLY_OUTPUT = Mistake(
 )
 
 
-def unpack_pair(result, out_shape, w_shape):
-    """Check the return value is (output, weights) and return the two tensors."""
+WEIGHTS_SHAPE = Mistake(
+    "weights_shape",
+    "the weights have the wrong shape",
+    "one row per query and one column per key, for every example",
+)
+WEIGHTS_TRANSPOSED = Mistake(
+    "weights_transposed",
+    "the weights have keys and queries swapped (did you compute k @ qᵀ?)",
+    "scores = q @ k.transpose(-2, -1): one row per query, one column per key",
+)
+OUTPUT_SHAPE = Mistake(
+    "output_shape",
+    "the output has the wrong shape",
+    "output = weights @ v: (B, Lq, Lk) @ (B, Lk, Dv) -> (B, Lq, Dv)",
+)
+MIXED_KEYS = Mistake(
+    "mixed_keys",
+    "the output has the width of the keys: the weights mixed k instead of v",
+    "output = weights @ v",
+)
+
+
+def unpack_pair(result, q, k, v):
+    """Check the return value is (output (B, Lq, Dv), weights (B, Lq, Lk)) and return the two
+    tensors."""
+    (b, lq, d), lk = q.shape, k.shape[1]
+    out_shape, w_shape = (b, lq, v.shape[2]), (b, lq, lk)
     pair = f"(output {out_shape}, weights {w_shape})"
     fail_if_none(result, pair, "end with `return output, weights`")
     expected = f"a pair: output {out_shape} and weights {w_shape}"
@@ -397,53 +416,18 @@ def unpack_pair(result, out_shape, w_shape):
             )
     output = require_tensor(output, "the returned output", out_shape, "output")
     weights = require_tensor(weights, "the returned weights", w_shape, "weights")
+    wanted = f"weights of shape {w_shape} = (B, Lq, Lk)"
+    require_shape(
+        weights, w_shape, wanted, WEIGHTS_SHAPE, {(b, lk, lq): WEIGHTS_TRANSPOSED}
+    )
+    wanted = f"output of shape {out_shape} = (B, Lq, Dv)"
+    require_shape(output, out_shape, wanted, OUTPUT_SHAPE, {(b, lq, d): MIXED_KEYS})
     return output, weights
 
 
-SHAPES = {
-    "weights_shape": Mistake(
-        "weights_shape",
-        "the weights have the wrong shape",
-        "one row per query and one column per key, for every example",
-    ),
-    "weights_transposed": Mistake(
-        "weights_transposed",
-        "the weights have keys and queries swapped (did you compute k @ qᵀ?)",
-        "scores = q @ k.transpose(-2, -1): one row per query, one column per key",
-    ),
-    "output_shape": Mistake(
-        "output_shape",
-        "the output has the wrong shape",
-        "output = weights @ v: (B, Lq, Lk) @ (B, Lk, Dv) -> (B, Lq, Dv)",
-    ),
-    "mixed_keys": Mistake(
-        "mixed_keys",
-        "the output has the width of the keys: the weights mixed k instead of v",
-        "output = weights @ v",
-    ),
-}
-
-
-def _check_shapes(output, weights, out_shape, w_shape, d):
-    b, lq, lk = w_shape
-    require_shape(
-        weights,
-        w_shape,
-        f"weights of shape {w_shape} = (B, Lq, Lk)",
-        SHAPES["weights_shape"],
-        {(b, lk, lq): SHAPES["weights_transposed"]},
-    )
-    require_shape(
-        output,
-        out_shape,
-        f"output of shape {out_shape} = (B, Lq, Dv)",
-        SHAPES["output_shape"],
-        {(b, lq, d): SHAPES["mixed_keys"]},
-    )
-
-
-def _diagnose_weights(output, weights, probe, expected_output, expected_weights):
-    """The weights differ from the reference: name the mistake, or describe the difference."""
+def _diagnose_weights(student, output, weights, probe, expected_output, expected_weights):
+    """The weights differ from the reference: name the mistake, or describe the difference
+    (on the smallest input that goes wrong)."""
     v = probe[2]
     shown = Evidence(*compare_rows("weights", weights, expected_weights))
     if close(output, expected_output) and not close(output, weights.double() @ v.double()):
@@ -451,7 +435,7 @@ def _diagnose_weights(output, weights, probe, expected_output, expected_weights)
         shown.fail(
             "returned_weights_differ",
             "the output is right, but the returned weights are not the ones that "
-            "produced it",
+            "produced it" + _smallest_attention_note(student, SMALL_PROBES),
             "return the weights you mixed the values with",
         )
     shown.diagnose(weights, weight_mistakes(), probe)
@@ -472,12 +456,13 @@ def _diagnose_weights(output, weights, probe, expected_output, expected_weights)
         )
     shown.fail(
         "weights_differ",
-        "the weights differ from softmax(q kᵀ / √d) with padded keys masked",
+        "the weights differ from softmax(q kᵀ / √d) with padded keys masked"
+        + _smallest_attention_note(student, SMALL_PROBES),
         "compare your scores with q @ k.transpose(-2, -1) / math.sqrt(d) step by step",
     )
 
 
-def _diagnose_output(output, probe, expected_output):
+def _diagnose_output(student, output, probe, expected_output):
     """The weights are right but the output is not: which weights (or values) was it mixed from?"""
     shown = Evidence(*compare_rows("output", output, expected_output))
     mixed = [
@@ -495,45 +480,31 @@ def _diagnose_output(output, probe, expected_output):
         )
     shown.fail(
         "output_differs",
-        "the weights are right but the output is not weights @ v",
+        "the weights are right but the output is not weights @ v"
+        + _smallest_attention_note(student, SMALL_PROBES),
         "output = weights @ v",
     )
 
 
-def _shapes(q, k, v) -> tuple[tuple, tuple]:
-    """The shapes of the output (B, Lq, Dv) and of the weights (B, Lq, Lk)."""
-    return (q.shape[0], q.shape[1], v.shape[2]), (q.shape[0], q.shape[1], k.shape[1])
-
-
 def _check_probe(student: StudentFunction, q, k, v, padding):
     """One probe: structure, shapes, weights (against every typical mistake), then output."""
-    out_shape, w_shape = _shapes(q, k, v)
     probe = (q, k, v, padding)
-    clones = [t.clone() for t in probe]
-    returned = student.call(*clones, hints=ATTENTION_HINTS, watch_library=True)
+    returned = student.call(
+        *[t.clone() for t in probe], hints=ATTENTION_HINTS, watch_library=True
+    )
     if returned.library:
         fail_library(returned.library, EXERCISE)
     check_unchanged([q, k, v, padding], returned.args, ["q", "k", "v", "padding"])
-    output, weights = unpack_pair(returned.result, out_shape, w_shape)
-    _check_shapes(output, weights, out_shape, w_shape, q.shape[-1])
+    output, weights = unpack_pair(returned.result, q, k, v)
     expected_output, expected_weights = reference.attention(
         q.double(), k.double(), v.double(), padding
     )
-    try:
-        if not close(weights, expected_weights):
-            _diagnose_weights(output, weights, probe, expected_output, expected_weights)
-        if not close(output, expected_output):
-            _diagnose_output(output, probe, expected_output)
-    except Failed as failure:
-        finding = failure.finding
-        if finding.code not in (
-            "weights_differ",
-            "output_differs",
-            "returned_weights_differ",
-        ):
-            raise
-        note = _smallest_attention_note(student, SMALL_PROBES)
-        raise Failed(dataclasses.replace(finding, mistake=finding.mistake + note)) from None
+    if not close(weights, expected_weights):
+        _diagnose_weights(
+            student, output, weights, probe, expected_output, expected_weights
+        )
+    if not close(output, expected_output):
+        _diagnose_output(student, output, probe, expected_output)
 
 
 def _smallest_attention_note(student: StudentFunction, probes: list[tuple]) -> str:
@@ -604,7 +575,7 @@ def _check_overflow(student: StudentFunction):
     """Large scores: a hand-written exp(s) / sum(exp(s)) overflows to inf / inf = NaN."""
     q, k, v, padding = overflow_probe()
     returned = student.call(q, k, v, padding, hints=ATTENTION_HINTS)
-    output, weights = unpack_pair(returned.result, *_shapes(q, k, v))
+    output, weights = unpack_pair(returned.result, q, k, v)
     if not (
         torch.isfinite(weights[~padding[:, None, :].expand_as(weights)]).all()
         and torch.isfinite(output).all()
