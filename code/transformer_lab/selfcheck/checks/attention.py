@@ -12,6 +12,7 @@ import functools
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -180,90 +181,77 @@ def _keep(s, ignore):
     return s
 
 
-# A mask step: (before the normalisation, after it).
-MASKS: list[tuple[Mistake, Callable, Callable]] = [
-    (Mistake("", "", ""), _fill(float("-inf")), _keep),
+@dataclass(frozen=True)
+class MaskStep(Mistake):
+    """A mask step (code "" when right): what it does to the scores before the normalisation
+    and to the weights after it."""
+
+    before: Callable = _keep
+    after: Callable = _keep
+
+
+MASKS: list[MaskStep] = [
+    MaskStep("", "", "", before=_fill(float("-inf"))),
     # also right, but a large finite fill differs from −∞ once another step is wrong (a softmax
     # over the queries spreads a column of -1e9 evenly, where −∞ gives NaN)
-    (Mistake("", "", ""), _fill(-1e9), _keep),
-    (
-        Mistake(
-            "mask_after_softmax",
-            "padded keys were zeroed after the softmax instead of set to −∞ before it, so "
-            "the weights no longer sum to 1",
-            "masked_fill(padding[:, None, :], float('-inf')) on the scores, then softmax",
-        ),
-        _keep,
-        _fill(0.0),
+    MaskStep("", "", "", before=_fill(-1e9)),
+    MaskStep(
+        "mask_after_softmax",
+        "padded keys were zeroed after the softmax instead of set to −∞ before it, so "
+        "the weights no longer sum to 1",
+        "masked_fill(padding[:, None, :], float('-inf')) on the scores, then softmax",
+        after=_fill(0.0),
     ),
-    (
-        Mistake(
-            "mask_with_zero",
-            "padded scores were set to 0 instead of −∞ before the softmax",
-            "exp(0) = 1, so a 0 score still takes weight; fill with float('-inf')",
-        ),
-        _fill(0.0),
-        _keep,
+    MaskStep(
+        "mask_with_zero",
+        "padded scores were set to 0 instead of −∞ before the softmax",
+        "exp(0) = 1, so a 0 score still takes weight; fill with float('-inf')",
+        before=_fill(0.0),
     ),
-    (
-        Mistake(
-            "inverted_mask",
-            "the mask was inverted: the real keys were hidden and the padded ones kept",
-            "True means ignore: fill where padding is True, not where it is False",
-        ),
-        _fill(float("-inf"), invert=True),
-        _keep,
+    MaskStep(
+        "inverted_mask",
+        "the mask was inverted: the real keys were hidden and the padded ones kept",
+        "True means ignore: fill where padding is True, not where it is False",
+        before=_fill(float("-inf"), invert=True),
     ),
-    (
-        Mistake(
-            "mask_ignored",
-            "the padding mask had no effect on the weights",
-            "masked_fill returns a new tensor: scores = scores.masked_fill(...); and pass padding[:, None, :]",
-        ),
-        _keep,
-        _keep,
+    MaskStep(
+        "mask_ignored",
+        "the padding mask had no effect on the weights",
+        "masked_fill returns a new tensor: scores = scores.masked_fill(...); and pass padding[:, None, :]",
     ),
-    (
-        Mistake(
-            "inf_after_softmax",
-            "−∞ was written into the weights after the softmax",
-            "fill the scores with −∞ before the softmax; weights must be between 0 and 1",
-        ),
-        _keep,
-        _fill(float("-inf")),
+    MaskStep(
+        "inf_after_softmax",
+        "−∞ was written into the weights after the softmax",
+        "fill the scores with −∞ before the softmax; weights must be between 0 and 1",
+        after=_fill(float("-inf")),
     ),
-    (
-        Mistake(
-            "mask_times_inf",
-            "the mask was multiplied by −∞ and added to the scores: 0 × −∞ is NaN, so every "
-            "weight became NaN",
-            "scores.masked_fill(padding[:, None, :], float('-inf')) sets only the padded "
-            "scores",
-        ),
-        lambda s, ignore: s + ignore.double() * float("-inf"),
-        _keep,
+    MaskStep(
+        "mask_times_inf",
+        "the mask was multiplied by −∞ and added to the scores: 0 × −∞ is NaN, so every "
+        "weight became NaN",
+        "scores.masked_fill(padding[:, None, :], float('-inf')) sets only the padded "
+        "scores",
+        before=lambda s, ignore: s + ignore.double() * float("-inf"),
     ),
     # the same all-NaN weights as mask_times_inf where every example has padding;
     # _name_the_infinity tells the two apart on a probe without padding
-    (
-        Mistake(
-            "mask_with_plus_inf",
-            "padded scores were set to +∞ instead of −∞: the softmax of a row holding +∞ is "
-            "NaN (∞ / ∞), so every query of an example with padding got NaN weights",
-            "masked_fill(padding[:, None, :], float('-inf')): minus infinity, so exp gives 0",
-        ),
-        _fill(float("inf")),
-        _keep,
+    MaskStep(
+        "mask_with_plus_inf",
+        "padded scores were set to +∞ instead of −∞: the softmax of a row holding +∞ is "
+        "NaN (∞ / ∞), so every query of an example with padding got NaN weights",
+        "masked_fill(padding[:, None, :], float('-inf')): minus infinity, so exp gives 0",
+        before=_fill(float("inf")),
     ),
 ]
 
 
-def _weights(q, k, v, padding, scale: Mistake, normaliser: Mistake, mask) -> torch.Tensor:
-    _, before, after = mask
+def _weights(
+    q, k, v, padding, scale: Mistake, normaliser: Mistake, mask: MaskStep
+) -> torch.Tensor:
     raw = q.double() @ k.double().transpose(-2, -1)
     ignore = padding[:, None, :].expand_as(raw)
-    scores = before(raw / scale.variant(q, k, v), ignore)
-    return after(normaliser.variant(scores), ignore)
+    scores = mask.before(raw / scale.variant(q, k, v), ignore)
+    return mask.after(normaliser.variant(scores), ignore)
 
 
 def weight_mistakes() -> list[Mistake]:
@@ -271,7 +259,7 @@ def weight_mistakes() -> list[Mistake]:
     then a few mistakes of another kind. Each ``variant(q, k, v, padding)`` returns its weights."""
     combinations = []
     for scale, normaliser, mask in itertools.product(SCALES, NORMALISERS, MASKS):
-        parts = [m for m in (scale, normaliser, mask[0]) if m.code]
+        parts = [m for m in (scale, normaliser, mask) if m.code]
         if parts:
             variant = functools.partial(
                 _weights, scale=scale, normaliser=normaliser, mask=mask
@@ -620,7 +608,7 @@ def _name_the_infinity(student: StudentFunction, failure: Failed) -> None:
         raise failure from None
     weights = result[1] if isinstance(result, (tuple, list)) and len(result) == 2 else None
     if isinstance(weights, torch.Tensor) and torch.isfinite(weights).all():
-        plus = next(m for m, _, _ in MASKS if m.code == "mask_with_plus_inf")
+        plus = next(m for m in MASKS if m.code == "mask_with_plus_inf")
         fail_with(plus, failure.finding.expected, failure.finding.received)
     raise failure
 
