@@ -44,7 +44,7 @@ from transformer_lab.selfcheck.core import (
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
-NAME, EXERCISE = "attention", "Exercise 3"
+EXERCISE = "Exercise 3"
 
 # Sizes are all different (and D differs from Dv), so a wrong axis or width gives other numbers.
 ATT_B, ATT_LQ, ATT_LK, ATT_D, ATT_DV = 2, 3, 4, 5, 7
@@ -53,7 +53,7 @@ ATTENTION_HINTS = [
     (
         r"size of tensor a .* must match the size of tensor b",
         "the scores are (B, Lq, Lk): padding (B, Lk) needs a query axis to line up, padding[:, None, :]",
-    ),
+    )
 ]
 
 
@@ -289,7 +289,7 @@ OTHER_WEIGHT_MISTAKES: list[Mistake] = [
             torch.softmax(_scores(q, k, v, padding, scale=False), -1)
             / math.sqrt(q.shape[-1])
         ),
-    ),
+    )
 ]
 
 # The output is right, but the weights returned next to it are not the ones that produced it.
@@ -613,7 +613,7 @@ def _name_the_infinity(student: StudentFunction, failure: Failed) -> None:
     raise failure
 
 
-@checker(NAME, EXERCISE, "attention(q, k, v, padding)")
+@checker(EXERCISE, "attention(q, k, v, padding)")
 def check_attention(student: StudentFunction) -> None:
     """Check ``attention(q, k, v, padding) -> (output, weights)`` against the package's version."""
     if student.library_names:

@@ -26,7 +26,7 @@ from transformer_lab.selfcheck.checks.tensors import checker
 from transformer_lab.selfcheck.core import Mistake
 from transformer_lab.selfcheck.execution import StudentFunction
 
-NAME, EXERCISE = "repaired_forward", "Task 4"
+NAME = "repaired_forward"
 BUGS = ("inverted_mask", "batch_axis", "double_sigmoid")
 
 # Each bug's name and symptom; the advice points at where to look, never at the repaired line
@@ -84,7 +84,7 @@ def mistakes() -> list[Mistake]:
     ]
 
 
-@checker(NAME, EXERCISE, "repaired_forward(model, ids, padding)", **MODEL_OPTIONS)
+@checker("Task 4", "repaired_forward(model, ids, padding)", **MODEL_OPTIONS)
 def check_repaired_forward(student: StudentFunction) -> None:
     """Task 4: the repaired forward against the broken one with every bug taken out."""
     model = model_probe(answers.fresh_seed(6), broken=True)

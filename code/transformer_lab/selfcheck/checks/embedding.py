@@ -7,20 +7,11 @@ import numbers
 import random
 
 from transformer_lab.selfcheck.checks import answers
-from transformer_lab.selfcheck.checks.tensors import (
-    Evidence,
-    checker,
-    smallest_input_note,
-)
-from transformer_lab.selfcheck.core import (
-    Mistake,
-    article,
-    fail,
-)
+from transformer_lab.selfcheck.checks.tensors import Evidence, checker, smallest_input_note
+from transformer_lab.selfcheck.core import Mistake, article, fail
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
-NAME, EXERCISE = "embedding_parameters", "Exercise 7"
 TABLE = "an embedding is a table of shape (vocab_size, d), and nothing else"
 # 7 x 3: every mistake below gives another number.
 PROBES = [(80, 128), (50_000, 768), (7, 3)]
@@ -96,7 +87,7 @@ def probes() -> list[tuple[int, int]]:
     return [(draw.randint(3, 60_000), draw.randint(2, 1024)) for _ in range(3)]
 
 
-@checker(NAME, EXERCISE, "embedding_parameters(vocab_size, d)")
+@checker("Exercise 7", "embedding_parameters(vocab_size, d)")
 def check_embedding_parameters(student: StudentFunction) -> None:
     """Check ``embedding_parameters(vocab_size, d) -> int`` against the package's version."""
     from transformer_lab.tokenizer import embedding_parameters

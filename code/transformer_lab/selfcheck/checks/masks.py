@@ -25,7 +25,7 @@ from transformer_lab.selfcheck.core import Mistake
 from transformer_lab.selfcheck.execution import StudentFunction
 from transformer_lab.selfcheck.transport import bounded_repr
 
-NAME, EXERCISE = "causal_padding_mask", "Exercise 11"
+NAME = "causal_padding_mask"
 
 
 # B = 3 and L = 5 differ and every example has a real first token. Padding at the end alone hides
@@ -218,7 +218,7 @@ def _rows(mask: torch.Tensor) -> str:
     return "/".join("".join("1" if v else "0" for v in row) for row in mask.tolist())
 
 
-@checker(NAME, EXERCISE, "causal_padding_mask(padding)", optional=True)
+@checker("Exercise 11", "causal_padding_mask(padding)", optional=True)
 def check_causal_padding_mask(student: StudentFunction) -> None:
     """Check ``causal_padding_mask(padding) -> (B, L, L)`` against the private reference."""
     for padding in probe_paddings():

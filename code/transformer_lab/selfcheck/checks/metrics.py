@@ -16,17 +16,9 @@ from transformer_lab.selfcheck.checks.tensors import (
     shape_text,
     smallest_input_note,
 )
-from transformer_lab.selfcheck.core import (
-    Mistake,
-    article,
-    fail,
-    fail_if_none,
-    first_match,
-)
+from transformer_lab.selfcheck.core import Mistake, article, fail, fail_if_none, first_match
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
-
-NAME, EXERCISE = "accuracy", "Exercise 1"
 
 # Chosen so that every typical mistake gives a different number (the tests assert this); the
 # logit 1.0 with label 1 tells "compared the logits with the labels" from "rounded down to 0".
@@ -240,7 +232,7 @@ def _check_once(student: StudentFunction, logits, labels):
     )
 
 
-@checker(NAME, EXERCISE, "accuracy(logits, labels)")
+@checker("Exercise 1", "accuracy(logits, labels)")
 def check_accuracy(student: StudentFunction) -> None:
     """Check ``accuracy(logits, labels) -> float`` against the package's version."""
     _check_once(student, ACCURACY_LOGITS, ACCURACY_LABELS)

@@ -30,15 +30,10 @@ from transformer_lab.selfcheck.checks.tensors import (
     require_tensor,
     shape_text,
 )
-from transformer_lab.selfcheck.core import (
-    Mistake,
-    article,
-    combine,
-    fail,
-)
+from transformer_lab.selfcheck.core import Mistake, article, combine, fail
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
 
-NAME, EXERCISE = "multi_head_attention", "Exercise 12"
+NAME = "multi_head_attention"
 TOLERANCE = 1e-5
 WHAT = "the multi-head stretch exercise (your own attention from Exercise 3 is welcome)"
 
@@ -469,7 +464,7 @@ def gradient_probe() -> tuple:
     return mha_probe(seed=answers.fresh_seed(52))
 
 
-@checker(NAME, EXERCISE, "multi_head_attention(x, padding, mha)", optional=True)
+@checker("Exercise 12", "multi_head_attention(x, padding, mha)", optional=True)
 def check_multi_head_attention(student: StudentFunction) -> None:
     """Check ``multi_head_attention(x, padding, mha) -> (output, weights)`` against
     ``nn.MultiheadAttention``: the output (B, L, D) first, then every head's weights."""

@@ -20,14 +20,12 @@ from transformer_lab.selfcheck.checks.tensors import (
 from transformer_lab.selfcheck.core import Mistake
 from transformer_lab.selfcheck.execution import StudentFunction
 
-NAME, EXERCISE = "masked_mean", "Exercise 2"
-
 MASKED_MEAN_HINTS = [
     (
         r"size of tensor a .* must match the size of tensor b",
         "shapes do not line up: the mask needs a feature axis, padding[:, :, None] (B, L, 1), and the counts "
         "need shape (B, 1)",
-    ),
+    )
 ]
 
 
@@ -237,13 +235,12 @@ def _check_once(student: StudentFunction, x, padding):
     )
 
 
-@checker(NAME, EXERCISE, "masked_mean(x, padding)")
+@checker("Exercise 2", "masked_mean(x, padding)")
 def check_masked_mean(student: StudentFunction) -> None:
     """Check ``masked_mean(x, padding) -> (B, D)`` against the package's version."""
     _check_once(student, *masked_mean_probe(seed=answers.fresh_seed(30)))
     _check_once(
-        student,
-        *masked_mean_probe(batch=4, length=6, width=2, seed=answers.fresh_seed(31)),
+        student, *masked_mean_probe(batch=4, length=6, width=2, seed=answers.fresh_seed(31))
     )
     x = torch.randn(
         2, 3, 4, generator=torch.Generator().manual_seed(answers.fresh_seed(32))

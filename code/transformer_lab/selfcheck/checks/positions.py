@@ -36,10 +36,10 @@ from transformer_lab.selfcheck.checks.tensors import (
 from transformer_lab.selfcheck.core import Mistake, fail, first_match
 from transformer_lab.selfcheck.execution import StudentFunction
 
-TOY_NAME, TOY_EXERCISE = "toy_weights", "Task 2"
-NO_POS_NAME, NO_POS_EXERCISE = "forward_without_positions", "Task 1"
-TABLE_NAME, TABLE_EXERCISE = "sinusoidal_positions", "Task 5"
-SINES_NAME, SINES_EXERCISE = "forward_with_sinusoids", "Task 5"
+TOY_NAME = "toy_weights"
+NO_POS_NAME = "forward_without_positions"
+TABLE_NAME = "sinusoidal_positions"
+SINES_NAME = "forward_with_sinusoids"
 TOLERANCE = 1e-5
 # What a right Week-20 forward imports: the pooling. The model it is handed is a ModelParts (a
 # worker module), so the book's models and their forwards stay tripwires in the worker.
@@ -192,7 +192,7 @@ TOY_SHAPE = Mistake(
 )
 
 
-@checker(TOY_NAME, TOY_EXERCISE, "toy_weights(embeddings, w_q, w_k)")
+@checker("Task 2", "toy_weights(embeddings, w_q, w_k)")
 def check_toy_weights(student: StudentFunction) -> None:
     """Check ``toy_weights(embeddings, w_q, w_k) -> (n, n)`` against the right table."""
     if student.library_names:
@@ -296,11 +296,7 @@ def ids_probes() -> list[tuple[torch.Tensor, torch.Tensor]]:
     small = ids[:1, :4].clone()
     pair = ids[:2, :8].clone()
     pair[1, 5:] = PAD_ID
-    return [
-        (small, small == PAD_ID),
-        (pair, pair == PAD_ID),
-        (ids, ids == PAD_ID),
-    ]
+    return [(small, small == PAD_ID), (pair, pair == PAD_ID), (ids, ids == PAD_ID)]
 
 
 def stage_inputs() -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -667,12 +663,7 @@ def _learned_or_sines(sines: str) -> Mistake:
     )
 
 
-@checker(
-    NO_POS_NAME,
-    NO_POS_EXERCISE,
-    "forward_without_positions(model, ids, padding)",
-    **MODEL_OPTIONS,
-)
+@checker("Task 1", "forward_without_positions(model, ids, padding)", **MODEL_OPTIONS)
 def check_forward_without_positions(student: StudentFunction) -> None:
     """Task 1: ``forward_without_positions(model, ids, padding) -> (N,)`` against chapter 4's
     model without positions, on the parts of a model drawn afresh (public seed 3)."""
@@ -683,8 +674,7 @@ def check_forward_without_positions(student: StudentFunction) -> None:
 
 
 @checker(
-    SINES_NAME,
-    SINES_EXERCISE,
+    "Task 5",
     "forward_with_sinusoids(model, ids, padding)",
     optional=True,
     requires=TABLE_NAME,
@@ -790,7 +780,7 @@ TABLE_TRANSPOSED = Mistake(
 )
 
 
-@checker(TABLE_NAME, TABLE_EXERCISE, "sinusoidal_positions(length, d_model)", optional=True)
+@checker("Task 5", "sinusoidal_positions(length, d_model)", optional=True)
 def check_sinusoidal_positions(student: StudentFunction) -> None:
     """Task 5: ``sinusoidal_positions(length, d_model) -> (length, d_model)`` against the right
     table; a mistake is named only when it explains the table on every size checked."""

@@ -57,9 +57,10 @@ class Check:
         return self.run(function)
 
 
-def checker(name: str, exercise: str, signature: str, **options) -> Callable:
+def checker(exercise: str, signature: str, **options) -> Callable:
     """Make ``body(student)``, which fails at the first mistake, the :class:`Check` of
-    ``signature`` (``options``: its other fields)."""
+    ``signature`` (its name is the function's; ``options``: its other fields)."""
+    name = signature.partition("(")[0]
 
     def make(body: Callable[[StudentFunction], None]) -> Check:
         def run(function) -> CheckResult:

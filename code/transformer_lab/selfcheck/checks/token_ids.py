@@ -22,7 +22,7 @@ from transformer_lab.selfcheck.checks.tensors import (
 from transformer_lab.selfcheck.core import Mistake, fail
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
 
-NAME, EXERCISE = "encode_with_bpe", "Task 6"
+NAME = "encode_with_bpe"
 TEXTS = [
     "great fix",
     "not great at all, support was slow",
@@ -149,7 +149,7 @@ IDS_SHAPE = Mistake(
 )
 
 
-@checker(NAME, EXERCISE, "encode_with_bpe(tokenizer, texts, length)", optional=True)
+@checker("Task 6", "encode_with_bpe(tokenizer, texts, length)", optional=True)
 def check_encode_with_bpe(student: StudentFunction) -> None:
     """Task 6: the student's ids against the tokenizer's, cut and right-padded with [PAD]."""
     tokenizer = probe_tokenizer()

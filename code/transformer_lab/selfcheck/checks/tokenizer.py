@@ -12,22 +12,10 @@ import random
 from dataclasses import dataclass
 
 from transformer_lab.selfcheck.checks import answers
-from transformer_lab.selfcheck.checks.tensors import (
-    Evidence,
-    checker,
-)
-from transformer_lab.selfcheck.core import (
-    Mistake,
-    article,
-    diagnose,
-    fail,
-    fail_if_none,
-)
+from transformer_lab.selfcheck.checks.tensors import Evidence, checker
+from transformer_lab.selfcheck.core import Mistake, article, diagnose, fail, fail_if_none
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
-
-TRAIN_NAME, TRAIN_EXERCISE = "train_bpe_tokenizer", "Exercise 8"
-COUNT_NAME, COUNT_EXERCISE = "tokens_per_word", "Exercise 9"
 
 ADVICE = 'build tokenizer = Tokenizer(models.BPE(unk_token="[UNK]")), train it, and `return tokenizer`'
 
@@ -489,7 +477,7 @@ def _differs_by(trained, reference, corpus, size: int, shown: Evidence) -> None:
     shown.diagnose(trained, mistakes, (corpus, size), _same_vocabulary)
 
 
-@checker(TRAIN_NAME, TRAIN_EXERCISE, "train_bpe_tokenizer(corpus, vocab_size)")
+@checker("Exercise 8", "train_bpe_tokenizer(corpus, vocab_size)")
 def check_train_bpe_tokenizer(student_function: StudentFunction) -> None:
     """Check ``train_bpe_tokenizer(corpus, vocab_size)`` against the package's version."""
     ref = _ref()
@@ -768,7 +756,7 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
     )
 
 
-@checker(COUNT_NAME, COUNT_EXERCISE, "tokens_per_word(tokenizer, words)")
+@checker("Exercise 9", "tokens_per_word(tokenizer, words)")
 def check_tokens_per_word(student: StudentFunction) -> None:
     """Check ``tokens_per_word(tokenizer, words) -> {word: count}`` with two reference tokenizers."""
     ref = _ref()
