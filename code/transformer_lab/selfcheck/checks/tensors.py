@@ -346,17 +346,19 @@ def smallest_input_note(
     text: Callable[[object], str] = lambda value: (
         row_text(value) if isinstance(value, torch.Tensor) else bounded_repr(value, 80)
     ),
+    **options,
 ) -> str:
     """' (smallest input where it goes wrong: ...: expected ..., received ...)' for the first of
     ``probes`` (list them from the smallest) on which the student's answer is not ``same`` as
     ``reference(*probe)``; '' when every probe agrees or fails to run. For a "differs" message
-    whose mistake no table foresaw: the student can redo that small case by hand."""
+    whose mistake no table foresaw: the student can redo that small case by hand. ``options``
+    go to the student's call (``quiet=True``)."""
     from transformer_lab.selfcheck.core import StudentRaised
 
     for probe in probes:
         arguments = [p.clone() if isinstance(p, torch.Tensor) else p for p in probe]
         try:
-            received = student.call(*arguments).result
+            received = student.call(*arguments, **options).result
         except StudentRaised:
             continue
         expected = reference(*probe)

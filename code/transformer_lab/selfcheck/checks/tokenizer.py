@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from transformer_lab.selfcheck.checks import answers
-from transformer_lab.selfcheck.checks.tensors import Evidence, checker
+from transformer_lab.selfcheck.checks.tensors import Evidence, checker, smallest_input_note
 from transformer_lab.selfcheck.core import Mistake, article, diagnose, fail, fail_if_none
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
@@ -327,40 +327,25 @@ def _tokens_by_id(tokenizer) -> list[str]:
 
 
 def _smallest_training_note(student: StudentFunction) -> str:
-    """' (smallest input where it goes wrong: corpus ..., vocab_size ...: expected tokens ...,
-    received ...)' for the first of SMALL_TRAININGS on which the student's vocabulary differs
-    from the reference's; '' when every one agrees (or the function fails on it)."""
+    """:func:`smallest_input_note` over ``SMALL_TRAININGS``: the first corpus and vocab_size on
+    which the student's vocabulary differs from the reference's."""
     from tokenizers import Tokenizer
 
-    from transformer_lab.selfcheck.core import StudentRaised
-
-    ref = _ref()
-    for corpus, size in SMALL_TRAININGS:
-        try:
-            trained = student.call(list(corpus), size, quiet=True).result
-        except StudentRaised:
-            continue
-        if not isinstance(trained, Tokenizer):
-            continue
-        reference = ref.train_bpe_tokenizer(list(corpus), size)
-        if trained.get_vocab() == reference.get_vocab():
-            continue
-        expected, received = _tokens_by_id(reference), _tokens_by_id(trained)
-        if max(len(expected), len(received)) > 12:  # show what differs, not 40 tokens
-            expected, received = (
-                sorted(set(expected) - set(received))[:8],
-                sorted(set(received) - set(expected))[:8],
-            )
-            shown = (
-                f"expected tokens {expected} that are missing, received {received} instead"
-            )
-        else:
-            shown = f"expected tokens {expected}, received {received}"
-        return (
-            f" (smallest input where it goes wrong: corpus {list(corpus)}, vocab_size={size}: "
-            f"{shown})"
-        )
-    return ""
+    return smallest_input_note(
+        student,
+        _ref().train_bpe_tokenizer,
+        [(list(corpus), size) for corpus, size in SMALL_TRAININGS],
+        lambda got, want: (
+            isinstance(got, Tokenizer) and got.get_vocab() == want.get_vocab()
+        ),
+        lambda corpus, size: f"corpus {corpus}, vocab_size={size}",
+        lambda tokenizer: (
+            f"tokens {_tokens_by_id(tokenizer)}"
+            if isinstance(tokenizer, Tokenizer)
+            else bounded_repr(tokenizer, 80)
+        ),
+        quiet=True,
+    )
 
 
 def _smallest_encoding_note(student, reference, sentence: str) -> str:
