@@ -82,7 +82,7 @@ def test_an_unforeseen_vocabulary_shows_the_smallest_training_that_goes_wrong():
     assert result.code == "vocabulary_differs"
     assert (
         "smallest input where it goes wrong: corpus ['ab abc'], vocab_size=7: expected "
-        "tokens ['[UNK]', '[PAD]', 'a', 'b', 'c', 'ab', 'abc'], received "
+        "tokens ['[UNK]', '[PAD]', 'a', 'b', 'c', 'ab', 'abc'], received tokens "
         "['[UNK]', '[PAD]', 'a', 'b', 'c', 'ab']" in result.finding.mistake
     )
 
