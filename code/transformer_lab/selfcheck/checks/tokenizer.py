@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 import numbers
+import operator
 import random
 from dataclasses import dataclass
 
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.tensors import Evidence, checker, smallest_input_note
-from transformer_lab.selfcheck.core import Mistake, article, diagnose, fail, fail_if_none
+from transformer_lab.selfcheck.core import Mistake, article, fail, fail_if_none
 from transformer_lab.selfcheck.execution import StudentFunction, type_name
 from transformer_lab.selfcheck.transport import bounded_repr
 
@@ -720,23 +721,15 @@ def _check_once(student: StudentFunction, tokenizer, words) -> None:
     result = {w: int(v) for w, v in result.items()}
     if result == expected:
         return
-    diagnose(
-        result,
-        COUNT_MISTAKES,
-        (tokenizer, list(words)),
-        lambda a, b: a == b,
-        expected,
-        result,
-    )
+    shown = Evidence(expected, result)
+    shown.diagnose(result, COUNT_MISTAKES, (tokenizer, list(words)), operator.eq)
     wrong = [word for word in words if result[word] != expected[word]]
     shortest = min(wrong, key=lambda word: (len(word), word))
-    fail(
+    shown.fail(
         "counts_differ",
         "some counts differ from encoding each word on its own (the shortest word that goes "
         f"wrong: {shortest!r}, expected {expected[shortest]}, received {result[shortest]}; "
         f"{len(wrong)} of {len(words)} words wrong)",
-        expected,
-        result,
         "len(tokenizer.encode(word).tokens) for each word, with the tokenizer passed in",
     )
 
