@@ -217,35 +217,33 @@ MISTAKES.append(
 )
 
 
-SHAPES = {
-    "result_shape": Mistake(
-        "result_shape",
-        "the result has the wrong shape",
-        "the output has the shape of x: (B, L, D)",
-    ),
-    "heads_not_merged": Mistake(
-        "heads_not_merged",
-        "the heads were not merged back: (B, H, L, D/H) instead of (B, L, D)",
-        "transpose(1, 2) to (B, L, H, D/H), reshape to (B, L, D), then the output projection",
-    ),
-    "weights_shape": Mistake(
-        "weights_shape",
-        "the weights have the wrong shape",
-        "(B, H, L, L): for every example and head, one row per query, one column per key",
-    ),
-    "weights_averaged": Mistake(
-        "weights_averaged",
-        "the weights were averaged over the heads (what nn.MultiheadAttention returns "
-        "by default): the exercise asks for each head's own table",
-        "keep the head axis (as average_attn_weights=False does)",
-    ),
-    "weights_heads_folded": Mistake(
-        "weights_heads_folded",
-        "the weights still have the heads folded into the batch, (B·H, L, L): the "
-        "output was unfolded back to (B, L, D), the weights were not",
-        "unfold them as the output: example b's heads are rows b·H to b·H + H − 1",
-    ),
-}
+RESULT_SHAPE = Mistake(
+    "result_shape",
+    "the result has the wrong shape",
+    "the output has the shape of x: (B, L, D)",
+)
+HEADS_NOT_MERGED = Mistake(
+    "heads_not_merged",
+    "the heads were not merged back: (B, H, L, D/H) instead of (B, L, D)",
+    "transpose(1, 2) to (B, L, H, D/H), reshape to (B, L, D), then the output projection",
+)
+WEIGHTS_SHAPE = Mistake(
+    "weights_shape",
+    "the weights have the wrong shape",
+    "(B, H, L, L): for every example and head, one row per query, one column per key",
+)
+WEIGHTS_AVERAGED = Mistake(
+    "weights_averaged",
+    "the weights were averaged over the heads (what nn.MultiheadAttention returns "
+    "by default): the exercise asks for each head's own table",
+    "keep the head axis (as average_attn_weights=False does)",
+)
+WEIGHTS_HEADS_FOLDED = Mistake(
+    "weights_heads_folded",
+    "the weights still have the heads folded into the batch, (B·H, L, L): the "
+    "output was unfolded back to (B, L, D), the weights were not",
+    "unfold them as the output: example b's heads are rows b·H to b·H + H − 1",
+)
 
 
 def _check_once(student: StudentFunction, x, padding, mha) -> None:
@@ -272,13 +270,9 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
         )
     result, weights = _output_and_weights(returned.result)
     result = require_tensor(result, "the result", (b, length, width), "result")
-    require_shape(
-        result,
-        (b, length, width),
-        f"shape ({b}, {length}, {width}) = (B, L, D)",
-        SHAPES["result_shape"],
-        {(b, heads, length, width // heads): SHAPES["heads_not_merged"]},
-    )
+    wanted = f"shape ({b}, {length}, {width}) = (B, L, D)"
+    known = {(b, heads, length, width // heads): HEADS_NOT_MERGED}
+    require_shape(result, (b, length, width), wanted, RESULT_SHAPE, known)
     if close(result, expected, atol=TOLERANCE, rtol=TOLERANCE):
         _check_weights(weights, x, padding, mha)
         return
@@ -334,10 +328,10 @@ def _check_weights(weights: object, x, padding, mha) -> None:
         )
     weights = require_tensor(weights, "the weights (the second result)", shape, "weights")
     known = {
-        (b, length, length): SHAPES["weights_averaged"],
-        (b * heads, length, length): SHAPES["weights_heads_folded"],
+        (b, length, length): WEIGHTS_AVERAGED,
+        (b * heads, length, length): WEIGHTS_HEADS_FOLDED,
     }
-    require_shape(weights, shape, wanted, SHAPES["weights_shape"], known)
+    require_shape(weights, shape, wanted, WEIGHTS_SHAPE, known)
     expected = expected_weights(x, padding, mha)
     if not close(weights, expected, atol=TOLERANCE, rtol=TOLERANCE):
         Evidence(*compare_rows("weights", weights, expected)).fail(
