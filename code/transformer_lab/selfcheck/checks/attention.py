@@ -323,6 +323,17 @@ LIBRARY_ADVICE = (
 )
 
 
+def call_by_hand(student: StudentFunction, what: str, *args, **options):
+    """The student's call, rejected when a library attention function (named in the file, or
+    called) did the work that ``what`` (the exercise) asks to write by hand."""
+    if student.library_names:
+        fail_library(student.library_names, what)
+    returned = student.call(*args, watch_library=True, **options)
+    if returned.library:
+        fail_library(returned.library, what)
+    return returned
+
+
 def fail_library(names: list[str], what: str) -> None:
     """Reject a library attention call in a function the exercise wants written by hand."""
     fail(
@@ -477,11 +488,8 @@ def _diagnose_output(student, output, probe, expected_output):
 def _check_probe(student: StudentFunction, q, k, v, padding):
     """One probe: structure, shapes, weights (against every typical mistake), then output."""
     probe = (q, k, v, padding)
-    returned = student.call(
-        *[t.clone() for t in probe], hints=ATTENTION_HINTS, watch_library=True
-    )
-    if returned.library:
-        fail_library(returned.library, EXERCISE)
+    clones = [t.clone() for t in probe]
+    returned = call_by_hand(student, EXERCISE, *clones, hints=ATTENTION_HINTS)
     check_unchanged([q, k, v, padding], returned.args, ["q", "k", "v", "padding"])
     output, weights = unpack_pair(returned.result, q, k, v)
     expected_output, expected_weights = reference.attention(
@@ -616,8 +624,6 @@ def _name_the_infinity(student: StudentFunction, failure: Failed) -> None:
 @checker(EXERCISE, "attention(q, k, v, padding)")
 def check_attention(student: StudentFunction) -> None:
     """Check ``attention(q, k, v, padding) -> (output, weights)`` against the package's version."""
-    if student.library_names:
-        fail_library(student.library_names, EXERCISE)
     try:
         _check_probe(student, *attention_probe(seed=answers.fresh_seed(20)))
     except Failed as failure:

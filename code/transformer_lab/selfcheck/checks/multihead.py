@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from transformer_lab.selfcheck.checks import answers
-from transformer_lab.selfcheck.checks.attention import fail_library
+from transformer_lab.selfcheck.checks.attention import call_by_hand
 from transformer_lab.selfcheck.checks.tensors import (
     Evidence,
     check_gradient,
@@ -251,9 +251,7 @@ def _check_once(student: StudentFunction, x, padding, mha) -> None:
     heads = mha.num_heads
     expected = expected_output(x, padding, mha)
     state = {key: value.clone() for key, value in mha.state_dict().items()}
-    returned = student.call(x.clone(), padding.clone(), mha, watch_library=True)
-    if returned.library:
-        fail_library(returned.library, WHAT)
+    returned = call_by_hand(student, WHAT, x.clone(), padding.clone(), mha)
     check_unchanged([x, padding], returned.args[:2], ["x", "padding"])
     # the layer, or its state when it came back from a worker
     after = returned.args[2].state_dict()
@@ -462,8 +460,6 @@ def gradient_probe() -> tuple:
 def check_multi_head_attention(student: StudentFunction) -> None:
     """Check ``multi_head_attention(x, padding, mha) -> (output, weights)`` against
     ``nn.MultiheadAttention``: the output (B, L, D) first, then every head's weights."""
-    if student.library_names:
-        fail_library(student.library_names, WHAT)
     for probe in main_probes():
         _check_once(student, *probe)
     check_gradient(student, list(gradient_probe()), ["x"], "first", reference)
