@@ -26,8 +26,8 @@ from transformer_lab.selfcheck.worker import isolation
 
 PACKAGE = Path(selfcheck.__file__).resolve().parent
 # Ceilings (the targets: 7,000 and 1,000); lower them as the code shrinks.
-LINES_BUDGET = 7_960
-PATH_BUDGET = 1_680
+LINES_BUDGET = 7_829
+PATH_BUDGET = 1_500
 
 
 def lines_of(paths) -> int:
