@@ -243,7 +243,9 @@ def test_a_hostile_submission_gets_a_valid_results_file_and_no_stolen_answer(
 ):
     # 1 s: the endless loop is stopped at the limit in each pass (public, hidden), so a longer
     # limit is only waited out; the checks asserted below fail whatever the limit
-    data = run_autograder(source, tmp_path, "hostile", hostile(source, tmp_path), time_limit=1)
+    data = run_autograder(
+        source, tmp_path, "hostile", hostile(source, tmp_path), time_limit=1
+    )
     public, hidden = _by_kind(data)
     for tests in (public, hidden):
         assert tests["Exercise 2: masked_mean(x, padding)"]["status"] == "failed"
