@@ -7,7 +7,8 @@ article (the theme's navigation also uses ``<details>``, which is not content):
   hidden-input/output cells, and sphinx-togglebutton's ``{toggle}`` blocks;
 - sphinx-togglebutton admonitions (``:class: dropdown``), opened by clicking their title.
 
-Each dropdown is clicked like a reader would (Playwright clicks its summary or title), in
+Each dropdown is clicked like a reader would (the mouse, in the middle of its summary or title,
+where nothing else may take the click), in
 document order so that a dropdown nested in another is reached after its parent opens
 (``exercise_dropdowns`` in book_site.py, run on each page's one load by the ``visit`` fixture,
 after everything that checks the page as loaded).
