@@ -6,12 +6,14 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.registry import EVERY_CHECK, HOMEWORK, PAGES
+from transformer_lab.selfcheck.core import PASSED
 from transformer_lab.selfcheck.grading.report import (
     Report,
     format_report,
@@ -306,6 +308,27 @@ def grade_command(argv: Sequence[str]) -> int:
     end_worker_users()
     print(f"{len(reports)} submissions, {rows} rows written to {args.csv}")
     return status
+
+
+def check_in_subprocess(
+    path: str | Path, display: str, page: str = HOMEWORK
+) -> tuple[int, set[str]]:
+    """Check ``path`` with this command in a fresh interpreter and print its report; return the
+    exit status and the names of the checks that passed.
+
+    For a starter checking itself: its code has run in this process and may have changed the
+    book's functions that the checks compare with."""
+    command = [sys.executable, "-m", "transformer_lab.selfcheck", str(path)]
+    command += ["--display", display, "--page", page]
+    completed = subprocess.run(
+        command, stdout=subprocess.PIPE, text=True, errors="replace", check=False
+    )
+    print(completed.stdout, end="", flush=True)
+    lines = set(completed.stdout.splitlines())
+    passed = {
+        c.name for c in PAGES[page] if f"[{PASSED}] {c.exercise}: {c.signature}" in lines
+    }
+    return completed.returncode, passed
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,6 @@ from transformer_lab.selfcheck.core import (
     PASSED,
     STATUSES,
     CheckResult,
-    Finding,
 )
 from transformer_lab.timing import format_wall_time
 
@@ -196,22 +195,6 @@ def report_to_dict(report: Report) -> dict:
 def report_to_json(report: Report) -> str:
     """The machine-readable report (``--json``)."""
     return json.dumps(valid_data(report_to_dict(report)), indent=2, ensure_ascii=False)
-
-
-def report_from_dict(data: dict) -> Report:
-    """Rebuild a :class:`Report` from :func:`report_to_dict` (made in another process)."""
-    results = []
-    for item in data["checks"]:
-        fields = [
-            item[k] or "" for k in ("code", "message", "expected", "received", "advice")
-        ]
-        finding = Finding(*fields) if item.get("code") is not None else None
-        summary = "" if finding else item["message"]
-        output = item.get("output", "")
-        named = (item["check"], item["exercise"], item["status"])
-        results.append(CheckResult(*named, summary, finding, item["seconds"], output))
-    keys = ("load_error", "seconds", "load_output", "interrupted", "isolation")
-    return Report(data["file"], results, **{k: data[k] for k in keys if k in data})
 
 
 def _result_text(result: CheckResult) -> str:

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import subprocess
-import sys
 import time
 import types
 from collections.abc import Sequence
@@ -24,8 +21,7 @@ from transformer_lab.selfcheck.core import (
     CheckResult,
     Finding,
 )
-from transformer_lab.selfcheck.execution import load_module
-from transformer_lab.selfcheck.grading.report import Report, report_from_dict
+from transformer_lab.selfcheck.grading.report import Report
 from transformer_lab.selfcheck.worker.parent import (
     Limits,
     LoadFailed,
@@ -191,46 +187,6 @@ def _load_and_check(
         report.results.append(result)
 
 
-def _loaded_here(path: Path) -> bool:
-    """Has this process already run the file (e.g. the starter checking itself)? Then its code may
-    have changed the references, so the checks must run in a fresh interpreter.
-
-    Only a module file of the same name, or a symbolic link, can resolve to ``path``; the other
-    modules (over a thousand once torch is loaded) are passed over without resolving their paths,
-    which would cost a tenth of a second on every check of a file."""
-    target = path.resolve()
-    name = os.path.normcase(target.name)
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if not file or (
-            os.path.normcase(os.path.basename(file)) != name and not os.path.islink(file)
-        ):
-            continue
-        try:
-            if Path(file).resolve() == target:
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _check_in_fresh_process(
-    path: Path, only: Sequence[str], display: str, limits: Limits, page: str = HOMEWORK
-) -> Report:
-    command = [sys.executable, "-m", "transformer_lab.selfcheck", str(path), "--json"]
-    command += ["--display", display, "--time-limit", str(limits.seconds), "--page", page]
-    if only:
-        command += ["--only", *only]
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    try:
-        return report_from_dict(json.loads(completed.stdout))
-    except (json.JSONDecodeError, KeyError, TypeError):
-        last = (completed.stderr or completed.stdout).strip().splitlines()[-1:] or [
-            "no output"
-        ]
-        return Report(display, load_error=f"the self-check could not run ({last[0][:200]})")
-
-
 MAX_FILE_BYTES = 5 * 2**20  # a homework file is a few kilobytes
 
 
@@ -265,38 +221,25 @@ def check_file(
     only: Sequence[str] = (),
     display: str | None = None,
     limits: Limits | None = None,
-    isolated: bool = True,
     page: str = HOMEWORK,
     follow_links: bool = True,
 ) -> Report:
-    """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
-    one-line error. ``display`` is the name the report prints for the file (default: ``path``).
+    """Load ``path`` in a worker process and run the selected checks on it, with ``limits``
+    (time per check, memory, output); a file that cannot be loaded gives a one-line error.
+    ``display`` is the name the report prints for the file (default: ``path``). ``page`` picks
+    the exercise page whose checks run ("homework" or "week-20", see ``registry.PAGES``).
+    ``follow_links=False`` (grading) refuses a symbolic link.
 
-    The student's code runs in a worker process with ``limits`` (time per check, memory, output);
-    ``isolated=False`` runs it in this process instead (trusted code only). ``page`` picks the
-    exercise page whose checks run ("homework" or "week-20", see ``registry.PAGES``).
-    ``follow_links=False`` (grading) refuses a symbolic link."""
+    The checks run in this process: a file that has already run here (a starter checking
+    itself) may have changed the book's functions they compare with, so it is checked with
+    ``python -m transformer_lab.selfcheck`` in a fresh one (``cli.check_in_subprocess``)."""
     start = time.perf_counter()
     path = Path(path)
-    display = display or str(path)
-    limits = limits or Limits()
+    report = Report(display or str(path))
     checks = selected_checks(only, page)
     problem = file_problem(path, follow_links)
     if problem is not None:
-        return unusable_report(display, checks, f"the submission {problem}")
-    if isolated and _loaded_here(path):
-        return _check_in_fresh_process(path, only, display, limits, page)
-    report = Report(display)
-    if isolated:
-        _run_in_worker(path, checks, limits, report)
-    else:
-        try:
-            module = load_module(path)
-        except (Exception, SystemExit) as error:  # noqa: BLE001 - a broken file is reported, not raised
-            from transformer_lab.selfcheck.errors import summarise_exception
-
-            report.load_error = summarise_exception(error, str(path))
-        else:
-            report.results = check_module(module, only, page)
+        return unusable_report(report.path, checks, f"the submission {problem}")
+    _run_in_worker(path, checks, limits or Limits(), report)
     report.seconds = time.perf_counter() - start
     return report
