@@ -115,7 +115,7 @@ def _split_only(
     return names, path
 
 
-def check_command(argv: Sequence[str]) -> int:
+def _check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Check your homework functions and name the likely mistake in each.",
@@ -153,34 +153,87 @@ def check_command(argv: Sequence[str]) -> int:
     )
     # The file name the report shows.
     parser.add_argument("--display", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    only, path = _split_only(parser, args.only, args.path)
-    _check_outputs(parser, gradescope=args.gradescope)
-    extra: dict = {"isolation": isolation().level}
+    return parser
 
-    def refuse(display: str, reason: str, said: str) -> int:
-        """Say why nothing could be checked; the results file scores every check 0."""
-        print(said, flush=True)
-        unusable = unusable_report(display, selected_checks(only, args.page), reason)
-        _write_gradescope(
-            args.gradescope, unusable, unusable if args.hidden else None, extra
-        )
-        return EXIT_UNUSABLE
 
-    problem = (answers.hidden_problem() or grading_problem()) if args.hidden else None
-    if problem is not None:
-        return refuse(path or "(no file)", problem, f"--hidden: {problem}.")
+class Unusable(Exception):
+    """Nothing can be checked: ``said`` tells the user, ``reason`` goes in the results file."""
+
+    def __init__(self, said: str, reason: str):
+        super().__init__(said)
+        self.said, self.reason = said, reason
+
+
+def _file_to_check(path: str | None, page: str) -> str:
+    """``path``, or the page's starter looked up from the working directory; ``Unusable`` if
+    there is no such file."""
     if path is None:
-        default = starter_path(args.page)
+        default = starter_path(page)
         try:
-            found = find_homework_starter(page=args.page)
+            found = find_homework_starter(page=page)
         except FileNotFoundError as error:
-            return refuse("(no file)", str(error), f"{error}. Pass the path of your file.")
+            raise Unusable(f"{error}. Pass the path of your file.", str(error)) from None
         same = found.resolve() == (Path.cwd() / default).resolve()
         path = str(default) if same else str(found)
     if not Path(path).is_file():
         said = f"No such file: {path}. Run from the repository root, or pass the path of your file."
-        return refuse(path, f"no such file: {path}", said)
+        raise Unusable(said, f"no such file: {path}")
+    return path
+
+
+def _show(report: Report, as_json: bool) -> None:
+    print(report_to_json(report) if as_json else format_report(report), flush=True)
+    if report.isolation == PROCESS and not as_json:
+        print(isolation().line, file=sys.stderr)
+
+
+def exit_status(report: Report) -> int:
+    if report.interrupted:
+        return EXIT_INTERRUPTED
+    if report.load_error is not None:
+        return EXIT_UNUSABLE
+    return EXIT_PASSED if report.all_passed else EXIT_FAILED
+
+
+def check_command(argv: Sequence[str]) -> int:
+    parser = _check_parser()
+    args = parser.parse_args(argv)
+    only, path = _split_only(parser, args.only, args.path)
+    if args.gradescope or args.hidden:
+        return autograde(parser, args, only, path)
+    try:
+        path = _file_to_check(path, args.page)
+    except Unusable as unusable:
+        print(unusable.said, flush=True)
+        return EXIT_UNUSABLE
+    limits = Limits(seconds=args.time_limit)
+    report = check_file(path, only, args.display or path, limits, args.page)
+    _show(report, args.json)
+    return exit_status(report)
+
+
+def autograde(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    only: list[str],
+    path: str | None,
+) -> int:
+    """The instructor's autograder (``--gradescope``, ``--hidden``): the check of one file, then
+    the hidden checks with their seed, and the results file (every check 0 when the file cannot
+    be checked)."""
+    _check_outputs(parser, gradescope=args.gradescope)
+    extra: dict = {"isolation": isolation().level}
+    problem = (answers.hidden_problem() or grading_problem()) if args.hidden else None
+    try:
+        if problem is not None:
+            raise Unusable(f"--hidden: {problem}.", problem)
+        path = _file_to_check(path, args.page)
+    except Unusable as unusable:
+        print(unusable.said, flush=True)
+        checks = selected_checks(only, args.page)
+        report = unusable_report(path or "(no file)", checks, unusable.reason)
+        _write_gradescope(args.gradescope, report, report if args.hidden else None, extra)
+        return EXIT_UNUSABLE
     run = dict(
         display=args.display or path,
         limits=Limits(seconds=args.time_limit),
@@ -188,9 +241,7 @@ def check_command(argv: Sequence[str]) -> int:
         follow_links=not args.gradescope,  # an autograder's submission: a link is refused
     )
     report = check_file(path, only, **run)
-    print(report_to_json(report) if args.json else format_report(report), flush=True)
-    if report.isolation == PROCESS and not args.json:
-        print(isolation().line, file=sys.stderr)
+    _show(report, args.json)
     graded = None
     if args.hidden and not report.interrupted:
         seed = args.seed
@@ -204,11 +255,7 @@ def check_command(argv: Sequence[str]) -> int:
         print(f"Hidden checks (fresh inputs, seed {seed}):", flush=True)
         print(report_to_json(graded) if args.json else format_report(graded), flush=True)
     _write_gradescope(args.gradescope, report, graded, extra)
-    if report.interrupted:
-        return EXIT_INTERRUPTED
-    if report.load_error is not None:
-        return EXIT_UNUSABLE
-    return EXIT_PASSED if report.all_passed else EXIT_FAILED
+    return exit_status(report)
 
 
 def _write_gradescope(
