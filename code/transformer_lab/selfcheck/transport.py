@@ -81,6 +81,11 @@ def encode(
             "dict",
             [(encode(k, depth + 1, keep), encode(v, depth + 1, keep)) for k, v in items],
         )
+    return _encode_object(value, keep)
+
+
+def _encode_object(value: object, keep: Callable[[object], int | None] | None) -> object:
+    """A module's state, a gradient report, a handle from ``keep``, else a description."""
     if isinstance(value, torch.nn.Module):
         return ("module", type_name(value), encode(dict(value.state_dict())))
     if isinstance(value, GradientReport):

@@ -137,17 +137,14 @@ def _report_text(report: Report) -> str:
             f"[{result.status}] {result.exercise}: {signature.get(result.name, result.name)}"
         )
         if result.status != PASSED:
-            if result.finding is None:
-                lines.append(f"    {result.summary}")
-            else:
-                finding = result.finding
-                lines.append(f"    Likely mistake: {finding.mistake}")
-                lines += [
-                    f"    expected: {finding.expected}",
-                    f"    received: {finding.received}",
-                ]
-                lines += [f"    Try: {finding.advice}"] if finding.advice else []
+            likely = "Likely mistake: " if result.finding else ""
+            lines += [f"    {line}" for line in (likely + _result_text(result)).split("\n")]
         lines += _printed(result.output, "Your code printed")
+    return "\n".join([*lines, "", _summary(report)])
+
+
+def _summary(report: Report) -> str:
+    """The last line: how many checks ended how, and the time taken."""
     counted = [r for r in report.results if r.status != NOT_ATTEMPTED]
     counts = {status: sum(r.status == status for r in counted) for status in STATUSES}
     parts = [f"{n} {status.lower()}" for status, n in counts.items() if n]
@@ -158,8 +155,7 @@ def _report_text(report: Report) -> str:
     summary = f"{', '.join(parts) or 'nothing checked'} (of {checks}){stretch}"
     if report.interrupted:
         summary = "Interrupted: " + summary
-    lines += ["", f"{summary}, in {format_wall_time(report.seconds)}."]
-    return "\n".join(lines)
+    return f"{summary}, in {format_wall_time(report.seconds)}."
 
 
 def result_record(result: CheckResult) -> dict:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import stat
 import time
-import types
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -109,30 +108,6 @@ def _settle(check: Check, result: CheckResult) -> CheckResult:
     return result
 
 
-def check_module(
-    module: types.ModuleType, only: Sequence[str] = (), page: str = HOMEWORK
-) -> list[CheckResult]:
-    """Run the selected checks on the functions of an imported ``module``, in this process.
-
-    No time limit and no isolation: for code you trust (tests, a page). Students' files go
-    through :func:`check_file`."""
-    from transformer_lab.selfcheck.execution import describe
-
-    results = []
-    for check in selected_checks(only, page):
-        function = getattr(module, check.name, None)
-        info = None if function is None else describe(function)
-        start = time.perf_counter()
-        result = (
-            _absent(check, info)
-            or _blocked(check, results)
-            or _settle(check, check.run(function))
-        )
-        result.seconds = time.perf_counter() - start
-        results.append(result)
-    return results
-
-
 def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Report) -> None:
     """Run ``checks`` on the file at ``path`` in one worker; fill ``report`` (Ctrl-C stops with
     the report so far, and ends the worker first)."""
@@ -142,15 +117,19 @@ def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Repo
             _load_and_check(worker, checks, limits, report)
         except KeyboardInterrupt:
             report.interrupted = True
-        if stopping():  # Ctrl-C in another thread (grade): this report is not complete
-            report.interrupted = True
+    if report.interrupted or stopping():  # Ctrl-C here, or in another thread (grade)
+        _interrupted(report, checks)
+
+
+def _interrupted(report: Report, checks: list[Check]) -> None:
+    """Mark ``report`` incomplete: the checks that did not run are 'not run'."""
+    report.interrupted = True
     done = {result.name for result in report.results}
-    if report.interrupted:
-        report.results += [
-            CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
-            for c in checks
-            if c.name not in done
-        ]
+    report.results += [
+        CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
+        for c in checks
+        if c.name not in done
+    ]
 
 
 def _load_and_check(
@@ -224,15 +203,10 @@ def check_file(
     page: str = HOMEWORK,
     follow_links: bool = True,
 ) -> Report:
-    """Load ``path`` in a worker process and run the selected checks on it, with ``limits``
-    (time per check, memory, output); a file that cannot be loaded gives a one-line error.
-    ``display`` is the name the report prints for the file (default: ``path``). ``page`` picks
-    the exercise page whose checks run ("homework" or "week-20", see ``registry.PAGES``).
-    ``follow_links=False`` (grading) refuses a symbolic link.
-
-    The checks run in this process: a file that has already run here (a starter checking
-    itself) may have changed the book's functions they compare with, so it is checked with
-    ``python -m transformer_lab.selfcheck`` in a fresh one (``cli.check_in_subprocess``)."""
+    """Run the selected checks of ``page`` ("homework" or "week-20") on the file at ``path``,
+    loaded in a worker with ``limits``; ``display`` names the file in the report. Grading
+    (``follow_links=False``) refuses a symbolic link. The checks compare in this process: a
+    file that ran here (a starter) is checked afresh by ``cli.check_in_subprocess``."""
     start = time.perf_counter()
     path = Path(path)
     report = Report(display or str(path))

@@ -105,6 +105,18 @@ def describe_exit(exitcode: int | None) -> str:
     return f"the process running your code was killed by {name}{why}"
 
 
+def _did_not_start(failed: StudentStopped | StudentRaised) -> LoadFailed:
+    """A worker that timed out or ended before the file loaded: no line of the student's ran."""
+    why = (
+        f"in {START_SECONDS:g} s (an overloaded machine?)"
+        if getattr(failed, "status", "") == TIMED_OUT
+        else "it ended before your file was loaded: this Python's set-up, not your "
+        "code, is the cause (its last lines below say what failed); run the "
+        "self-check with the Python that `make book` set up (.venv/bin/python)"
+    )
+    return LoadFailed(f"the process to run your code did not start: {why}")
+
+
 class Worker:
     """One worker process for one student file, restarted after a time-out or a crash."""
 
@@ -129,10 +141,7 @@ class Worker:
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=places.runs_folder())
         shutil.copyfile(self.path, Path(self.workdir) / self.path.name)
         os.chmod(Path(self.workdir) / self.path.name, 0o644)
-        if level == places.USER:
-            self.uid = places.take_uid()
-            places.kill_user(self.uid)
-            os.chown(self.workdir, self.uid, self.uid)
+        user = self._take_uid() if level == places.USER else {}
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
@@ -147,9 +156,8 @@ class Worker:
         ours, theirs = socket.socketpair()
         arguments = [code, str(theirs.fileno()), os.path.join(workdir, self.path.name)]
         arguments.append(json.dumps({"names": self.names, "limits": limits}))
-        user = {}
-        if level == places.USER and not command[0].endswith("setpriv"):
-            user = {"user": self.uid, "group": self.uid, "extra_groups": []}
+        if command[0].endswith("setpriv"):
+            user = {}
         with _LIVE_LOCK, open(self.output_path, "ab") as output:
             if _STOPPING.is_set():
                 raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
@@ -168,6 +176,14 @@ class Worker:
         theirs.close()
         self.conn = Connection(ours.detach())
 
+    def _take_uid(self) -> dict:
+        """A uid of its own for the worker (the unprivileged-user level), owning its folder; the
+        ``Popen`` arguments that run it as that user where ``setpriv`` is missing."""
+        self.uid = places.take_uid()
+        places.kill_user(self.uid)
+        os.chown(self.workdir, self.uid, self.uid)
+        return {"user": self.uid, "group": self.uid, "extra_groups": []}
+
     def start(self) -> dict[str, dict]:
         """Start a worker and load the file; ``LoadFailed`` if it does not load in time."""
         self.kill()
@@ -178,14 +194,7 @@ class Worker:
         try:
             ready = self._receive()
         except (StudentStopped, StudentRaised) as failed:
-            why = (  # no line of the student's has run yet
-                f"in {START_SECONDS:g} s (an overloaded machine?)"
-                if getattr(failed, "status", "") == TIMED_OUT
-                else "it ended before your file was loaded: this Python's set-up, not your "
-                "code, is the cause (its last lines below say what failed); run the "
-                "self-check with the Python that `make book` set up (.venv/bin/python)"
-            )
-            raise LoadFailed(f"the process to run your code did not start: {why}") from None
+            raise _did_not_start(failed) from None
         if ready[0] != "ready":
             self.kill()
             raise LoadFailed("the process to run your code did not start")
