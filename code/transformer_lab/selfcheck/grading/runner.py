@@ -138,32 +138,37 @@ def _load_and_check(
     try:
         functions = worker.start()
     except LoadFailed as error:
-        report.load_error = str(error)
-        report.load_output = worker.new_output()
-        report.results = [
-            CheckResult(c.name, c.exercise, NOT_RUN, f"the file did not load: {error}")
-            for c in checks
-        ]
-        return
+        return _not_loaded(report, checks, str(error), worker.new_output())
     report.load_output = worker.new_output()
     for check in checks:
         if stopping():
             return
         start = time.perf_counter()
-        result = _absent(check, functions.get(check.name)) or _blocked(
-            check, report.results
+        result = (
+            _absent(check, functions.get(check.name))
+            or _blocked(check, report.results)
+            or _run_remotely(worker, check, limits)
         )
-        if result is None:
-            try:
-                worker.begin_check(limits.seconds)
-            except LoadFailed as error:
-                result = _result(check, ENDED, f"the file no longer loads: {error}")
-            else:
-                student = RemoteFunction(worker, check.name, check)
-                result = _settle(check, check.run(student))
         result.seconds = time.perf_counter() - start
         result.output = worker.new_output()
         report.results.append(result)
+
+
+def _run_remotely(worker: Worker, check: Check, limits: Limits) -> CheckResult:
+    """Run ``check`` on the function in the worker (restarted if the last check ended it)."""
+    try:
+        worker.begin_check(limits.seconds)
+    except LoadFailed as error:
+        return _result(check, ENDED, f"the file no longer loads: {error}")
+    return _settle(check, check.run(RemoteFunction(worker, check.name, check)))
+
+
+def _not_loaded(report: Report, checks: list[Check], error: str, output: str) -> None:
+    report.load_error, report.load_output = error, output
+    report.results = [
+        CheckResult(c.name, c.exercise, NOT_RUN, f"the file did not load: {error}")
+        for c in checks
+    ]
 
 
 MAX_FILE_BYTES = 5 * 2**20  # a homework file is a few kilobytes
