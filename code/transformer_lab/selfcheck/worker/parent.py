@@ -220,9 +220,10 @@ class Worker:
         except StudentRaised as raised:
             self.kill()
             raise LoadFailed(raised.line) from None
-        if reply[0] != "loaded" or not isinstance(reply[1], dict):
+        if reply[0] != "loaded" or len(reply) != 2 or not isinstance(reply[1], dict):
             self.kill()
-            raise LoadFailed(str(reply[1]) if reply[0] == "load_error" else "no answer")
+            said = reply[1] if reply[0] == "load_error" and len(reply) == 2 else "no answer"
+            raise LoadFailed(str(said))
         self.functions = _functions(reply[1])
         return self.functions
 
