@@ -165,20 +165,23 @@ class Unusable(Exception):
 
 
 def _file_to_check(path: str | None, page: str) -> str:
-    """``path``, or the page's starter looked up from the working directory; ``Unusable`` if
-    there is no such file."""
-    if path is None:
-        default = starter_path(page)
-        try:
-            found = find_homework_starter(page=page)
-        except FileNotFoundError as error:
-            raise Unusable(f"{error}. Pass the path of your file.", str(error)) from None
-        same = found.resolve() == (Path.cwd() / default).resolve()
-        path = str(default) if same else str(found)
+    """``path``, or the page's starter; ``Unusable`` if there is no such file."""
+    path = path or _starter(page)
     if not Path(path).is_file():
         said = f"No such file: {path}. Run from the repository root, or pass the path of your file."
         raise Unusable(said, f"no such file: {path}")
     return path
+
+
+def _starter(page: str) -> str:
+    """The page's starter looked up from the working directory (as the page names it when the
+    command runs from the repository root)."""
+    default = starter_path(page)
+    try:
+        found = find_homework_starter(page=page)
+    except FileNotFoundError as error:
+        raise Unusable(f"{error}. Pass the path of your file.", str(error)) from None
+    return str(default if found.resolve() == (Path.cwd() / default).resolve() else found)
 
 
 def _show(report: Report, as_json: bool) -> None:

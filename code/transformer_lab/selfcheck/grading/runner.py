@@ -87,17 +87,21 @@ def _absent(check: Check, info: dict | None) -> CheckResult | None:
         if check.optional:
             return _result(check, NOT_ATTEMPTED, f"optional stretch exercise: {what}")
         return _result(check, MISSING, f"{what}: define {check.signature}")
-    origin = info["module"]
-    if origin.split(".")[0] == "transformer_lab":
-        finding = Finding(
-            "imported_answer",
-            f"`{check.name}` is the book's own function, imported from {origin}",
-            f"your own {check.signature}",
-            f"{origin}.{check.name}",
-            "write the function yourself; the self-check compares it with the book's",
-        )
-        return _result(check, FAILED, finding.mistake, finding)
+    if info["module"].split(".")[0] == "transformer_lab":
+        return _imported(check, info["module"])
     return None
+
+
+def _imported(check: Check, origin: str) -> CheckResult:
+    """The book's own function under the check's name: it fails, named as imported."""
+    finding = Finding(
+        "imported_answer",
+        f"`{check.name}` is the book's own function, imported from {origin}",
+        f"your own {check.signature}",
+        f"{origin}.{check.name}",
+        "write the function yourself; the self-check compares it with the book's",
+    )
+    return _result(check, FAILED, finding.mistake, finding)
 
 
 def _settle(check: Check, result: CheckResult) -> CheckResult:

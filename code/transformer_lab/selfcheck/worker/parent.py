@@ -269,16 +269,20 @@ class Worker:
             _kill_session(process)
             process.wait()
         if self.uid is not None:
-            places.kill_user(self.uid)
-            places.remove_files_of(self.uid)
-            places.give_back_uid(self.uid)
-            self.uid = None
+            self._give_back_uid()
         conn, self.conn = self.conn, None
         if conn is not None:
             conn.close()
         workdir, self.workdir = self.workdir, None
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)  # rmtree never follows a link
+
+    def _give_back_uid(self) -> None:
+        """End every process of the worker's uid, remove its files, free the uid."""
+        places.kill_user(self.uid)
+        places.remove_files_of(self.uid)
+        places.give_back_uid(self.uid)
+        self.uid = None
 
     def close(self) -> None:
         if self.alive:
@@ -302,20 +306,26 @@ class Worker:
         while not self.conn.poll(POLL_SECONDS):
             cpu, waited = self._cpu(), time.monotonic() > self.wall_end
             # A loop starved on a busy machine meets the wall clock first; a wait uses no CPU.
-            if cpu > self.cpu_end or (waited and cpu > self.cpu_end - 0.8 * self.limit):
+            computed = cpu > self.cpu_end or (
+                waited and cpu > self.cpu_end - 0.8 * self.limit
+            )
+            if computed or waited:
                 self.kill()
-                raise StudentStopped(
-                    TIMED_OUT,
-                    f"kept computing past its time limit ({self.limit:g} s of CPU time) and was "
-                    "stopped (an endless loop? a computation far bigger than the exercise needs?)",
-                )
-            if waited:
-                self.kill()
-                raise StudentStopped(
-                    TIMED_OUT,
-                    f"gave no answer within {self.wall_limit:g} s of waiting and was stopped (a sleep? "
-                    "input()? a wait for another process?)",
-                )
+                raise self._timed_out(computed)
+
+    def _timed_out(self, computed: bool) -> StudentStopped:
+        """Why a request ran out of time: it ``computed`` past its CPU limit, or it waited."""
+        if computed:
+            return StudentStopped(
+                TIMED_OUT,
+                f"kept computing past its time limit ({self.limit:g} s of CPU time) and was "
+                "stopped (an endless loop? a computation far bigger than the exercise needs?)",
+            )
+        return StudentStopped(
+            TIMED_OUT,
+            f"gave no answer within {self.wall_limit:g} s of waiting and was stopped (a sleep? "
+            "input()? a wait for another process?)",
+        )
 
     def _receive(self) -> tuple:
         self._wait()
