@@ -15,13 +15,12 @@ import os
 import pickle
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 
 from transformer_lab.selfcheck.core import (
@@ -153,7 +152,7 @@ class Worker:
         env = _environment() | {"TMPDIR": self.workdir, "HOME": self.workdir}
         if level == places.BUBBLEWRAP:
             env |= places.sandbox_environment()
-        ours, theirs = socket.socketpair()
+        ours, theirs = Pipe()  # a pair of connected sockets
         arguments = [code, str(theirs.fileno()), os.path.join(workdir, self.path.name)]
         arguments.append(json.dumps({"names": self.names, "limits": limits}))
         if command[0].endswith("setpriv"):
@@ -174,7 +173,7 @@ class Worker:
             )
             _LIVE.add(self)
         theirs.close()
-        self.conn = Connection(ours.detach())
+        self.conn = ours
 
     def _take_uid(self) -> dict:
         """A uid of its own for the worker (the unprivileged-user level), owning its folder; the
