@@ -17,9 +17,10 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from transformer_lab.selfcheck.checks.registry import HOMEWORK
 from transformer_lab.selfcheck.execution import dot_t_spy, silenced_terminal, uses_dot_t
 from transformer_lab.set_classifier import LEARNING_RATE, MAX_EPOCHS, NHEAD, PATIENCE, SEED
-from transformer_lab.week20_runs import as_namespace
+from transformer_lab.week20_runs import as_namespace, check_in_subprocess
 
 # Exercise 6 runs chapter 3's recipe (set_classifier's constants, set_task.make_split); the
 # starter's CAPITALS are tested equal to them.
@@ -500,9 +501,9 @@ def main(starter: dict | types.ModuleType, argv: Sequence[str] | None = None) ->
             ),
         )
         return 0
-    from transformer_lab.selfcheck.grading.cli import check_in_subprocess
-
-    status, _ = check_in_subprocess(starter.__file__, "exercises/homework/starter.py")
+    status, _ = check_in_subprocess(
+        starter.__file__, "exercises/homework/starter.py", HOMEWORK
+    )
     for title, step in [
         ("Exercise 1: the prediction box's example", accuracy_example),
         ("Exercise 2: the prediction box's example", masked_mean_example),

@@ -221,8 +221,8 @@ def test_a_file_checking_itself_after_changing_the_references_is_checked_afresh(
         "\nimport transformer_lab.attention as book\n"
         "book.attention = lambda q, k, v, padding=None, causal=False: attention(q, k, v, padding)\n"
         "\nif __name__ == '__main__':\n"
-        "    from transformer_lab.selfcheck.grading.cli import check_in_subprocess\n"
-        "    status, passed = check_in_subprocess(__file__, 'me.py')\n"
+        "    from transformer_lab.week20_runs import check_in_subprocess\n"
+        "    status, passed = check_in_subprocess(__file__, 'me.py', 'homework')\n"
         "    print(status, sorted(passed))\n"
     )
     path = write(tmp_path, "me.py", source)

@@ -224,6 +224,10 @@ def _distinct_hashes(keys: list) -> None:
         raise Malformed("a dict key that cannot be hashed") from None
 
 
+# The length of each kind of node of fixed form (a list, tuple, dict or gradient node has two).
+FIELDS = {"plain": 2, "array": 5, "module": 3, "remote": 4, "opaque": 4}
+
+
 class _Reader:
     """One walk of :func:`decode`: the budget left, the deadline, the maker of stand-ins; one
     method per kind of node, which refuses a node that is not of its form."""
@@ -251,30 +255,27 @@ class _Reader:
             raise Malformed("not a node")
         self.spend(len(node[1]) if type(node[1]) is list else 1)
         read = getattr(self, "read_" + node[0], None) if node[0].isalpha() else None
-        value = read(node, depth + 1) if read is not None else _UNREAD
-        if value is _UNREAD:
-            raise Malformed(f"unexpected {node[0][:40]!r} node")
-        return value
+        if read is None or len(node) != FIELDS.get(node[0], 2):
+            raise _unexpected(node)
+        return read(node, depth + 1)
 
     def read_plain(self, node: list, depth: int) -> object:
-        first = node[1]
-        if len(node) != 2 or type(first) not in (type(None), bool, int, float, str):
-            return _UNREAD
-        self.spend(0, len(first) if type(first) is str else 0)
-        return first
+        if type(node[1]) not in (type(None), bool, int, float, str):
+            raise _unexpected(node)
+        self.spend(0, len(node[1]) if type(node[1]) is str else 0)
+        return node[1]
 
-    def read_list(self, node: list, depth: int) -> object:
+    def read_list(self, node: list, depth: int) -> list | tuple:
         if type(node[1]) is not list:
-            return _UNREAD
-        return [self.walk(item, depth) for item in node[1]]
+            raise _unexpected(node)
+        items = [self.walk(item, depth) for item in node[1]]
+        return items if node[0] == "list" else tuple(items)
 
-    def read_tuple(self, node: list, depth: int) -> object:
-        items = self.read_list(node, depth)
-        return items if items is _UNREAD else tuple(items)
+    read_tuple = read_list
 
-    def read_dict(self, node: list, depth: int) -> object:
+    def read_dict(self, node: list, depth: int) -> dict:
         if type(node[1]) is not list:
-            return _UNREAD
+            raise _unexpected(node)
         if not all(type(pair) is list and len(pair) == 2 for pair in node[1]):
             raise Malformed("a dict entry is not a pair")
         pairs = [(self.walk(k, depth), self.walk(v, depth)) for k, v in node[1]]
@@ -282,8 +283,8 @@ class _Reader:
         return dict(pairs)
 
     def read_array(self, node: list, depth: int) -> object:
-        if len(node) != 5 or type(node[4]) is not bytes:
-            return _UNREAD
+        if type(node[4]) is not bytes:
+            raise _unexpected(node)
         kind, dtype = node[1], _text(node, 2)
         if dtype not in DTYPES or kind not in ("tensor", "ndarray", "scalar"):
             raise Malformed(f"unexpected array {kind!r:.40} of dtype {dtype!r:.40}")
@@ -293,9 +294,7 @@ class _Reader:
             return torch.from_numpy(array.astype(array.dtype.newbyteorder("=")))
         return array if kind == "ndarray" else array[()]
 
-    def read_module(self, node: list, depth: int) -> object:
-        if len(node) != 3:
-            return _UNREAD
+    def read_module(self, node: list, depth: int) -> ModuleState:
         state = self.walk(node[2], depth)
         if not isinstance(state, dict):
             raise Malformed("a module's state is not a mapping")
@@ -304,7 +303,7 @@ class _Reader:
         }
         return ModuleState(_text(node, 1), tensors)
 
-    def read_gradient(self, node: list, depth: int) -> object:
+    def read_gradient(self, node: list, depth: int) -> GradientReport:
         fields = self.walk(node[1], depth)
         if not (isinstance(fields, tuple) and len(fields) == 3):
             raise Malformed("a gradient report is not three fields")
@@ -315,21 +314,20 @@ class _Reader:
         return GradientReport(bool(fields[0]), reached, gradients)
 
     def read_remote(self, node: list, depth: int) -> object:
-        if self.remote is None or type(node[1]) is not int or len(node) != 4:
-            return _UNREAD
+        if self.remote is None or type(node[1]) is not int:
+            raise _unexpected(node)
         return self.remote(node[1], _text(node, 2), _text(node, 3))
 
-    def read_opaque(self, node: list, depth: int) -> object:
-        if len(node) != 4:
-            return _UNREAD
+    def read_opaque(self, node: list, depth: int) -> Opaque:
         return Opaque(_text(node, 1), _text(node, 2), _text(node, 3))
 
 
-_UNREAD = object()  # a node not of its kind's form
+def _unexpected(node: list) -> Malformed:
+    return Malformed(f"unexpected {node[0][:40]!r} node")
 
 
 def _text(node: list, index: int) -> str:
-    if len(node) <= index or type(node[index]) is not str:
+    if type(node[index]) is not str:
         raise Malformed(f"a {node[0]} node lacks a text field")
     return node[index][:TEXT]
 

@@ -6,26 +6,23 @@ import argparse
 import json
 import math
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from transformer_lab.selfcheck.checks import answers
 from transformer_lab.selfcheck.checks.registry import EVERY_CHECK, HOMEWORK, PAGES
-from transformer_lab.selfcheck.core import PASSED
 from transformer_lab.selfcheck.grading.report import (
     Report,
     format_report,
     gradescope_results,
     printable,
     report_to_json,
+    summary_line,
 )
 from transformer_lab.selfcheck.grading.runner import (
     check_file,
-    find_homework_starter,
     selected_checks,
-    starter_path,
     unusable_report,
 )
 from transformer_lab.selfcheck.worker.isolation import (
@@ -157,11 +154,7 @@ def _check_parser() -> argparse.ArgumentParser:
 
 
 class Unusable(Exception):
-    """Nothing can be checked: ``said`` tells the user, ``reason`` goes in the results file."""
-
-    def __init__(self, said: str, reason: str):
-        super().__init__(said)
-        self.said, self.reason = said, reason
+    """Nothing to check: ``args`` are what the user is told, what the results file records."""
 
 
 def _file_to_check(path: str | None, page: str) -> str:
@@ -174,14 +167,15 @@ def _file_to_check(path: str | None, page: str) -> str:
 
 
 def _starter(page: str) -> str:
-    """The page's starter looked up from the working directory (as the page names it when the
-    command runs from the repository root)."""
-    default = starter_path(page)
-    try:
-        found = find_homework_starter(page=page)
-    except FileNotFoundError as error:
-        raise Unusable(f"{error}. Pass the path of your file.", str(error)) from None
-    return str(default if found.resolve() == (Path.cwd() / default).resolve() else found)
+    """The page's ``exercises/PAGE/starter.py`` in the working directory or a folder above it,
+    else above the package (named as the page names it when it is in the working directory)."""
+    relative = Path("exercises") / page / "starter.py"
+    origins = [Path.cwd().resolve(), Path(__file__).resolve().parent]
+    for folder in (f for origin in origins for f in (origin, *origin.parents)):
+        if (folder / relative).is_file():
+            return str(relative if folder == origins[0] else folder / relative)
+    error = f"no {relative} above {origins[0]} or above the package at {origins[1]}"
+    raise Unusable(f"{error}. Pass the path of your file.", error)
 
 
 def _show(report: Report, as_json: bool) -> None:
@@ -207,7 +201,7 @@ def check_command(argv: Sequence[str]) -> int:
     try:
         path = _file_to_check(path, args.page)
     except Unusable as unusable:
-        print(unusable.said, flush=True)
+        print(unusable.args[0], flush=True)
         return EXIT_UNUSABLE
     limits = Limits(seconds=args.time_limit)
     report = check_file(path, only, args.display or path, limits, args.page)
@@ -232,9 +226,9 @@ def autograde(
             raise Unusable(f"--hidden: {problem}.", problem)
         path = _file_to_check(path, args.page)
     except Unusable as unusable:
-        print(unusable.said, flush=True)
+        print(unusable.args[0], flush=True)
         checks = selected_checks(only, args.page)
-        report = unusable_report(path or "(no file)", checks, unusable.reason)
+        report = unusable_report(path or "(no file)", checks, unusable.args[1])
         _write_gradescope(args.gradescope, report, report if args.hidden else None, extra)
         return EXIT_UNUSABLE
     run = dict(
@@ -262,10 +256,7 @@ def autograde(
 
 
 def _write_gradescope(
-    path: str | None,
-    report: Report,
-    hidden: Report | None = None,
-    extra: dict | None = None,
+    path: str | None, report: Report, hidden: Report | None, extra: dict
 ) -> None:
     """Write results.json once no process of the workers is left (and end any again after)."""
     if path:
@@ -337,12 +328,10 @@ def grade_command(argv: Sequence[str]) -> int:
     print(isolation().line, flush=True)
 
     def progress(report):
-        last = (
-            "could not load: " + report.load_error
-            if report.load_error
-            else format_report(report).splitlines()[-1]
+        last = report.load_error and "could not load: " + report.load_error
+        print(
+            printable(f"{report.path}: {last or summary_line(report)}", keep=""), flush=True
         )
-        print(printable(f"{report.path}: {last}", keep=""), flush=True)
 
     limits = Limits(seconds=args.time_limit, memory_mb=args.memory_mb)
     status = EXIT_PASSED
@@ -358,27 +347,6 @@ def grade_command(argv: Sequence[str]) -> int:
     end_worker_users()
     print(f"{len(reports)} submissions, {rows} rows written to {args.csv}")
     return status
-
-
-def check_in_subprocess(
-    path: str | Path, display: str, page: str = HOMEWORK
-) -> tuple[int, set[str]]:
-    """Check ``path`` with this command in a fresh interpreter and print its report; return the
-    exit status and the names of the checks that passed.
-
-    For a starter checking itself: its code has run in this process and may have changed the
-    book's functions that the checks compare with."""
-    command = [sys.executable, "-m", "transformer_lab.selfcheck", str(path)]
-    command += ["--display", display, "--page", page]
-    completed = subprocess.run(
-        command, stdout=subprocess.PIPE, text=True, errors="replace", check=False
-    )
-    print(completed.stdout, end="", flush=True)
-    lines = set(completed.stdout.splitlines())
-    passed = {
-        c.name for c in PAGES[page] if f"[{PASSED}] {c.exercise}: {c.signature}" in lines
-    }
-    return completed.returncode, passed
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -140,10 +140,10 @@ def _report_text(report: Report) -> str:
             likely = "Likely mistake: " if result.finding else ""
             lines += [f"    {line}" for line in (likely + _result_text(result)).split("\n")]
         lines += _printed(result.output, "Your code printed")
-    return "\n".join([*lines, "", _summary(report)])
+    return "\n".join([*lines, "", summary_line(report)])
 
 
-def _summary(report: Report) -> str:
+def summary_line(report: Report) -> str:
     """The last line: how many checks ended how, and the time taken."""
     counted = [r for r in report.results if r.status != NOT_ATTEMPTED]
     counts = {status: sum(r.status == status for r in counted) for status in STATUSES}
@@ -247,7 +247,7 @@ def gradescope_results(
     if hidden is not None:
         tests += _gradescope_tests(hidden, AFTER_DUE_DATE, True, "Hidden check, ")
     output = (
-        format_report(report).splitlines()[-1]
+        summary_line(report)
         if report.load_error is None
         else f"Could not load the file: {report.load_error}"
     )

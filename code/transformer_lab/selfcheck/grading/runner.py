@@ -30,26 +30,6 @@ from transformer_lab.selfcheck.worker.parent import (
 )
 
 
-def starter_path(page: str = HOMEWORK) -> Path:
-    """``exercises/<page>/starter.py``, relative to the repository root."""
-    return Path("exercises") / page / "starter.py"
-
-
-def find_homework_starter(start: Path | str | None = None, page: str = HOMEWORK) -> Path:
-    """The page's starter (``exercises/homework/starter.py`` by default) in ``start`` (default:
-    the working directory) or one of its parents, else next to the package;
-    ``FileNotFoundError`` if absent."""
-    relative = starter_path(page)
-    origins = [Path(start or Path.cwd()).resolve(), Path(__file__).resolve().parent]
-    for origin in origins:
-        for folder in (origin, *origin.parents):
-            if (folder / relative).is_file():
-                return folder / relative
-    raise FileNotFoundError(
-        f"no {relative} above {origins[0]} or above the package at {origins[1]}"
-    )
-
-
 def selected_checks(only: Sequence[str] = (), page: str = HOMEWORK) -> list[Check]:
     """The page's checks named in ``only`` (all of them when empty), in the order of the
     exercises."""
@@ -212,10 +192,9 @@ def check_file(
     page: str = HOMEWORK,
     follow_links: bool = True,
 ) -> Report:
-    """Run the selected checks of ``page`` ("homework" or "week-20") on the file at ``path``,
-    loaded in a worker with ``limits``; ``display`` names the file in the report. Grading
-    (``follow_links=False``) refuses a symbolic link. The checks compare in this process: a
-    file that ran here (a starter) is checked afresh by ``cli.check_in_subprocess``."""
+    """Run the selected checks of ``page`` ("homework", "week-20") on the file at ``path`` in
+    a worker with ``limits``; ``display`` names the file. Grading (``follow_links=False``)
+    refuses a link. A file that ran here is checked afresh: ``week20_runs.check_in_subprocess``."""
     start = time.perf_counter()
     path = Path(path)
     report = Report(display or str(path))

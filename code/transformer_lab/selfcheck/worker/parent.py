@@ -140,7 +140,12 @@ class Worker:
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=places.runs_folder())
         shutil.copyfile(self.path, Path(self.workdir) / self.path.name)
         os.chmod(Path(self.workdir) / self.path.name, 0o644)
-        user = self._take_uid() if level == places.USER else {}
+        user = {}
+        if level == places.USER:
+            self.uid = places.take_uid()
+            places.kill_user(self.uid)
+            os.chown(self.workdir, self.uid, self.uid)
+            user = {"user": self.uid, "group": self.uid, "extra_groups": []}
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
@@ -174,14 +179,6 @@ class Worker:
             _LIVE.add(self)
         theirs.close()
         self.conn = ours
-
-    def _take_uid(self) -> dict:
-        """A uid of its own for the worker (the unprivileged-user level), owning its folder; the
-        ``Popen`` arguments that run it as that user where ``setpriv`` is missing."""
-        self.uid = places.take_uid()
-        places.kill_user(self.uid)
-        os.chown(self.workdir, self.uid, self.uid)
-        return {"user": self.uid, "group": self.uid, "extra_groups": []}
 
     def start(self) -> dict[str, dict]:
         """Start a worker and load the file; ``LoadFailed`` if it does not load in time."""
@@ -268,20 +265,16 @@ class Worker:
             _kill_session(process)
             process.wait()
         if self.uid is not None:
-            self._give_back_uid()
+            places.kill_user(self.uid)
+            places.remove_files_of(self.uid)
+            places.give_back_uid(self.uid)
+            self.uid = None
         conn, self.conn = self.conn, None
         if conn is not None:
             conn.close()
         workdir, self.workdir = self.workdir, None
         if workdir is not None:
             shutil.rmtree(workdir, ignore_errors=True)  # rmtree never follows a link
-
-    def _give_back_uid(self) -> None:
-        """End every process of the worker's uid, remove its files, free the uid."""
-        places.kill_user(self.uid)
-        places.remove_files_of(self.uid)
-        places.give_back_uid(self.uid)
-        self.uid = None
 
     def close(self) -> None:
         if self.alive:
