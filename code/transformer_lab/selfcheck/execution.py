@@ -261,38 +261,29 @@ def load_module(
     path: str | os.PathLike, name: str = "student_submission"
 ) -> types.ModuleType:
     """Run a Python file as module ``name`` in this process (trusted code, or the worker),
-    compiled as ``python FILE`` would (by its encoding declaration or BOM, else as UTF-8),
-    never from a cached ``.pyc``."""
+    reading it as ``python FILE`` would: bytes decoded by its encoding declaration or BOM
+    (else UTF-8, strictly), never a cached ``.pyc``."""
     with open(path, "rb") as handle:
         source = handle.read()
+    advice = "Python rejects the file; save it as UTF-8, or declare its encoding on the first line"
     try:
-        code = compile(source, os.fspath(path), "exec", dont_inherit=True)
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
     except SyntaxError as error:
-        raise _undecodable(source) or error from None
+        raise SyntaxError(f"{error} ({advice})") from None
+    try:
+        text = source.decode(encoding)  # "utf-8-sig" drops a BOM
+    except UnicodeDecodeError as error:
+        line = source[: error.start].count(b"\n") + 1
+        raise SyntaxError(
+            f"Non-{encoding.upper()} code starting with {source[error.start : error.start + 1]!r} "
+            f"on line {line}, but no encoding declared ({advice})"
+        ) from None
+    code = compile(text, os.fspath(path), "exec", dont_inherit=True)
     module = types.ModuleType(name)
     module.__file__ = os.fspath(path)
     sys.modules[name] = module
     exec(code, module.__dict__)  # noqa: S102 - the point: the student's file
     return module
-
-
-def _undecodable(source: bytes) -> SyntaxError | None:
-    """Why Python cannot decode ``source`` (by its encoding declaration or BOM, else as UTF-8),
-    with what to do; None when it can (the file's syntax error is another one)."""
-    advice = "Python rejects the file; save it as UTF-8, or declare its encoding on the first line"
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-    except SyntaxError as error:
-        return SyntaxError(f"{error} ({advice})")
-    try:
-        source.decode(encoding)
-    except UnicodeDecodeError as error:
-        line = source[: error.start].count(b"\n") + 1
-        return SyntaxError(
-            f"Non-{encoding.upper()} code starting with {source[error.start : error.start + 1]!r} "
-            f"on line {line}, but no encoding declared ({advice})"
-        )
-    return None
 
 
 def cotangent(shape: Sequence[int], seed: int) -> torch.Tensor:
