@@ -120,3 +120,21 @@ def test_forged_replies_cannot_hang_or_bloat_the_grader_nor_cost_a_classmate(tmp
     # The grader itself (torch loaded) stays far from the 1.2 GB the repeated value took.
     assert summary["peak_mb"] < 900, summary
     assert elapsed < WALL_SECONDS
+
+
+# A reply one field short, sent while the file loads (in place of the worker's "loaded").
+SHORT_LOADED = """
+
+import sys as _sys
+from multiprocessing.connection import Connection as _Connection
+from transformer_lab.selfcheck.transport import pack as _pack
+
+_Connection(int(_sys.argv[1]), readable=False).send_bytes(_pack(("loaded",)))
+"""
+
+
+def test_a_reply_one_field_short_while_loading_is_a_load_error_not_a_crash(tmp_path):
+    from transformer_lab.selfcheck import check_file
+
+    report = check_file(write(tmp_path, "short.py", SOLUTION + SHORT_LOADED), ["accuracy"])
+    assert report.load_error == "no answer" and report.results[0].status == "not run"

@@ -4,7 +4,6 @@ import argparse
 import json
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ from transformer_lab.selfcheck import (
     format_report,
 )
 from transformer_lab.selfcheck.grading.cli import _split_only, main
-from transformer_lab.selfcheck.grading.runner import _loaded_here
 from transformer_lab.selfcheck.worker.isolation import BUBBLEWRAP, isolation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -214,6 +212,7 @@ def test_the_exit_status_is_not_zero_when_student_code_calls_sys_exit_0(tmp_path
 
 
 def test_a_file_checking_itself_after_changing_the_references_is_checked_afresh(tmp_path):
+    """The starters' way: the command runs in a fresh interpreter, whose references are the book's."""
     unscaled = SOLUTION.replace(
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
         "scores = q @ k.transpose(-2, -1)",
@@ -222,27 +221,18 @@ def test_a_file_checking_itself_after_changing_the_references_is_checked_afresh(
         "\nimport transformer_lab.attention as book\n"
         "book.attention = lambda q, k, v, padding=None, causal=False: attention(q, k, v, padding)\n"
         "\nif __name__ == '__main__':\n"
-        "    from transformer_lab.selfcheck import check_file, format_report\n"
-        "    print(format_report(check_file(__file__, only=['attention'], display='me.py')))\n"
+        "    from transformer_lab.week20_runs import check_in_subprocess\n"
+        "    status, passed = check_in_subprocess(__file__, 'me.py', 'homework')\n"
+        "    print(status, sorted(passed))\n"
     )
     path = write(tmp_path, "me.py", source)
     completed = subprocess.run(
-        [sys.executable, str(path)], capture_output=True, text=True, timeout=120, cwd=ROOT
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=300, cwd=ROOT
     )
     assert "Self-check of me.py" in completed.stdout
     assert "Likely mistake: The scores were not divided by √d" in completed.stdout
-
-
-def test_a_file_loaded_through_a_link_of_another_name_counts_as_loaded(
-    tmp_path, monkeypatch
-):
-    """Modules of another file name are passed over unresolved: a link must still be followed."""
-    real = write(tmp_path, "student.py", SOLUTION)
-    (tmp_path / "mine.py").symlink_to(real)
-    loaded = types.SimpleNamespace(__file__=str(tmp_path / "mine.py"))
-    monkeypatch.setitem(sys.modules, "mine", loaded)
-    assert _loaded_here(real)
-    assert not _loaded_here(write(tmp_path, "other.py", SOLUTION))
+    status, passed = completed.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert status == "1" and "'masked_mean'" in passed and "'attention'" not in passed
 
 
 PAD_ID_REPAIR = """

@@ -39,7 +39,7 @@ from transformer_lab.selfcheck.core import (
 from transformer_lab.selfcheck.errors import summarise_exception
 from transformer_lab.selfcheck.execution import load_module
 from transformer_lab.selfcheck.grading.report import Report, format_report
-from transformer_lab.selfcheck.grading.runner import check_file, find_homework_starter
+from transformer_lab.selfcheck.grading.runner import check_file
 from transformer_lab.selfcheck.worker.parent import Limits
 
 __all__ = [
@@ -68,7 +68,6 @@ __all__ = [
     "check_masked_mean",
     "check_multi_head_attention",
     "check_train_bpe_tokenizer",
-    "find_homework_starter",
     "format_report",
     "load_module",
     "summarise_exception",

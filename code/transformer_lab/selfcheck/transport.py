@@ -81,6 +81,11 @@ def encode(
             "dict",
             [(encode(k, depth + 1, keep), encode(v, depth + 1, keep)) for k, v in items],
         )
+    return _encode_object(value, keep)
+
+
+def _encode_object(value: object, keep: Callable[[object], int | None] | None) -> object:
+    """A module's state, a gradient report, a handle from ``keep``, else a description."""
     if isinstance(value, torch.nn.Module):
         return ("module", type_name(value), encode(dict(value.state_dict())))
     if isinstance(value, GradientReport):
@@ -219,6 +224,114 @@ def _distinct_hashes(keys: list) -> None:
         raise Malformed("a dict key that cannot be hashed") from None
 
 
+# The length of each kind of node of fixed form (a list, tuple, dict or gradient node has two).
+FIELDS = {"plain": 2, "array": 5, "module": 3, "remote": 4, "opaque": 4}
+
+
+class _Reader:
+    """One walk of :func:`decode`: the budget left, the deadline, the maker of stand-ins; one
+    method per kind of node, which refuses a node that is not of its form."""
+
+    def __init__(self, remote, deadline: float | None):
+        self.nodes, self.bytes = DECODE_NODES, DECODE_BYTES
+        self.remote, self.deadline = remote, deadline
+
+    def spend(self, nodes: int, data: int = 0) -> None:
+        self.nodes, self.bytes = self.nodes - nodes, self.bytes - data
+        if self.nodes < 0 or self.bytes < 0:
+            raise TooLarge(
+                f"the result is too large to check (over {DECODE_NODES:,} values or "
+                f"{DECODE_BYTES >> 20} MB)"
+            )
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise TooLarge(
+                "the result took longer to read back than the check's time limit"
+            )
+
+    def walk(self, node: object, depth: int) -> object:
+        if depth > 4 * DEPTH:
+            raise TooLarge(f"the result is nested more than {4 * DEPTH} levels deep")
+        if type(node) is not list or len(node) < 2 or type(node[0]) is not str:
+            raise Malformed("not a node")
+        self.spend(len(node[1]) if type(node[1]) is list else 1)
+        read = getattr(self, "read_" + node[0], None) if node[0].isalpha() else None
+        if read is None or len(node) != FIELDS.get(node[0], 2):
+            raise _unexpected(node)
+        return read(node, depth + 1)
+
+    def read_plain(self, node: list, depth: int) -> object:
+        if type(node[1]) not in (type(None), bool, int, float, str):
+            raise _unexpected(node)
+        self.spend(0, len(node[1]) if type(node[1]) is str else 0)
+        return node[1]
+
+    def read_list(self, node: list, depth: int) -> list | tuple:
+        if type(node[1]) is not list:
+            raise _unexpected(node)
+        items = [self.walk(item, depth) for item in node[1]]
+        return items if node[0] == "list" else tuple(items)
+
+    read_tuple = read_list
+
+    def read_dict(self, node: list, depth: int) -> dict:
+        if type(node[1]) is not list:
+            raise _unexpected(node)
+        if not all(type(pair) is list and len(pair) == 2 for pair in node[1]):
+            raise Malformed("a dict entry is not a pair")
+        pairs = [(self.walk(k, depth), self.walk(v, depth)) for k, v in node[1]]
+        _distinct_hashes([key for key, _ in pairs])
+        return dict(pairs)
+
+    def read_array(self, node: list, depth: int) -> object:
+        if type(node[4]) is not bytes:
+            raise _unexpected(node)
+        kind, dtype = node[1], _text(node, 2)
+        if dtype not in DTYPES or kind not in ("tensor", "ndarray", "scalar"):
+            raise Malformed(f"unexpected array {kind!r:.40} of dtype {dtype!r:.40}")
+        self.spend(0, len(node[4]))
+        array = np.frombuffer(node[4], dtype=dtype).reshape(_shape(node[3])).copy()
+        if kind == "tensor":
+            return torch.from_numpy(array.astype(array.dtype.newbyteorder("=")))
+        return array if kind == "ndarray" else array[()]
+
+    def read_module(self, node: list, depth: int) -> ModuleState:
+        state = self.walk(node[2], depth)
+        if not isinstance(state, dict):
+            raise Malformed("a module's state is not a mapping")
+        tensors = {
+            str(k)[:TEXT]: v for k, v in state.items() if isinstance(v, torch.Tensor)
+        }
+        return ModuleState(_text(node, 1), tensors)
+
+    def read_gradient(self, node: list, depth: int) -> GradientReport:
+        fields = self.walk(node[1], depth)
+        if not (isinstance(fields, tuple) and len(fields) == 3):
+            raise Malformed("a gradient report is not three fields")
+        if not all(isinstance(f, dict) for f in fields[1:]):
+            raise Malformed("the gradients are not a mapping")
+        reached = {str(k)[:TEXT]: str(v)[:TEXT] for k, v in fields[1].items()}
+        gradients = {str(k): v for k, v in fields[2].items() if isinstance(v, torch.Tensor)}
+        return GradientReport(bool(fields[0]), reached, gradients)
+
+    def read_remote(self, node: list, depth: int) -> object:
+        if self.remote is None or type(node[1]) is not int:
+            raise _unexpected(node)
+        return self.remote(node[1], _text(node, 2), _text(node, 3))
+
+    def read_opaque(self, node: list, depth: int) -> Opaque:
+        return Opaque(_text(node, 1), _text(node, 2), _text(node, 3))
+
+
+def _unexpected(node: list) -> Malformed:
+    return Malformed(f"unexpected {node[0][:40]!r} node")
+
+
+def _text(node: list, index: int) -> str:
+    if type(node[index]) is not str:
+        raise Malformed(f"a {node[0]} node lacks a text field")
+    return node[index][:TEXT]
+
+
 def decode(
     node: object,
     remote: Callable[[int, str, str], object] | None = None,
@@ -229,80 +342,4 @@ def decode(
     such an object is refused). ``TooLarge`` past :data:`DECODE_NODES` values,
     :data:`DECODE_BYTES` or ``4 * DEPTH`` levels, or after ``deadline`` (``time.monotonic()``);
     ``Malformed`` when it is not what :func:`encode` makes."""
-    left = {"nodes": DECODE_NODES, "bytes": DECODE_BYTES}
-
-    def spend(nodes: int, data: int = 0) -> None:
-        left["nodes"] -= nodes
-        left["bytes"] -= data
-        if left["nodes"] < 0 or left["bytes"] < 0:
-            raise TooLarge(
-                f"the result is too large to check (over {DECODE_NODES:,} values or "
-                f"{DECODE_BYTES >> 20} MB)"
-            )
-        if deadline is not None and time.monotonic() > deadline:
-            raise TooLarge(
-                "the result took longer to read back than the check's time limit"
-            )
-
-    def text(node: list, index: int) -> str:
-        if len(node) <= index or type(node[index]) is not str:
-            raise Malformed(f"a {node[0]} node lacks a text field")
-        return node[index][:TEXT]
-
-    def walk(node: object, depth: int) -> object:
-        if depth > 4 * DEPTH:
-            raise TooLarge(f"the result is nested more than {4 * DEPTH} levels deep")
-        if type(node) is not list or len(node) < 2 or type(node[0]) is not str:
-            raise Malformed("not a node")
-        tag, first = node[0], node[1]
-        spend(len(first) if type(first) is list else 1)
-        if (
-            tag == "plain"
-            and len(node) == 2
-            and type(first) in (type(None), bool, int, float, str)
-        ):
-            spend(0, len(first) if type(first) is str else 0)
-            return first
-        if tag in ("list", "tuple", "dict") and type(first) is list:
-            if tag != "dict":
-                items = [walk(item, depth + 1) for item in first]
-                return items if tag == "list" else tuple(items)
-            if not all(type(pair) is list and len(pair) == 2 for pair in first):
-                raise Malformed("a dict entry is not a pair")
-            pairs = [(walk(k, depth + 1), walk(v, depth + 1)) for k, v in first]
-            _distinct_hashes([key for key, _ in pairs])
-            return dict(pairs)
-        if tag == "array" and len(node) == 5 and type(node[4]) is bytes:
-            if text(node, 2) not in DTYPES or first not in ("tensor", "ndarray", "scalar"):
-                raise Malformed(f"unexpected array {first!r:.40} of dtype {node[2]!r:.40}")
-            spend(0, len(node[4]))
-            array = np.frombuffer(node[4], dtype=node[2]).reshape(_shape(node[3])).copy()
-            if first == "tensor":
-                return torch.from_numpy(array.astype(array.dtype.newbyteorder("=")))
-            return array if first == "ndarray" else array[()]
-        if tag == "module" and len(node) == 3:
-            state = walk(node[2], depth + 1)
-            if not isinstance(state, dict):
-                raise Malformed("a module's state is not a mapping")
-            tensors = {
-                str(k)[:TEXT]: v for k, v in state.items() if isinstance(v, torch.Tensor)
-            }
-            return ModuleState(text(node, 1), tensors)
-        if tag == "gradient":
-            fields = walk(first, depth + 1)
-            if not (isinstance(fields, tuple) and len(fields) == 3):
-                raise Malformed("a gradient report is not three fields")
-            if not all(isinstance(f, dict) for f in fields[1:]):
-                raise Malformed("the gradients are not a mapping")
-            reached = {str(k)[:TEXT]: str(v)[:TEXT] for k, v in fields[1].items()}
-            gradients = {
-                str(k): v for k, v in fields[2].items() if isinstance(v, torch.Tensor)
-            }
-            return GradientReport(bool(fields[0]), reached, gradients)
-        if tag == "remote" and remote is not None and type(first) is int and len(node) == 4:
-            return remote(first, text(node, 2), text(node, 3))
-        if tag == "opaque" and len(node) == 4:
-            return Opaque(text(node, 1), text(node, 2), text(node, 3))
-        raise Malformed(f"unexpected {tag[:40]!r} node")
-
-    return walk(node, 0)
+    return _Reader(remote, deadline).walk(node, 0)

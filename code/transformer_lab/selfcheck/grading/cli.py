@@ -18,12 +18,11 @@ from transformer_lab.selfcheck.grading.report import (
     gradescope_results,
     printable,
     report_to_json,
+    summary_line,
 )
 from transformer_lab.selfcheck.grading.runner import (
     check_file,
-    find_homework_starter,
     selected_checks,
-    starter_path,
     unusable_report,
 )
 from transformer_lab.selfcheck.worker.isolation import (
@@ -113,7 +112,7 @@ def _split_only(
     return names, path
 
 
-def check_command(argv: Sequence[str]) -> int:
+def _check_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Check your homework functions and name the likely mistake in each.",
@@ -151,34 +150,87 @@ def check_command(argv: Sequence[str]) -> int:
     )
     # The file name the report shows.
     parser.add_argument("--display", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    only, path = _split_only(parser, args.only, args.path)
-    _check_outputs(parser, gradescope=args.gradescope)
-    extra: dict = {"isolation": isolation().level}
+    return parser
 
-    def refuse(display: str, reason: str, said: str) -> int:
-        """Say why nothing could be checked; the results file scores every check 0."""
-        print(said, flush=True)
-        unusable = unusable_report(display, selected_checks(only, args.page), reason)
-        _write_gradescope(
-            args.gradescope, unusable, unusable if args.hidden else None, extra
-        )
-        return EXIT_UNUSABLE
 
-    problem = (answers.hidden_problem() or grading_problem()) if args.hidden else None
-    if problem is not None:
-        return refuse(path or "(no file)", problem, f"--hidden: {problem}.")
-    if path is None:
-        default = starter_path(args.page)
-        try:
-            found = find_homework_starter(page=args.page)
-        except FileNotFoundError as error:
-            return refuse("(no file)", str(error), f"{error}. Pass the path of your file.")
-        same = found.resolve() == (Path.cwd() / default).resolve()
-        path = str(default) if same else str(found)
+class Unusable(Exception):
+    """Nothing to check: ``args`` are what the user is told, what the results file records."""
+
+
+def _file_to_check(path: str | None, page: str) -> str:
+    """``path``, or the page's starter; ``Unusable`` if there is no such file."""
+    path = path or _starter(page)
     if not Path(path).is_file():
         said = f"No such file: {path}. Run from the repository root, or pass the path of your file."
-        return refuse(path, f"no such file: {path}", said)
+        raise Unusable(said, f"no such file: {path}")
+    return path
+
+
+def _starter(page: str) -> str:
+    """The page's ``exercises/PAGE/starter.py`` in the working directory or a folder above it,
+    else above the package (named as the page names it when it is in the working directory)."""
+    relative = Path("exercises") / page / "starter.py"
+    origins = [Path.cwd().resolve(), Path(__file__).resolve().parent]
+    for folder in (f for origin in origins for f in (origin, *origin.parents)):
+        if (folder / relative).is_file():
+            return str(relative if folder == origins[0] else folder / relative)
+    error = f"no {relative} above {origins[0]} or above the package at {origins[1]}"
+    raise Unusable(f"{error}. Pass the path of your file.", error)
+
+
+def _show(report: Report, as_json: bool) -> None:
+    print(report_to_json(report) if as_json else format_report(report), flush=True)
+    if report.isolation == PROCESS and not as_json:
+        print(isolation().line, file=sys.stderr)
+
+
+def exit_status(report: Report) -> int:
+    if report.interrupted:
+        return EXIT_INTERRUPTED
+    if report.load_error is not None:
+        return EXIT_UNUSABLE
+    return EXIT_PASSED if report.all_passed else EXIT_FAILED
+
+
+def check_command(argv: Sequence[str]) -> int:
+    parser = _check_parser()
+    args = parser.parse_args(argv)
+    only, path = _split_only(parser, args.only, args.path)
+    if args.gradescope or args.hidden:
+        return autograde(parser, args, only, path)
+    try:
+        path = _file_to_check(path, args.page)
+    except Unusable as unusable:
+        print(unusable.args[0], flush=True)
+        return EXIT_UNUSABLE
+    limits = Limits(seconds=args.time_limit)
+    report = check_file(path, only, args.display or path, limits, args.page)
+    _show(report, args.json)
+    return exit_status(report)
+
+
+def autograde(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    only: list[str],
+    path: str | None,
+) -> int:
+    """The instructor's autograder (``--gradescope``, ``--hidden``): the check of one file, then
+    the hidden checks with their seed, and the results file (every check 0 when the file cannot
+    be checked)."""
+    _check_outputs(parser, gradescope=args.gradescope)
+    extra: dict = {"isolation": isolation().level}
+    problem = (answers.hidden_problem() or grading_problem()) if args.hidden else None
+    try:
+        if problem is not None:
+            raise Unusable(f"--hidden: {problem}.", problem)
+        path = _file_to_check(path, args.page)
+    except Unusable as unusable:
+        print(unusable.args[0], flush=True)
+        checks = selected_checks(only, args.page)
+        report = unusable_report(path or "(no file)", checks, unusable.args[1])
+        _write_gradescope(args.gradescope, report, report if args.hidden else None, extra)
+        return EXIT_UNUSABLE
     run = dict(
         display=args.display or path,
         limits=Limits(seconds=args.time_limit),
@@ -186,9 +238,7 @@ def check_command(argv: Sequence[str]) -> int:
         follow_links=not args.gradescope,  # an autograder's submission: a link is refused
     )
     report = check_file(path, only, **run)
-    print(report_to_json(report) if args.json else format_report(report), flush=True)
-    if report.isolation == PROCESS and not args.json:
-        print(isolation().line, file=sys.stderr)
+    _show(report, args.json)
     graded = None
     if args.hidden and not report.interrupted:
         seed = args.seed
@@ -202,18 +252,11 @@ def check_command(argv: Sequence[str]) -> int:
         print(f"Hidden checks (fresh inputs, seed {seed}):", flush=True)
         print(report_to_json(graded) if args.json else format_report(graded), flush=True)
     _write_gradescope(args.gradescope, report, graded, extra)
-    if report.interrupted:
-        return EXIT_INTERRUPTED
-    if report.load_error is not None:
-        return EXIT_UNUSABLE
-    return EXIT_PASSED if report.all_passed else EXIT_FAILED
+    return exit_status(report)
 
 
 def _write_gradescope(
-    path: str | None,
-    report: Report,
-    hidden: Report | None = None,
-    extra: dict | None = None,
+    path: str | None, report: Report, hidden: Report | None, extra: dict
 ) -> None:
     """Write results.json once no process of the workers is left (and end any again after)."""
     if path:
@@ -285,12 +328,10 @@ def grade_command(argv: Sequence[str]) -> int:
     print(isolation().line, flush=True)
 
     def progress(report):
-        last = (
-            "could not load: " + report.load_error
-            if report.load_error
-            else format_report(report).splitlines()[-1]
+        last = report.load_error and "could not load: " + report.load_error
+        print(
+            printable(f"{report.path}: {last or summary_line(report)}", keep=""), flush=True
         )
-        print(printable(f"{report.path}: {last}", keep=""), flush=True)
 
     limits = Limits(seconds=args.time_limit, memory_mb=args.memory_mb)
     status = EXIT_PASSED

@@ -12,7 +12,6 @@ from transformer_lab.selfcheck.core import (
     PASSED,
     STATUSES,
     CheckResult,
-    Finding,
 )
 from transformer_lab.timing import format_wall_time
 
@@ -138,17 +137,14 @@ def _report_text(report: Report) -> str:
             f"[{result.status}] {result.exercise}: {signature.get(result.name, result.name)}"
         )
         if result.status != PASSED:
-            if result.finding is None:
-                lines.append(f"    {result.summary}")
-            else:
-                finding = result.finding
-                lines.append(f"    Likely mistake: {finding.mistake}")
-                lines += [
-                    f"    expected: {finding.expected}",
-                    f"    received: {finding.received}",
-                ]
-                lines += [f"    Try: {finding.advice}"] if finding.advice else []
+            likely = "Likely mistake: " if result.finding else ""
+            lines += [f"    {line}" for line in (likely + _result_text(result)).split("\n")]
         lines += _printed(result.output, "Your code printed")
+    return "\n".join([*lines, "", summary_line(report)])
+
+
+def summary_line(report: Report) -> str:
+    """The last line: how many checks ended how, and the time taken."""
     counted = [r for r in report.results if r.status != NOT_ATTEMPTED]
     counts = {status: sum(r.status == status for r in counted) for status in STATUSES}
     parts = [f"{n} {status.lower()}" for status, n in counts.items() if n]
@@ -159,8 +155,7 @@ def _report_text(report: Report) -> str:
     summary = f"{', '.join(parts) or 'nothing checked'} (of {checks}){stretch}"
     if report.interrupted:
         summary = "Interrupted: " + summary
-    lines += ["", f"{summary}, in {format_wall_time(report.seconds)}."]
-    return "\n".join(lines)
+    return f"{summary}, in {format_wall_time(report.seconds)}."
 
 
 def result_record(result: CheckResult) -> dict:
@@ -196,22 +191,6 @@ def report_to_dict(report: Report) -> dict:
 def report_to_json(report: Report) -> str:
     """The machine-readable report (``--json``)."""
     return json.dumps(valid_data(report_to_dict(report)), indent=2, ensure_ascii=False)
-
-
-def report_from_dict(data: dict) -> Report:
-    """Rebuild a :class:`Report` from :func:`report_to_dict` (made in another process)."""
-    results = []
-    for item in data["checks"]:
-        fields = [
-            item[k] or "" for k in ("code", "message", "expected", "received", "advice")
-        ]
-        finding = Finding(*fields) if item.get("code") is not None else None
-        summary = "" if finding else item["message"]
-        output = item.get("output", "")
-        named = (item["check"], item["exercise"], item["status"])
-        results.append(CheckResult(*named, summary, finding, item["seconds"], output))
-    keys = ("load_error", "seconds", "load_output", "interrupted", "isolation")
-    return Report(data["file"], results, **{k: data[k] for k in keys if k in data})
 
 
 def _result_text(result: CheckResult) -> str:
@@ -268,7 +247,7 @@ def gradescope_results(
     if hidden is not None:
         tests += _gradescope_tests(hidden, AFTER_DUE_DATE, True, "Hidden check, ")
     output = (
-        format_report(report).splitlines()[-1]
+        summary_line(report)
         if report.load_error is None
         else f"Could not load the file: {report.load_error}"
     )

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import subprocess
-import sys
 import time
-import types
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,8 +20,7 @@ from transformer_lab.selfcheck.core import (
     CheckResult,
     Finding,
 )
-from transformer_lab.selfcheck.execution import load_module
-from transformer_lab.selfcheck.grading.report import Report, report_from_dict
+from transformer_lab.selfcheck.grading.report import Report
 from transformer_lab.selfcheck.worker.parent import (
     Limits,
     LoadFailed,
@@ -33,26 +28,6 @@ from transformer_lab.selfcheck.worker.parent import (
     Worker,
     stopping,
 )
-
-
-def starter_path(page: str = HOMEWORK) -> Path:
-    """``exercises/<page>/starter.py``, relative to the repository root."""
-    return Path("exercises") / page / "starter.py"
-
-
-def find_homework_starter(start: Path | str | None = None, page: str = HOMEWORK) -> Path:
-    """The page's starter (``exercises/homework/starter.py`` by default) in ``start`` (default:
-    the working directory) or one of its parents, else next to the package;
-    ``FileNotFoundError`` if absent."""
-    relative = starter_path(page)
-    origins = [Path(start or Path.cwd()).resolve(), Path(__file__).resolve().parent]
-    for origin in origins:
-        for folder in (origin, *origin.parents):
-            if (folder / relative).is_file():
-                return folder / relative
-    raise FileNotFoundError(
-        f"no {relative} above {origins[0]} or above the package at {origins[1]}"
-    )
 
 
 def selected_checks(only: Sequence[str] = (), page: str = HOMEWORK) -> list[Check]:
@@ -92,17 +67,21 @@ def _absent(check: Check, info: dict | None) -> CheckResult | None:
         if check.optional:
             return _result(check, NOT_ATTEMPTED, f"optional stretch exercise: {what}")
         return _result(check, MISSING, f"{what}: define {check.signature}")
-    origin = info["module"]
-    if origin.split(".")[0] == "transformer_lab":
-        finding = Finding(
-            "imported_answer",
-            f"`{check.name}` is the book's own function, imported from {origin}",
-            f"your own {check.signature}",
-            f"{origin}.{check.name}",
-            "write the function yourself; the self-check compares it with the book's",
-        )
-        return _result(check, FAILED, finding.mistake, finding)
+    if info["module"].split(".")[0] == "transformer_lab":
+        return _imported(check, info["module"])
     return None
+
+
+def _imported(check: Check, origin: str) -> CheckResult:
+    """The book's own function under the check's name: it fails, named as imported."""
+    finding = Finding(
+        "imported_answer",
+        f"`{check.name}` is the book's own function, imported from {origin}",
+        f"your own {check.signature}",
+        f"{origin}.{check.name}",
+        "write the function yourself; the self-check compares it with the book's",
+    )
+    return _result(check, FAILED, finding.mistake, finding)
 
 
 def _settle(check: Check, result: CheckResult) -> CheckResult:
@@ -111,30 +90,6 @@ def _settle(check: Check, result: CheckResult) -> CheckResult:
         result.status = NOT_ATTEMPTED
         result.summary = f"optional stretch exercise: {result.summary}"
     return result
-
-
-def check_module(
-    module: types.ModuleType, only: Sequence[str] = (), page: str = HOMEWORK
-) -> list[CheckResult]:
-    """Run the selected checks on the functions of an imported ``module``, in this process.
-
-    No time limit and no isolation: for code you trust (tests, a page). Students' files go
-    through :func:`check_file`."""
-    from transformer_lab.selfcheck.execution import describe
-
-    results = []
-    for check in selected_checks(only, page):
-        function = getattr(module, check.name, None)
-        info = None if function is None else describe(function)
-        start = time.perf_counter()
-        result = (
-            _absent(check, info)
-            or _blocked(check, results)
-            or _settle(check, check.run(function))
-        )
-        result.seconds = time.perf_counter() - start
-        results.append(result)
-    return results
 
 
 def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Report) -> None:
@@ -146,15 +101,19 @@ def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Repo
             _load_and_check(worker, checks, limits, report)
         except KeyboardInterrupt:
             report.interrupted = True
-        if stopping():  # Ctrl-C in another thread (grade): this report is not complete
-            report.interrupted = True
+    if report.interrupted or stopping():  # Ctrl-C here, or in another thread (grade)
+        _interrupted(report, checks)
+
+
+def _interrupted(report: Report, checks: list[Check]) -> None:
+    """Mark ``report`` incomplete: the checks that did not run are 'not run'."""
+    report.interrupted = True
     done = {result.name for result in report.results}
-    if report.interrupted:
-        report.results += [
-            CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
-            for c in checks
-            if c.name not in done
-        ]
+    report.results += [
+        CheckResult(c.name, c.exercise, NOT_RUN, "interrupted (Ctrl-C)")
+        for c in checks
+        if c.name not in done
+    ]
 
 
 def _load_and_check(
@@ -163,72 +122,37 @@ def _load_and_check(
     try:
         functions = worker.start()
     except LoadFailed as error:
-        report.load_error = str(error)
-        report.load_output = worker.new_output()
-        report.results = [
-            CheckResult(c.name, c.exercise, NOT_RUN, f"the file did not load: {error}")
-            for c in checks
-        ]
-        return
+        return _not_loaded(report, checks, str(error), worker.new_output())
     report.load_output = worker.new_output()
     for check in checks:
         if stopping():
             return
         start = time.perf_counter()
-        result = _absent(check, functions.get(check.name)) or _blocked(
-            check, report.results
+        result = (
+            _absent(check, functions.get(check.name))
+            or _blocked(check, report.results)
+            or _run_remotely(worker, check, limits)
         )
-        if result is None:
-            try:
-                worker.begin_check(limits.seconds)
-            except LoadFailed as error:
-                result = _result(check, ENDED, f"the file no longer loads: {error}")
-            else:
-                student = RemoteFunction(worker, check.name, check)
-                result = _settle(check, check.run(student))
         result.seconds = time.perf_counter() - start
         result.output = worker.new_output()
         report.results.append(result)
 
 
-def _loaded_here(path: Path) -> bool:
-    """Has this process already run the file (e.g. the starter checking itself)? Then its code may
-    have changed the references, so the checks must run in a fresh interpreter.
-
-    Only a module file of the same name, or a symbolic link, can resolve to ``path``; the other
-    modules (over a thousand once torch is loaded) are passed over without resolving their paths,
-    which would cost a tenth of a second on every check of a file."""
-    target = path.resolve()
-    name = os.path.normcase(target.name)
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if not file or (
-            os.path.normcase(os.path.basename(file)) != name and not os.path.islink(file)
-        ):
-            continue
-        try:
-            if Path(file).resolve() == target:
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def _check_in_fresh_process(
-    path: Path, only: Sequence[str], display: str, limits: Limits, page: str = HOMEWORK
-) -> Report:
-    command = [sys.executable, "-m", "transformer_lab.selfcheck", str(path), "--json"]
-    command += ["--display", display, "--time-limit", str(limits.seconds), "--page", page]
-    if only:
-        command += ["--only", *only]
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+def _run_remotely(worker: Worker, check: Check, limits: Limits) -> CheckResult:
+    """Run ``check`` on the function in the worker (restarted if the last check ended it)."""
     try:
-        return report_from_dict(json.loads(completed.stdout))
-    except (json.JSONDecodeError, KeyError, TypeError):
-        last = (completed.stderr or completed.stdout).strip().splitlines()[-1:] or [
-            "no output"
-        ]
-        return Report(display, load_error=f"the self-check could not run ({last[0][:200]})")
+        worker.begin_check(limits.seconds)
+    except LoadFailed as error:
+        return _result(check, ENDED, f"the file no longer loads: {error}")
+    return _settle(check, check.run(RemoteFunction(worker, check.name, check)))
+
+
+def _not_loaded(report: Report, checks: list[Check], error: str, output: str) -> None:
+    report.load_error, report.load_output = error, output
+    report.results = [
+        CheckResult(c.name, c.exercise, NOT_RUN, f"the file did not load: {error}")
+        for c in checks
+    ]
 
 
 MAX_FILE_BYTES = 5 * 2**20  # a homework file is a few kilobytes
@@ -265,38 +189,19 @@ def check_file(
     only: Sequence[str] = (),
     display: str | None = None,
     limits: Limits | None = None,
-    isolated: bool = True,
     page: str = HOMEWORK,
     follow_links: bool = True,
 ) -> Report:
-    """Load ``path`` and run the selected checks on it; a file that cannot be loaded gives a
-    one-line error. ``display`` is the name the report prints for the file (default: ``path``).
-
-    The student's code runs in a worker process with ``limits`` (time per check, memory, output);
-    ``isolated=False`` runs it in this process instead (trusted code only). ``page`` picks the
-    exercise page whose checks run ("homework" or "week-20", see ``registry.PAGES``).
-    ``follow_links=False`` (grading) refuses a symbolic link."""
+    """Run the selected checks of ``page`` ("homework", "week-20") on the file at ``path`` in
+    a worker with ``limits``; ``display`` names the file. Grading (``follow_links=False``)
+    refuses a link. A file that ran here is checked afresh: ``week20_runs.check_in_subprocess``."""
     start = time.perf_counter()
     path = Path(path)
-    display = display or str(path)
-    limits = limits or Limits()
+    report = Report(display or str(path))
     checks = selected_checks(only, page)
     problem = file_problem(path, follow_links)
     if problem is not None:
-        return unusable_report(display, checks, f"the submission {problem}")
-    if isolated and _loaded_here(path):
-        return _check_in_fresh_process(path, only, display, limits, page)
-    report = Report(display)
-    if isolated:
-        _run_in_worker(path, checks, limits, report)
-    else:
-        try:
-            module = load_module(path)
-        except (Exception, SystemExit) as error:  # noqa: BLE001 - a broken file is reported, not raised
-            from transformer_lab.selfcheck.errors import summarise_exception
-
-            report.load_error = summarise_exception(error, str(path))
-        else:
-            report.results = check_module(module, only, page)
+        return unusable_report(report.path, checks, f"the submission {problem}")
+    _run_in_worker(path, checks, limits or Limits(), report)
     report.seconds = time.perf_counter() - start
     return report

@@ -107,31 +107,39 @@ def isolation() -> Isolation:
     """The level this machine offers (see the module docstring). ``SELFCHECK_ISOLATION``
     (``process`` or ``user``) picks a weaker one for tests; results record the level used."""
     forced = os.environ.get("SELFCHECK_ISOLATION", "")
-    if forced not in ("process", "user") and _bubblewrap_works():
+    if forced == "process":
+        return _process_level("SELFCHECK_ISOLATION=process")
+    if forced != "user" and _bubblewrap_works():
         return Isolation(
             BUBBLEWRAP,
             "isolation: bubblewrap (a view of the interpreter and the submission only; own "
             "user, PID namespace and network)",
         )
-    why_not = "bubblewrap does not work here"
-    if forced == "process":
-        why_not = "SELFCHECK_ISOLATION=process"
-    elif os.geteuid() != 0:
-        why_not += (
-            ", and the grader is not root. Install bubblewrap (apt-get install bubblewrap) "
-            "with unprivileged user namespaces allowed, or grade as root (each submission "
-            "then runs as an unprivileged user)"
-        )
-    else:
-        why_not = _unreadable_runtime()
-        if not why_not:
-            return Isolation(
-                USER,
-                "isolation: unprivileged user (a uid per worker; bubblewrap does not "
-                "work here; the sources and results are root's only)",
-            )
+    return _without_bubblewrap()
+
+
+def _process_level(why_not: str) -> Isolation:
     return Isolation(
         PROCESS, f"isolation: process only ({why_not.split('. ')[0]})", why_not
+    )
+
+
+def _without_bubblewrap() -> Isolation:
+    """The unprivileged-user level as root (when other users can run the interpreter), else
+    the process level with what to install."""
+    if os.geteuid() != 0:
+        return _process_level(
+            "bubblewrap does not work here, and the grader is not root. Install bubblewrap "
+            "(apt-get install bubblewrap) with unprivileged user namespaces allowed, or grade "
+            "as root (each submission then runs as an unprivileged user)"
+        )
+    why_not = _unreadable_runtime()
+    if why_not:
+        return _process_level(why_not)
+    return Isolation(
+        USER,
+        "isolation: unprivileged user (a uid per worker; bubblewrap does not "
+        "work here; the sources and results are root's only)",
     )
 
 

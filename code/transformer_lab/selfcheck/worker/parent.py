@@ -15,13 +15,12 @@ import os
 import pickle
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
+from multiprocessing.connection import Connection, Pipe
 from pathlib import Path
 
 from transformer_lab.selfcheck.core import (
@@ -105,6 +104,18 @@ def describe_exit(exitcode: int | None) -> str:
     return f"the process running your code was killed by {name}{why}"
 
 
+def _did_not_start(failed: StudentStopped | StudentRaised) -> LoadFailed:
+    """A worker that timed out or ended before the file loaded: no line of the student's ran."""
+    why = (
+        f"in {START_SECONDS:g} s (an overloaded machine?)"
+        if getattr(failed, "status", "") == TIMED_OUT
+        else "it ended before your file was loaded: this Python's set-up, not your "
+        "code, is the cause (its last lines below say what failed); run the "
+        "self-check with the Python that `make book` set up (.venv/bin/python)"
+    )
+    return LoadFailed(f"the process to run your code did not start: {why}")
+
+
 class Worker:
     """One worker process for one student file, restarted after a time-out or a crash."""
 
@@ -129,10 +140,12 @@ class Worker:
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=places.runs_folder())
         shutil.copyfile(self.path, Path(self.workdir) / self.path.name)
         os.chmod(Path(self.workdir) / self.path.name, 0o644)
+        user = {}
         if level == places.USER:
             self.uid = places.take_uid()
             places.kill_user(self.uid)
             os.chown(self.workdir, self.uid, self.uid)
+            user = {"user": self.uid, "group": self.uid, "extra_groups": []}
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
@@ -144,12 +157,11 @@ class Worker:
         env = _environment() | {"TMPDIR": self.workdir, "HOME": self.workdir}
         if level == places.BUBBLEWRAP:
             env |= places.sandbox_environment()
-        ours, theirs = socket.socketpair()
+        ours, theirs = Pipe()  # a pair of connected sockets
         arguments = [code, str(theirs.fileno()), os.path.join(workdir, self.path.name)]
         arguments.append(json.dumps({"names": self.names, "limits": limits}))
-        user = {}
-        if level == places.USER and not command[0].endswith("setpriv"):
-            user = {"user": self.uid, "group": self.uid, "extra_groups": []}
+        if command[0].endswith("setpriv"):
+            user = {}
         with _LIVE_LOCK, open(self.output_path, "ab") as output:
             if _STOPPING.is_set():
                 raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
@@ -166,7 +178,7 @@ class Worker:
             )
             _LIVE.add(self)
         theirs.close()
-        self.conn = Connection(ours.detach())
+        self.conn = ours
 
     def start(self) -> dict[str, dict]:
         """Start a worker and load the file; ``LoadFailed`` if it does not load in time."""
@@ -178,14 +190,7 @@ class Worker:
         try:
             ready = self._receive()
         except (StudentStopped, StudentRaised) as failed:
-            why = (  # no line of the student's has run yet
-                f"in {START_SECONDS:g} s (an overloaded machine?)"
-                if getattr(failed, "status", "") == TIMED_OUT
-                else "it ended before your file was loaded: this Python's set-up, not your "
-                "code, is the cause (its last lines below say what failed); run the "
-                "self-check with the Python that `make book` set up (.venv/bin/python)"
-            )
-            raise LoadFailed(f"the process to run your code did not start: {why}") from None
+            raise _did_not_start(failed) from None
         if ready[0] != "ready":
             self.kill()
             raise LoadFailed("the process to run your code did not start")
@@ -211,9 +216,10 @@ class Worker:
         except StudentRaised as raised:
             self.kill()
             raise LoadFailed(raised.line) from None
-        if reply[0] != "loaded" or not isinstance(reply[1], dict):
+        if reply[0] != "loaded" or len(reply) != 2 or not isinstance(reply[1], dict):
             self.kill()
-            raise LoadFailed(str(reply[1]) if reply[0] == "load_error" else "no answer")
+            said = reply[1] if reply[0] == "load_error" and len(reply) == 2 else "no answer"
+            raise LoadFailed(str(said))
         self.functions = _functions(reply[1])
         return self.functions
 
@@ -292,20 +298,26 @@ class Worker:
         while not self.conn.poll(POLL_SECONDS):
             cpu, waited = self._cpu(), time.monotonic() > self.wall_end
             # A loop starved on a busy machine meets the wall clock first; a wait uses no CPU.
-            if cpu > self.cpu_end or (waited and cpu > self.cpu_end - 0.8 * self.limit):
+            computed = cpu > self.cpu_end or (
+                waited and cpu > self.cpu_end - 0.8 * self.limit
+            )
+            if computed or waited:
                 self.kill()
-                raise StudentStopped(
-                    TIMED_OUT,
-                    f"kept computing past its time limit ({self.limit:g} s of CPU time) and was "
-                    "stopped (an endless loop? a computation far bigger than the exercise needs?)",
-                )
-            if waited:
-                self.kill()
-                raise StudentStopped(
-                    TIMED_OUT,
-                    f"gave no answer within {self.wall_limit:g} s of waiting and was stopped (a sleep? "
-                    "input()? a wait for another process?)",
-                )
+                raise self._timed_out(computed)
+
+    def _timed_out(self, computed: bool) -> StudentStopped:
+        """Why a request ran out of time: it ``computed`` past its CPU limit, or it waited."""
+        if computed:
+            return StudentStopped(
+                TIMED_OUT,
+                f"kept computing past its time limit ({self.limit:g} s of CPU time) and was "
+                "stopped (an endless loop? a computation far bigger than the exercise needs?)",
+            )
+        return StudentStopped(
+            TIMED_OUT,
+            f"gave no answer within {self.wall_limit:g} s of waiting and was stopped (a sleep? "
+            "input()? a wait for another process?)",
+        )
 
     def _receive(self) -> tuple:
         self._wait()

@@ -133,32 +133,42 @@ class Server:
         return reply
 
     def _serve(self, message: tuple) -> tuple:
-        from transformer_lab.selfcheck.execution import execute, execute_gradient
+        if message[0] == "call":
+            return self._call(*message[1:])
+        if message[0] == "gradient":
+            return self._gradient(*message[1:])
+        return self._use_object(message)
 
-        op = message[0]
-        if op in ("call", "gradient"):
-            _, name, args, options = message
-            function, hints = getattr(self.module, name), options.get("hints", ())
-            if op == "gradient":
-                names, pick = options["names"], options["pick"]
-                seed = options.get("seed", 0)
-                report = self.book.watch(
-                    options.get("book", ()),
-                    lambda: execute_gradient(
-                        function, args, names, pick, hints, True, seed
-                    ),
-                )
-                return ("gradient", self.encode(report))
-            quiet = options.get("quiet", False)
-            returned = self.book.watch(
-                options.get("book", ()),
-                lambda: execute(function, args, hints, True, True, quiet),
-            )
-            result, arguments = self.encode(returned.result), self.encode(returned.args)
-            return ("returned", result, arguments, returned.library)
+    def _call(self, name: str, args: list, options: dict) -> tuple:
+        from transformer_lab.selfcheck.execution import execute
+
+        function, hints = getattr(self.module, name), options.get("hints", ())
+        quiet = options.get("quiet", False)
+        returned = self.book.watch(
+            options.get("book", ()),
+            lambda: execute(function, args, hints, True, True, quiet),
+        )
+        result, arguments = self.encode(returned.result), self.encode(returned.args)
+        return ("returned", result, arguments, returned.library)
+
+    def _gradient(self, name: str, args: list, options: dict) -> tuple:
+        from transformer_lab.selfcheck.execution import execute_gradient
+
+        function, hints = getattr(self.module, name), options.get("hints", ())
+        names, pick, seed = options["names"], options["pick"], options.get("seed", 0)
+        report = self.book.watch(
+            options.get("book", ()),
+            lambda: execute_gradient(function, args, names, pick, hints, True, seed),
+        )
+        return ("gradient", self.encode(report))
+
+    def _use_object(self, message: tuple) -> tuple:
+        """``getattr`` or ``invoke`` on an object kept here (a tokenizer)."""
+        from transformer_lab.selfcheck.execution import execute
+
         self.book.seen = []
         target = self.objects[message[1]]
-        if op == "getattr":
+        if message[0] == "getattr":
             value = execute(getattr, [target, message[2]], catch_interrupt=True).result
         else:  # "invoke"
             arguments = list(message[2])
