@@ -26,13 +26,15 @@ help:
 	@echo "make setup    create .venv with the pinned packages, the npm packages and bubblewrap (book and test do it first)"
 	@echo "make book     set up .venv if needed, then build the HTML (every page executed) into _build/html;"
 	@echo "              after a stopped or failed build, pages that finished are kept and only the rest run"
-	@echo "make test     set up (and Debian's chromium and emoji font), build the book with -W, every page executed"
-	@echo "              afresh, then run every test (each page's outputs against its reference, cell by cell;"
-	@echo "              package, Binder pins, browser tests of the built HTML)"
-	@echo "make test-portability  every page run off the canonical numeric mode (native kernels, no AVX2), the"
-	@echo "              student edition built in a clone of its own, and the rehearsals of Gradescope (as root,"
-	@echo "              bubblewrap failing as in Docker) and of CI's publication of the student edition:"
-	@echo "              slow, so not in make test; CI runs it on every push, and .ci/run after make test"
+	@echo "make test     set up, build the book with -W, every page executed afresh, then run every test but"
+	@echo "              the portability ones (each page's outputs against its reference, cell by cell; package,"
+	@echo "              self-check and grader, Binder pins, style)"
+	@echo "make test-portability  the book where else it runs: every page off the canonical numeric mode (native"
+	@echo "              kernels, no AVX2), the built HTML in chromium (desktop, phone, from disk, print; after"
+	@echo "              make book, and Debian's chromium installed if missing), the student edition built in a"
+	@echo "              clone of its own, and the rehearsals of Gradescope (as root, bubblewrap failing as in"
+	@echo "              Docker) and of CI's publication of the student edition: slow, so not in make test;"
+	@echo "              CI runs it on every push, and .ci/run after make test"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
 	@echo "make rechecks  the slow re-checks of chapters 3, 4 and 6 (longer patience, other splits and seeds:"
@@ -88,15 +90,18 @@ book: setup
 # executed page in _build/executed/; the page tests compare those with tests/references/ (strict
 # nbval, cell by cell: tests/built_pages.py) instead of executing every page a second time.
 # --durations: the slowest tests close the run, for the speed budget (make bench measures it).
-test: browser setup
+test: setup
 	$(JUPYTER_BOOK) book --fresh
 	$(PY) -m pytest -n auto --dist loadfile --durations=15
 
 # The tests marked `portability` (tests/conftest.py), which `make test` leaves out: every page
-# executed off the canonical numeric mode, natively and as on a CPU without AVX2, the student
-# edition built in its own clone, and the rehearsals of the other places the book runs (Gradescope,
-# CI's publication of the student edition). They need no build of this tree.
-test-portability: setup
+# executed off the canonical numeric mode, natively and as on a CPU without AVX2, the built HTML in
+# chromium (tests/browser/, the print edition), the student edition built in its own clone, and the
+# rehearsals of the other places the book runs (Gradescope, CI's publication of the student
+# edition). The browser tests read _build/html, so the book is built first as `make book` builds
+# it (after `make book`, only the changed pages run again).
+test-portability: browser setup
+	$(JUPYTER_BOOK) book
 	$(PY) -m pytest -n auto --dist loadfile --durations=15 --portability
 
 refresh: setup

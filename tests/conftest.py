@@ -17,11 +17,18 @@ from session_rules import (
 from transformer_lab.reproducibility import numeric_mode_problem, numeric_mode_summary
 
 # The tests of other places the book must work: pages or the package off the canonical numeric
-# mode (every CPU), the student edition built in its own clone, and the rehearsals of Gradescope
-# and of CI's publication of the student edition. Slow, so `make test` leaves them out and
+# mode (every CPU), the built HTML in chromium (tests/browser/, the print edition), the student
+# edition built in its own clone, and the rehearsals of Gradescope and of CI's publication of the
+# student edition. Slow, so `make test` leaves them out and
 # `make test-portability` (CI's job of its own) runs them alone.
 PORTABILITY = "portability"
 PORTABILITY_OPTION = "--portability"
+# The tests marked `browser` (chromium) are portability tests too.
+PORTABILITY_MARKS = (PORTABILITY, "browser")
+
+
+def is_portability(item) -> bool:
+    return any(item.get_closest_marker(mark) for mark in PORTABILITY_MARKS)
 
 
 def pytest_addoption(parser):
@@ -41,14 +48,12 @@ def pytest_collect_file(file_path, parent):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Without ``--portability`` the portability tests are left out (deselected: pytest's last
+    """Without ``--portability`` the portability tests (marked `portability` or `browser`) are left out (deselected: pytest's last
     line counts them); with it, only they run."""
     wanted = config.getoption(PORTABILITY_OPTION)
     kept, left_out = [], []
     for item in items:
-        (kept if bool(item.get_closest_marker(PORTABILITY)) == wanted else left_out).append(
-            item
-        )
+        (kept if is_portability(item) == wanted else left_out).append(item)
     if left_out:
         config.hook.pytest_deselected(items=left_out)
         items[:] = kept
@@ -91,12 +96,13 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         left = [
             item
             for item in terminalreporter.stats.get("deselected", [])
-            if item.get_closest_marker(PORTABILITY)
+            if is_portability(item)
         ]
         if left:
             terminalreporter.write_line(
                 f"{len(left)} portability tests (pages and the package off the canonical "
-                "numeric mode, rehearsals of other places the book runs) were left out: "
+                "numeric mode, the HTML in chromium, rehearsals of other places the book runs) "
+                "were left out: "
                 "`make test-portability` runs them."
             )
     failed = terminalreporter.stats.get("failed", []) + terminalreporter.stats.get(

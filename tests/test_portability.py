@@ -25,7 +25,10 @@ def test_make_test_builds_afresh_and_make_test_portability_runs_only_the_portabi
     test = make_recipe("test")
     assert "book --fresh" in test
     assert "--portability" not in test
-    assert "--portability" in make_recipe("test-portability")
+    portability = make_recipe("test-portability").splitlines()
+    # The browser tests read _build/html: the book is built (as `make book` does) before them.
+    assert portability[0].strip() == "$(JUPYTER_BOOK) book"
+    assert "--portability" in portability[1]
 
 
 def test_ci_runs_the_readme_command_then_the_portability_tests():
@@ -92,21 +95,42 @@ def test_the_every_cpu_page_runs_are_portability_tests_left_out_of_make_test():
     )
 
 
-# The rehearsals of other places the book runs: Gradescope's Docker (as root, bubblewrap failing)
-# and GitHub Actions' publication of the student edition.
-REHEARSALS = {
+# The other places the book runs: Gradescope's Docker (as root, bubblewrap failing), GitHub
+# Actions' publication of the student edition, a reader's browser (desktop, phone, disk, print),
+# and the package off the canonical numeric mode.
+ELSEWHERE = {
     "tests/test_gradescope_rehearsal.py": None,  # every test of the file
     "tests/test_workflow.py": (
         "test_the_student_job_pushes_the_edition_to_its_own_repository",
         "test_a_forks_student_job_publishes_the_forks_student_repository",
     ),
+    "tests/browser/test_browser_accessibility.py": None,
+    "tests/browser/test_browser_answers.py": (  # the others test the matcher, with no browser
+        "test_every_task_section_is_found_on_its_page",
+        "test_no_answer_is_visible_outside_its_task",
+    ),
+    "tests/browser/test_browser_dropdowns.py": None,
+    "tests/browser/test_browser_explorers.py": None,
+    "tests/browser/test_browser_links.py": None,
+    "tests/browser/test_browser_pages.py": None,
+    "tests/browser/test_browser_readable.py": None,
+    "tests/test_print_book.py": None,
+    "tests/test_reproducibility.py": (
+        "test_training_is_immune_to_the_callers_cpu_kernels",
+        "test_without_the_canonical_mode_the_kernels_change_the_numbers",
+        "test_without_avx2_a_page_whose_outputs_match_passes",
+    ),
+    "tests/selfcheck/test_probes.py": (
+        "test_the_solutions_pass_on_a_cpu_without_avx2",
+        "test_the_solutions_pass_with_the_numeric_mode_switched_off",
+    ),
 }
 
 
-@pytest.mark.parametrize("path", sorted(REHEARSALS))
-def test_the_rehearsals_of_other_places_are_portability_tests(path):
+@pytest.mark.parametrize("path", sorted(ELSEWHERE))
+def test_the_tests_of_other_places_are_portability_tests(path):
     portable = collect("--portability", tests=str(ROOT / path)).kept
-    names = REHEARSALS[path]
+    names = ELSEWHERE[path]
     expected = [
         test
         for test in portable + collect(tests=str(ROOT / path)).kept

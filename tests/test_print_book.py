@@ -2,7 +2,8 @@
 have their pages, every figure, no code cut at the margin, and text that can be searched.
 
 Prints the build under test (``$BOOK_HTML``, else ``_build/html``, as the browser tests do) into a
-temporary folder once per run, with Debian's chromium and Poppler (installed by `make test`).
+temporary folder once per run, with Debian's chromium and Poppler (installed by
+`make test-portability`, which runs these tests with the browser tests).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import pytest
 import print_book
 from book_pages import ROOT
 from chromium import CHROMIUM_ARGS, chromium_path
+
+pytestmark = pytest.mark.browser  # a portability test (tests/conftest.py)
 
 SITE = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html"))
 

@@ -134,6 +134,7 @@ def test_pytorch_runs_the_canonical_kernels():
     assert reproducibility.numeric_mode_summary().startswith("numeric mode: canonical")
 
 
+@pytest.mark.portability
 @needs_x86_avx2
 @pytest.mark.parametrize("asked_for", list(OTHER_KERNELS))
 def test_training_is_immune_to_the_callers_cpu_kernels(asked_for):
@@ -143,6 +144,7 @@ def test_training_is_immune_to_the_callers_cpu_kernels(asked_for):
     assert run_probe(OTHER_KERNELS[asked_for]) == canonical
 
 
+@pytest.mark.portability
 @needs_x86_avx2
 def test_without_the_canonical_mode_the_kernels_change_the_numbers():
     """The immunity test above can fail: opting out with generic kernels changes the numbers."""

@@ -17,6 +17,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
 import torch
 
 from test_reproducibility import NO_AVX2_CPUINFO
@@ -158,6 +159,7 @@ def solutions_run_under(setting: str, tmp_path) -> list[str]:
     return run.stdout.splitlines()
 
 
+@pytest.mark.portability
 def test_the_solutions_pass_on_a_cpu_without_avx2(tmp_path):
     capability, *verdicts = solutions_run_under("no AVX2", tmp_path)
     assert capability == "DEFAULT"  # ATen's kernels for such a CPU, as there
@@ -165,6 +167,7 @@ def test_the_solutions_pass_on_a_cpu_without_avx2(tmp_path):
     assert len(verdicts) == 14 and not failing, "\n".join(failing)
 
 
+@pytest.mark.portability
 def test_the_solutions_pass_with_the_numeric_mode_switched_off(tmp_path):
     _, *verdicts = solutions_run_under("native", tmp_path)
     failing = [line for line in verdicts if line.split()[1] != "passed"]
