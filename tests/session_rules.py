@@ -26,19 +26,20 @@ EVERY_CPU_TESTS = "tests/test_pages_on_every_cpu.py"
 # slowest first: handed out before every other work unit, so that no long file starts last
 # while the other worker idles. A file not listed keeps pytest-xdist's order (most tests first).
 SLOWEST_FIRST = (
-    "tests/browser/test_browser_explorers.py",
+    "tests/browser/test_browser_explorers.py",  # make test-portability's
     "tests/selfcheck/test_isolation.py",
     "tests/test_autograder.py",
     "tests/test_starters.py",
-    "tests/selfcheck/test_positions.py",
-    "tests/test_print_book.py",
     "tests/selfcheck/test_runner.py",
     "tests/selfcheck/test_worker.py",
-    "tests/test_editions.py",
-    "tests/test_reproducibility.py",
-    "tests/selfcheck/test_grading.py",
+    "tests/selfcheck/test_positions.py",
+    "tests/test_build_book.py",
+    "tests/test_print_book.py",  # make test-portability's
+    "tests/selfcheck/test_limits.py",
     "tests/selfcheck/test_replies.py",
+    "tests/test_editions.py",
     "tests/selfcheck/test_transport.py",
+    "tests/selfcheck/test_grading.py",
 )
 
 # What to do when page outputs cannot match the references here: one home, for the run's last line.
