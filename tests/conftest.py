@@ -48,8 +48,8 @@ def pytest_collect_file(file_path, parent):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Without ``--portability`` the portability tests (marked `portability` or `browser`) are left out (deselected: pytest's last
-    line counts them); with it, only they run."""
+    """Without ``--portability`` the portability tests (marked `portability` or `browser`) are
+    left out (deselected: pytest's last line counts them); with it, only they run."""
     wanted = config.getoption(PORTABILITY_OPTION)
     kept, left_out = [], []
     for item in items:
