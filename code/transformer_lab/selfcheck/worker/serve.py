@@ -198,6 +198,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
     _streams()
     set_limits(config["limits"])
+    if conn.poll(0):  # the grader's end closed before the parent-death signal was set
+        return
     import torch  # noqa: F401 - before the student's file, as in the checking process
 
     import transformer_lab  # noqa: F401 - the canonical numeric mode
