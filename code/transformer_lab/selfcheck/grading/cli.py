@@ -132,6 +132,11 @@ def _check_parser() -> argparse.ArgumentParser:
         help="print a machine-readable report instead of text",
     )
     parser.add_argument(
+        "--json-file",
+        metavar="OUT",
+        help="also write the machine-readable report to OUT (the text is still printed)",
+    )
+    parser.add_argument(
         "--gradescope",
         metavar="RESULTS_JSON",
         help="also write an autograder results file (Gradescope's results.json format)",
@@ -178,10 +183,14 @@ def _starter(page: str) -> str:
     raise Unusable(f"{error}. Pass the path of your file.", error)
 
 
-def _show(report: Report, as_json: bool) -> None:
+def _show(report: Report, as_json: bool, json_file: str | None = None) -> None:
     print(report_to_json(report) if as_json else format_report(report), flush=True)
     if report.isolation == PROCESS and not as_json:
         print(isolation().line, file=sys.stderr)
+    if json_file:
+        from transformer_lab.selfcheck.grading.folder import write_atomically
+
+        write_atomically(json_file, report_to_json(report))
 
 
 def exit_status(report: Report) -> int:
@@ -196,6 +205,7 @@ def check_command(argv: Sequence[str]) -> int:
     parser = _check_parser()
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
+    _check_outputs(parser, json_file=args.json_file)
     if args.gradescope or args.hidden:
         return autograde(parser, args, only, path)
     try:
@@ -205,7 +215,7 @@ def check_command(argv: Sequence[str]) -> int:
         return EXIT_UNUSABLE
     limits = Limits(seconds=args.time_limit)
     report = check_file(path, only, args.display or path, limits, args.page)
-    _show(report, args.json)
+    _show(report, args.json, args.json_file)
     return exit_status(report)
 
 
