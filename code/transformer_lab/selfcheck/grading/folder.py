@@ -6,15 +6,12 @@ Reports come back in the order of the file names, so the CSV is the same on ever
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import os
-import signal
 import tempfile
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -27,7 +24,7 @@ from transformer_lab.selfcheck.grading.report import (
     valid_text,
 )
 from transformer_lab.selfcheck.grading.runner import check_file
-from transformer_lab.selfcheck.worker.parent import Limits, allow_workers, kill_all_workers
+from transformer_lab.selfcheck.worker.parent import Limits, allow_workers, stop_workers
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")
 
@@ -67,8 +64,8 @@ def grade_folder(
     page: str = HOMEWORK,
 ) -> list[Report]:
     """Check every submission of ``folder``, each in its own worker with ``limits``. Ctrl-C
-    raises :class:`GradingInterrupted` with the reports finished so far, once every worker
-    has ended."""
+    raises :class:`GradingInterrupted` at once with the reports finished so far; no worker
+    starts after it, and the running ones end with this process (``python -m`` exits at once)."""
     paths = submissions(folder)
     allow_workers()
     done: dict[Path, Report] = {}
@@ -84,10 +81,8 @@ def grade_folder(
                 if progress is not None:
                     progress(done[futures[future]])
     except KeyboardInterrupt:
-        with _no_second_interrupt():
-            pool.shutdown(wait=False, cancel_futures=True)
-            kill_all_workers()  # each thread wakes as its worker dies, and ends at once
-            pool.shutdown(wait=True)
+        stop_workers()
+        pool.shutdown(wait=False, cancel_futures=True)
         for future, path in futures.items():  # also those finished as Ctrl-C came
             if future.done() and not future.cancelled() and future.exception() is None:
                 if not future.result().interrupted:
@@ -95,19 +90,6 @@ def grade_folder(
         raise GradingInterrupted([done[p] for p in paths if p in done]) from None
     pool.shutdown(wait=True)
     return [done[path] for path in paths]
-
-
-@contextlib.contextmanager
-def _no_second_interrupt() -> Iterator[None]:
-    """Ignore Ctrl-C while the workers are ended (a second press must not lose the results)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def csv_rows(reports: Sequence[Report]) -> list[dict]:

@@ -46,17 +46,13 @@ PROCESSES = 64  # processes and threads of the worker's user (unprivileged-user 
 MAX_REPLY_BYTES = 64 * 2**20
 POLL_SECONDS = 0.05
 
-_LIVE: set = set()  # workers with a process, so that Ctrl-C can end them all
-_LIVE_LOCK = threading.Lock()
 _STOPPING = threading.Event()
 
 
-def kill_all_workers() -> None:
-    """End every worker (Ctrl-C while grading); start none until :func:`allow_workers`."""
-    with _LIVE_LOCK:
-        _STOPPING.set()
-        for worker in _LIVE:
-            worker.signal_kill()
+def stop_workers() -> None:
+    """Start no worker until :func:`allow_workers` (Ctrl-C while grading). The running ones
+    end with this process (their parent-death signal), or with their user's processes."""
+    _STOPPING.set()
 
 
 def allow_workers() -> None:
@@ -130,9 +126,7 @@ class Worker:
         self.pid: int | None = None  # the worker interpreter's host pid
         self.uid: int | None = None
         self.workdir: str | None = None
-        self.functions: dict[str, dict] = {}
-        self.limit = limits.seconds
-        self.cpu_end = self.wall_end = float("inf")
+        self.functions: dict[str, dict] = {}  # start() fills it; the limits too
 
     def _launch(self) -> None:
         """Start the worker where the isolation level says (none once Ctrl-C came)."""
@@ -154,17 +148,18 @@ class Worker:
             START_SECONDS + 2 * self.limits.seconds * len(self.names)
         )
         limits["processes"] = PROCESSES if level == places.USER else 0
-        env = _environment() | {"TMPDIR": self.workdir, "HOME": self.workdir}
-        if level == places.BUBBLEWRAP:
-            env |= places.sandbox_environment()
+        env = _environment() | {
+            "TMPDIR": self.workdir,
+            "HOME": self.workdir,
+        }  # bwrap sets its own
         ours, theirs = Pipe()  # a pair of connected sockets
         arguments = [code, str(theirs.fileno()), os.path.join(workdir, self.path.name)]
         arguments.append(json.dumps({"names": self.names, "limits": limits}))
         if command[0].endswith("setpriv"):
             user = {}
-        with _LIVE_LOCK, open(self.output_path, "ab") as output:
-            if _STOPPING.is_set():
-                raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
+        if _STOPPING.is_set():
+            raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
+        with open(self.output_path, "ab") as output:
             self.process = subprocess.Popen(
                 [*command, *arguments],
                 stdin=subprocess.DEVNULL,
@@ -176,7 +171,6 @@ class Worker:
                 env=env,
                 **user,
             )
-            _LIVE.add(self)
         theirs.close()
         self.conn = ours
 
@@ -251,15 +245,8 @@ class Worker:
         self.cpu_end = self._cpu() + seconds
         self.wall_end = time.monotonic() + self.wall_limit
 
-    def signal_kill(self) -> None:
-        """SIGKILL the worker's session (from any thread; :meth:`kill` cleans up)."""
-        if self.process is not None:
-            _kill_session(self.process)
-
     def kill(self) -> None:
         """End the worker and every process of its user or sandbox, then remove its folder."""
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
         process, self.process, self.pid = self.process, None, None
         if process is not None:
             _kill_session(process)
