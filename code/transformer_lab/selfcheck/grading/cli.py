@@ -205,7 +205,8 @@ def check_command(argv: Sequence[str]) -> int:
     parser = _check_parser()
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
-    _check_outputs(parser, json_file=args.json_file)
+    if args.json_file:
+        _check_outputs(parser, json_file=args.json_file)
     if args.gradescope or args.hidden:
         return autograde(parser, args, only, path)
     try:

@@ -1,6 +1,6 @@
 """The worker: a fresh interpreter that loads one student's file and calls its functions on request.
 
-Run as ``python -I -c START CODE FD FILE CONFIG`` (:mod:`.isolation`): ``CODE`` is the package
+Run as ``python -I -u -c START CODE FD FILE CONFIG`` (:mod:`.isolation`): ``CODE`` is the package
 copy it imports, ``FD`` its socket to the grader, ``CONFIG`` JSON (function names, limits). It
 answers in plain data (:mod:`..transport`). Nothing here is a defence: the student's code may
 change any of it. Isolation comes from where this process runs and the kernel's limits; what it
@@ -10,7 +10,6 @@ records (library attention, a call of the book's code) names a mistake, no more.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import pickle
@@ -176,19 +175,6 @@ class Server:
         return ("value", self.encode(value, True))
 
 
-def _streams() -> None:
-    """Text streams on the inherited output file, and no keyboard."""
-    sys.stdin = open(os.devnull)  # noqa: SIM115
-    for fd, name in ((1, "stdout"), (2, "stderr")):
-        stream = io.TextIOWrapper(
-            os.fdopen(fd, "wb", buffering=0, closefd=False),
-            line_buffering=True,
-            errors="replace",
-            write_through=True,
-        )
-        setattr(sys, name, stream)
-
-
 def main() -> None:
     from multiprocessing.connection import Connection
 
@@ -196,7 +182,8 @@ def main() -> None:
     path, config = sys.argv[2], json.loads(sys.argv[3])
     sys.dont_write_bytecode = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
-    _streams()
+    for stream in (sys.stdout, sys.stderr):  # unbuffered (python -u) on the output file
+        stream.reconfigure(errors="replace")
     set_limits(config["limits"])
     if conn.poll(0):  # the grader's end closed before the parent-death signal was set
         return
