@@ -11,7 +11,7 @@ The path is measured as the lines of every self-check function that runs, in the
 process and in the worker, while ``python -m transformer_lab.selfcheck FILE --only
 causal_padding_mask`` checks a right file to its message: each function counts whole, from
 its ``def`` to its last line, once however often it runs (a trace hook records the
-functions; the worker's hook writes its list to a file when the worker ends). Module-level
+functions; the worker's hook writes its list to a file before each reply). Module-level
 code and class bodies (imports, constants, the mistake tables) are not counted; a function
 that runs while the package is imported is.
 """
@@ -50,19 +50,20 @@ def note(frame, event, arg):
         seen.add((code.co_filename, code.co_firstlineno, last))
 """
 # The worker runs this instead of its usual start: the same main under the hook (the worker's
-# profile hook is its own), its notes written out at the end.
+# profile hook is its own), its notes written out before every reply (the grader kills it).
 TRACED_START = (
     "import sys, json\nsys.path.insert(0, sys.argv.pop(1))\n"
     + NOTE
     + """
 sys.settrace(note)
-try:
-    from transformer_lab.selfcheck.worker.serve import main
-    main()
-finally:
-    sys.settrace(None)
-    with open(OUT, "w") as out:
+from transformer_lab.selfcheck.worker import serve
+reply = serve.Server.reply
+def reply_and_note(self, message):
+    with open(OUT, "w") as out:  # before the reply: the grader may kill us once it has it
         json.dump(sorted(seen), out)
+    reply(self, message)
+serve.Server.reply = reply_and_note
+serve.main()
 """
 )
 

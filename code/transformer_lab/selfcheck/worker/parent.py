@@ -264,12 +264,7 @@ class Worker:
             shutil.rmtree(workdir, ignore_errors=True)  # rmtree never follows a link
 
     def close(self) -> None:
-        if self.alive:
-            try:
-                self.conn.send_bytes(pickle.dumps(("stop",)))
-                self.process.wait(1)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+        """End the worker (it holds nothing to save) and remove its output file."""
         self.kill()
         with contextlib.suppress(OSError):
             os.unlink(self.output_path)

@@ -213,6 +213,4 @@ def main() -> None:
             message = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
             return
-        if message[0] == "stop":
-            return
         server.reply(server.serve(message))
