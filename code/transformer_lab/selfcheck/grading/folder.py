@@ -10,7 +10,6 @@ import csv
 import io
 import json
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -21,7 +20,7 @@ from transformer_lab.selfcheck.grading.report import (
     report_to_dict,
     spreadsheet_cell,
     valid_data,
-    valid_text,
+    write_atomically,
 )
 from transformer_lab.selfcheck.grading.runner import check_file
 from transformer_lab.selfcheck.worker.parent import Limits, allow_workers, stop_workers
@@ -103,21 +102,6 @@ def csv_rows(reports: Sequence[Report]) -> list[dict]:
             row = dict(zip(CSV_COLUMNS, map(spreadsheet_cell, cells)))
             rows.append(row | {"seconds": f"{float(result['seconds']):.3f}"})
     return rows
-
-
-def write_atomically(path: Path | str, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` whole or not at all: a temporary file, then a rename."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(valid_text(text))
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def write_csv(reports: Sequence[Report], path: Path | str) -> int:

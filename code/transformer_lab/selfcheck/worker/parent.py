@@ -188,21 +188,12 @@ class Worker:
         if ready[0] != "ready":
             self.kill()
             raise LoadFailed("the process to run your code did not start")
-        self.pid = (
-            places.find_worker(self.process.pid, 5.0)
-            if self.isolation.level == places.BUBBLEWRAP
-            else self.process.pid
-        )
-        try:
-            self.conn.send_bytes(pickle.dumps(("load", self._address_cap())))
-        except OSError:
-            self.kill()
-            raise LoadFailed(
-                "the process to run your code ended before it loaded the file"
-            ) from None
+        self.pid = self.process.pid
+        if self.isolation.level == places.BUBBLEWRAP:  # bwrap starts it a few levels down
+            self.pid = places.find_worker(self.process.pid, 5.0)
         self.begin_check(self.limits.seconds)
         try:
-            reply = self._receive()
+            reply = self.request("load", self._address_cap())
         except StudentStopped as stopped:
             timed_out = stopped.status == TIMED_OUT
             why = "loading the file " if timed_out else "while loading the file, "
