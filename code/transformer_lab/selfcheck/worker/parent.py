@@ -143,11 +143,9 @@ class Worker:
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
-        limits = {"output_bytes": self.limits.output_bytes}
-        limits["cpu_seconds"] = int(
-            START_SECONDS + 2 * self.limits.seconds * len(self.names)
-        )
-        limits["processes"] = PROCESSES if level == places.USER else 0
+        cpu = int(START_SECONDS + 2 * self.limits.seconds * len(self.names))
+        limits = {"FSIZE": self.limits.output_bytes, "CPU": cpu}  # serve.set_limits
+        limits["NPROC"] = PROCESSES if level == places.USER else 0
         env = _environment() | {
             "TMPDIR": self.workdir,
             "HOME": self.workdir,

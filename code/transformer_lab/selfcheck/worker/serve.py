@@ -26,20 +26,13 @@ ALWAYS_ALLOWED = (
 
 
 def set_limits(limits: dict) -> None:
-    """Kernel limits, inherited by every child: output file size, CPU time, address space (set
-    once torch is in), processes of this user (the unprivileged-user level); no new privileges,
-    and death with the grader."""
+    """Kernel limits (``RLIMIT_`` and each key), inherited by every child: output file size
+    (FSIZE), CPU time, address space (AS, set once torch is in), processes of this user (NPROC,
+    the unprivileged-user level); no new privileges, and death with the grader."""
     import resource
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # too much output: the write fails
-    caps = {
-        "output_bytes": "FSIZE",
-        "cpu_seconds": "CPU",
-        "memory": "AS",
-        "processes": "NPROC",
-    }
-    for name, kind in caps.items():
-        cap = limits.get(name)
+    for kind, cap in limits.items():
         if type(cap) is int and cap > 0:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(getattr(resource, "RLIMIT_" + kind), (cap, cap))
@@ -197,7 +190,7 @@ def main() -> None:
     server.reply(("ready", os.getpid()))
     try:  # the file loads (and its time limit starts) when the grader asks, with the address
         # space it measured from outside (no /proc in the sandbox): our size now plus the student's
-        set_limits({"memory": pickle.loads(conn.recv_bytes())[1]})
+        set_limits({"AS": pickle.loads(conn.recv_bytes())[1]})
     except (EOFError, OSError):
         return
     try:
