@@ -23,7 +23,7 @@ from transformer_lab.selfcheck.grading.report import (
     write_atomically,
 )
 from transformer_lab.selfcheck.grading.runner import check_file
-from transformer_lab.selfcheck.worker.parent import Limits, allow_workers, stop_workers
+from transformer_lab.selfcheck.worker.parent import STOPPING, Limits
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")
 
@@ -66,7 +66,7 @@ def grade_folder(
     raises :class:`GradingInterrupted` at once with the reports finished so far; no worker
     starts after it, and the running ones end with this process (``python -m`` exits at once)."""
     paths = submissions(folder)
-    allow_workers()
+    STOPPING.clear()
     done: dict[Path, Report] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     options = dict(limits=limits, page=page, follow_links=False)  # a link is refused
@@ -80,7 +80,7 @@ def grade_folder(
                 if progress is not None:
                     progress(done[futures[future]])
     except KeyboardInterrupt:
-        stop_workers()
+        STOPPING.set()
         pool.shutdown(wait=False, cancel_futures=True)
         for future, path in futures.items():  # also those finished as Ctrl-C came
             if future.done() and not future.cancelled() and future.exception() is None:

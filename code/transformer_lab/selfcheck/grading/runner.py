@@ -22,11 +22,11 @@ from transformer_lab.selfcheck.core import (
 )
 from transformer_lab.selfcheck.grading.report import Report
 from transformer_lab.selfcheck.worker.parent import (
+    STOPPING,
     Limits,
     LoadFailed,
     RemoteFunction,
     Worker,
-    stopping,
 )
 
 
@@ -101,7 +101,7 @@ def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Repo
             _load_and_check(worker, checks, limits, report)
         except KeyboardInterrupt:
             report.interrupted = True
-    if report.interrupted or stopping():  # Ctrl-C here, or in another thread (grade)
+    if report.interrupted or STOPPING.is_set():  # Ctrl-C here, or in another thread (grade)
         _interrupted(report, checks)
 
 
@@ -125,7 +125,7 @@ def _load_and_check(
         return _not_loaded(report, checks, str(error), worker.new_output())
     report.load_output = worker.new_output()
     for check in checks:
-        if stopping():
+        if STOPPING.is_set():
             return
         start = time.perf_counter()
         result = (

@@ -46,21 +46,9 @@ PROCESSES = 64  # processes and threads of the worker's user (unprivileged-user 
 MAX_REPLY_BYTES = 64 * 2**20
 POLL_SECONDS = 0.05
 
-_STOPPING = threading.Event()
-
-
-def stop_workers() -> None:
-    """Start no worker until :func:`allow_workers` (Ctrl-C while grading). The running ones
-    end with this process (their parent-death signal), or with their user's processes."""
-    _STOPPING.set()
-
-
-def allow_workers() -> None:
-    _STOPPING.clear()
-
-
-def stopping() -> bool:
-    return _STOPPING.is_set()
+# Set by Ctrl-C while grading: no worker starts until it is cleared. The running ones end
+# with this process (their parent-death signal), or with their user's processes.
+STOPPING = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -155,7 +143,7 @@ class Worker:
         arguments.append(json.dumps({"names": self.names, "limits": limits}))
         if command[0].endswith("setpriv"):
             user = {}
-        if _STOPPING.is_set():
+        if STOPPING.is_set():
             raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
         with open(self.output_path, "ab") as output:
             self.process = subprocess.Popen(
