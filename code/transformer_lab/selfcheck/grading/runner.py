@@ -43,10 +43,8 @@ def _result(check: Check, status: str, summary: str, finding=None) -> CheckResul
 
 
 def _blocked(check: Check, results: Sequence[CheckResult]) -> CheckResult | None:
-    """'not run' when the check this one builds on did not pass: a wrong table must not be blamed
-    on a forward that only adds it."""
-    if check.requires is None:
-        return None
+    """'not run' when the check this one builds on (``check.requires``) did not pass: a wrong
+    table must not be blamed on a forward that only adds it."""
     earlier = next((r for r in results if r.name == check.requires), None)
     if earlier is None or earlier.status == PASSED:
         return None
@@ -130,7 +128,7 @@ def _load_and_check(
         start = time.perf_counter()
         result = (
             _absent(check, functions.get(check.name))
-            or _blocked(check, report.results)
+            or (check.requires and _blocked(check, report.results))
             or _run_remotely(worker, check, limits)
         )
         result.seconds = time.perf_counter() - start

@@ -134,10 +134,8 @@ class Worker:
         cpu = int(START_SECONDS + 2 * self.limits.seconds * len(self.names))
         limits = {"FSIZE": self.limits.output_bytes, "CPU": cpu}  # serve.set_limits
         limits["NPROC"] = PROCESSES if level == places.USER else 0
-        env = _environment() | {
-            "TMPDIR": self.workdir,
-            "HOME": self.workdir,
-        }  # bwrap sets its own
+        # (bubblewrap sets the sandbox's own TMPDIR, HOME and PATH)
+        env = _environment() | {"TMPDIR": self.workdir, "HOME": self.workdir}
         ours, theirs = Pipe()  # a pair of connected sockets
         arguments = [code, str(theirs.fileno()), os.path.join(workdir, self.path.name)]
         arguments.append(json.dumps({"names": self.names, "limits": limits}))
