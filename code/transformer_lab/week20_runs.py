@@ -19,6 +19,7 @@ import argparse
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -90,25 +91,26 @@ def as_namespace(starter: dict | types.ModuleType) -> types.SimpleNamespace:
 def check_in_subprocess(path: str, display: str, page: str) -> tuple[int, set[str]]:
     """Run ``python -m transformer_lab.selfcheck`` on the starter at ``path`` in a fresh
     interpreter and print its report (the file shown as ``display``); return the exit status
-    and the names of the checks that passed. Not in this process: the starter's own code has
-    run here and may have changed the book's functions that the checks compare with."""
+    and the names of the checks that passed (from the report it writes as JSON). Not in this
+    process: the starter's own code has run here and may have changed the book's functions
+    that the checks compare with."""
+    import json
     import subprocess
     import sys
+    import tempfile
 
     from transformer_lab.selfcheck import PASSED
-    from transformer_lab.selfcheck.checks.registry import PAGES
 
-    command = [sys.executable, "-m", "transformer_lab.selfcheck", path, "--page", page]
-    completed = subprocess.run(
-        [*command, "--display", display],
-        stdout=subprocess.PIPE,
-        text=True,
-        errors="replace",
-    )
-    print(completed.stdout, end="", flush=True)
-    lines = set(completed.stdout.splitlines())
-    checks = PAGES[page]
-    passed = {c.name for c in checks if f"[{PASSED}] {c.exercise}: {c.signature}" in lines}
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "report.json"
+        command = [sys.executable, "-m", "transformer_lab.selfcheck", path, "--page", page]
+        command += ["--display", display, "--json-file", str(report)]
+        completed = subprocess.run(
+            command, stdout=subprocess.PIPE, text=True, errors="replace"
+        )
+        print(completed.stdout, end="", flush=True)
+        checks = json.loads(report.read_text()).get("checks", []) if report.exists() else []
+    passed = {c["check"] for c in checks if c["status"] == PASSED}
     return completed.returncode, passed
 
 

@@ -181,6 +181,15 @@ def test_the_json_report_has_every_check_with_status_code_message_and_time(
     assert all(isinstance(c["seconds"], float) for c in data["checks"])
 
 
+def test_a_json_file_holds_the_report_while_the_text_is_printed(tmp_path, capsys):
+    out = tmp_path / "report.json"
+    path = write(tmp_path, "student.py", with_body(SOLUTION, "accuracy", "return 0.5"))
+    assert main([str(path), "--only", "accuracy", "--json-file", str(out)]) == 1
+    assert "[FAILED] Exercise 1" in capsys.readouterr().out
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [(c["check"], c["status"]) for c in data["checks"]] == [("accuracy", FAILED)]
+
+
 def test_a_gradescope_results_file_is_written_next_to_the_report(tmp_path, capsys):
     results = tmp_path / "results.json"
     path = write(

@@ -265,25 +265,30 @@ def load_module(
     (else UTF-8, strictly), never a cached ``.pyc``."""
     with open(path, "rb") as handle:
         source = handle.read()
-    advice = "Python rejects the file; save it as UTF-8, or declare its encoding on the first line"
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
-    except SyntaxError as error:
-        raise SyntaxError(f"{error} ({advice})") from None
-    try:
         text = source.decode(encoding)  # "utf-8-sig" drops a BOM
-    except UnicodeDecodeError as error:
-        line = source[: error.start].count(b"\n") + 1
-        raise SyntaxError(
-            f"Non-{encoding.upper()} code starting with {source[error.start : error.start + 1]!r} "
-            f"on line {line}, but no encoding declared ({advice})"
-        ) from None
+    except (SyntaxError, UnicodeDecodeError) as error:
+        raise _undecodable(source, error) from None
     code = compile(text, os.fspath(path), "exec", dont_inherit=True)
     module = types.ModuleType(name)
     module.__file__ = os.fspath(path)
     sys.modules[name] = module
     exec(code, module.__dict__)  # noqa: S102 - the point: the student's file
     return module
+
+
+def _undecodable(source: bytes, error: SyntaxError | UnicodeDecodeError) -> SyntaxError:
+    """The SyntaxError ``python FILE`` gives for a file it cannot decode, with advice."""
+    advice = "Python rejects the file; save it as UTF-8, or declare its encoding on the first line"
+    if isinstance(error, SyntaxError):  # a bad encoding declaration
+        return SyntaxError(f"{error} ({advice})")
+    line = source[: error.start].count(b"\n") + 1
+    return SyntaxError(
+        f"Non-{error.encoding.upper()} code starting with "
+        f"{source[error.start : error.start + 1]!r} on line {line}, but no encoding declared "
+        f"({advice})"
+    )
 
 
 def cotangent(shape: Sequence[int], seed: int) -> torch.Tensor:

@@ -19,6 +19,7 @@ from transformer_lab.selfcheck.grading.report import (
     printable,
     report_to_json,
     summary_line,
+    write_atomically,
 )
 from transformer_lab.selfcheck.grading.runner import (
     check_file,
@@ -132,6 +133,11 @@ def _check_parser() -> argparse.ArgumentParser:
         help="print a machine-readable report instead of text",
     )
     parser.add_argument(
+        "--json-file",
+        metavar="OUT",
+        help="also write the machine-readable report to OUT (the text is still printed)",
+    )
+    parser.add_argument(
         "--gradescope",
         metavar="RESULTS_JSON",
         help="also write an autograder results file (Gradescope's results.json format)",
@@ -178,10 +184,12 @@ def _starter(page: str) -> str:
     raise Unusable(f"{error}. Pass the path of your file.", error)
 
 
-def _show(report: Report, as_json: bool) -> None:
+def _show(report: Report, as_json: bool, json_file: str | None = None) -> None:
     print(report_to_json(report) if as_json else format_report(report), flush=True)
     if report.isolation == PROCESS and not as_json:
         print(isolation().line, file=sys.stderr)
+    if json_file:
+        write_atomically(json_file, report_to_json(report))
 
 
 def exit_status(report: Report) -> int:
@@ -196,6 +204,8 @@ def check_command(argv: Sequence[str]) -> int:
     parser = _check_parser()
     args = parser.parse_args(argv)
     only, path = _split_only(parser, args.only, args.path)
+    if args.json_file:
+        _check_outputs(parser, json_file=args.json_file)
     if args.gradescope or args.hidden:
         return autograde(parser, args, only, path)
     try:
@@ -205,7 +215,7 @@ def check_command(argv: Sequence[str]) -> int:
         return EXIT_UNUSABLE
     limits = Limits(seconds=args.time_limit)
     report = check_file(path, only, args.display or path, limits, args.page)
-    _show(report, args.json)
+    _show(report, args.json, args.json_file)
     return exit_status(report)
 
 
@@ -260,8 +270,6 @@ def _write_gradescope(
 ) -> None:
     """Write results.json once no process of the workers is left (and end any again after)."""
     if path:
-        from transformer_lab.selfcheck.grading.folder import write_atomically
-
         end_worker_users()
         results = gradescope_results(report, hidden, extra)
         write_atomically(path, json.dumps(results, indent=2, ensure_ascii=False))
@@ -269,14 +277,7 @@ def _write_gradescope(
 
 
 def grade_command(argv: Sequence[str]) -> int:
-    from transformer_lab.selfcheck.grading.folder import (
-        GradingInterrupted,
-        default_jobs,
-        grade_folder,
-        submissions,
-        write_csv,
-        write_json,
-    )
+    from transformer_lab.selfcheck.grading import folder as grader
 
     parser = argparse.ArgumentParser(
         prog=f"{PROG} grade",
@@ -304,10 +305,10 @@ def grade_command(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--jobs",
         type=positive(int, "a whole number"),
-        default=default_jobs(),
+        default=grader.default_jobs(),
         metavar="N",
         help="submissions checked at the same time, each with the same limits (default: the "
-        f"machine's cores, {default_jobs()} here)",
+        f"machine's cores, {grader.default_jobs()} here)",
     )
     _common(parser)
     args = parser.parse_args(argv)
@@ -317,7 +318,7 @@ def grade_command(argv: Sequence[str]) -> int:
     if not folder.is_dir():
         print(f"No such folder: {folder}")
         return EXIT_UNUSABLE
-    files = submissions(folder)
+    files = grader.submissions(folder)
     if not files:
         print(f"No *.py files in {folder}")
         return EXIT_UNUSABLE
@@ -336,14 +337,16 @@ def grade_command(argv: Sequence[str]) -> int:
     limits = Limits(seconds=args.time_limit, memory_mb=args.memory_mb)
     status = EXIT_PASSED
     try:
-        reports = grade_folder(folder, only, limits, progress, args.jobs, page=args.page)
-    except GradingInterrupted as interrupted:
+        reports = grader.grade_folder(
+            folder, only, limits, progress, args.jobs, page=args.page
+        )
+    except grader.GradingInterrupted as interrupted:
         reports, status = interrupted.reports, EXIT_INTERRUPTED
         print(f"Interrupted (Ctrl-C): writing the {len(reports)} submissions graded so far")
     end_worker_users()  # no process of a worker may touch the results once written
-    rows = write_csv(reports, args.csv)
+    rows = grader.write_csv(reports, args.csv)
     if args.json:
-        write_json(reports, args.json)
+        grader.write_json(reports, args.json)
     end_worker_users()
     print(f"{len(reports)} submissions, {rows} rows written to {args.csv}")
     return status

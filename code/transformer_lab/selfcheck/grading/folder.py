@@ -6,15 +6,11 @@ Reports come back in the order of the file names, so the CSV is the same on ever
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import os
-import signal
-import tempfile
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 
@@ -24,10 +20,10 @@ from transformer_lab.selfcheck.grading.report import (
     report_to_dict,
     spreadsheet_cell,
     valid_data,
-    valid_text,
+    write_atomically,
 )
 from transformer_lab.selfcheck.grading.runner import check_file
-from transformer_lab.selfcheck.worker.parent import Limits, allow_workers, kill_all_workers
+from transformer_lab.selfcheck.worker.parent import STOPPING, Limits
 
 CSV_COLUMNS = ("submission", "check", "exercise", "status", "code", "message", "seconds")
 
@@ -67,10 +63,10 @@ def grade_folder(
     page: str = HOMEWORK,
 ) -> list[Report]:
     """Check every submission of ``folder``, each in its own worker with ``limits``. Ctrl-C
-    raises :class:`GradingInterrupted` with the reports finished so far, once every worker
-    has ended."""
+    raises :class:`GradingInterrupted` at once with the reports finished so far; no worker
+    starts after it, and the running ones end with this process (``python -m`` exits at once)."""
     paths = submissions(folder)
-    allow_workers()
+    STOPPING.clear()
     done: dict[Path, Report] = {}
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     options = dict(limits=limits, page=page, follow_links=False)  # a link is refused
@@ -84,10 +80,8 @@ def grade_folder(
                 if progress is not None:
                     progress(done[futures[future]])
     except KeyboardInterrupt:
-        with _no_second_interrupt():
-            pool.shutdown(wait=False, cancel_futures=True)
-            kill_all_workers()  # each thread wakes as its worker dies, and ends at once
-            pool.shutdown(wait=True)
+        STOPPING.set()
+        pool.shutdown(wait=False, cancel_futures=True)
         for future, path in futures.items():  # also those finished as Ctrl-C came
             if future.done() and not future.cancelled() and future.exception() is None:
                 if not future.result().interrupted:
@@ -95,19 +89,6 @@ def grade_folder(
         raise GradingInterrupted([done[p] for p in paths if p in done]) from None
     pool.shutdown(wait=True)
     return [done[path] for path in paths]
-
-
-@contextlib.contextmanager
-def _no_second_interrupt() -> Iterator[None]:
-    """Ignore Ctrl-C while the workers are ended (a second press must not lose the results)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def csv_rows(reports: Sequence[Report]) -> list[dict]:
@@ -121,21 +102,6 @@ def csv_rows(reports: Sequence[Report]) -> list[dict]:
             row = dict(zip(CSV_COLUMNS, map(spreadsheet_cell, cells)))
             rows.append(row | {"seconds": f"{float(result['seconds']):.3f}"})
     return rows
-
-
-def write_atomically(path: Path | str, text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` whole or not at all: a temporary file, then a rename."""
-    path = Path(path)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(valid_text(text))
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
 
 
 def write_csv(reports: Sequence[Report], path: Path | str) -> int:

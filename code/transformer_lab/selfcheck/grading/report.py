@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
+import tempfile
 import textwrap
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from transformer_lab.selfcheck.core import (
     NOT_ATTEMPTED,
@@ -266,3 +269,18 @@ def gradescope_results(
         "extra_data": dict(extra or {}),
     }
     return valid_data(results)
+
+
+def write_atomically(path: Path | str, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` whole or not at all: a temporary file, then a rename."""
+    path = Path(path)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(valid_text(text))
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

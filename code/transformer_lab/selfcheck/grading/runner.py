@@ -22,11 +22,11 @@ from transformer_lab.selfcheck.core import (
 )
 from transformer_lab.selfcheck.grading.report import Report
 from transformer_lab.selfcheck.worker.parent import (
+    STOPPING,
     Limits,
     LoadFailed,
     RemoteFunction,
     Worker,
-    stopping,
 )
 
 
@@ -43,10 +43,8 @@ def _result(check: Check, status: str, summary: str, finding=None) -> CheckResul
 
 
 def _blocked(check: Check, results: Sequence[CheckResult]) -> CheckResult | None:
-    """'not run' when the check this one builds on did not pass: a wrong table must not be blamed
-    on a forward that only adds it."""
-    if check.requires is None:
-        return None
+    """'not run' when the check this one builds on (``check.requires``) did not pass: a wrong
+    table must not be blamed on a forward that only adds it."""
     earlier = next((r for r in results if r.name == check.requires), None)
     if earlier is None or earlier.status == PASSED:
         return None
@@ -101,7 +99,7 @@ def _run_in_worker(path: Path, checks: list[Check], limits: Limits, report: Repo
             _load_and_check(worker, checks, limits, report)
         except KeyboardInterrupt:
             report.interrupted = True
-    if report.interrupted or stopping():  # Ctrl-C here, or in another thread (grade)
+    if report.interrupted or STOPPING.is_set():  # Ctrl-C here, or in another thread (grade)
         _interrupted(report, checks)
 
 
@@ -125,12 +123,12 @@ def _load_and_check(
         return _not_loaded(report, checks, str(error), worker.new_output())
     report.load_output = worker.new_output()
     for check in checks:
-        if stopping():
+        if STOPPING.is_set():
             return
         start = time.perf_counter()
         result = (
             _absent(check, functions.get(check.name))
-            or _blocked(check, report.results)
+            or (check.requires and _blocked(check, report.results))
             or _run_remotely(worker, check, limits)
         )
         result.seconds = time.perf_counter() - start

@@ -364,13 +364,8 @@ def bubblewrap_command(workdir: str, file_name: str, visible: list[str]) -> list
     if file_name:
         inside = f"{SANDBOX_WORKDIR}/{file_name}"
         command += ["--ro-bind", os.path.join(workdir, file_name), inside]
-    for name, value in sandbox_environment().items():
-        command += ["--setenv", name, value]
-    return command
-
-
-def sandbox_environment() -> dict[str, str]:
-    return {"TMPDIR": SANDBOX_WORKDIR, "HOME": SANDBOX_WORKDIR, "PATH": "/usr/bin:/bin"}
+    command += ["--setenv", "TMPDIR", SANDBOX_WORKDIR, "--setenv", "HOME", SANDBOX_WORKDIR]
+    return command + ["--setenv", "PATH", "/usr/bin:/bin"]
 
 
 SETPRIV = ["--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all"]
@@ -378,7 +373,7 @@ SETPRIV = ["--clear-groups", "--no-new-privs", "--inh-caps=-all", "--bounding-se
 
 def worker_command(level: str, workdir: str, file_name: str, uid: int | None):
     """(command, the working folder and the package copy as the worker sees them)."""
-    python = [worker_python(), "-I", "-c", START]
+    python = [worker_python(), "-I", "-u", "-c", START]
     if level == BUBBLEWRAP:
         prefix = bubblewrap_command(workdir, file_name, [code_copy()])
         return [*prefix, *python], SANDBOX_WORKDIR, SANDBOX_CODE
@@ -412,7 +407,7 @@ def find_worker(root: int, timeout: float = 0.0) -> int | None:
             try:
                 with open(f"/proc/{pid}/cmdline", "rb") as handle:
                     argv = handle.read().split(b"\0")
-                if argv[1:3] == [b"-I", b"-c"] and WORKER_MARK.encode() in argv[3]:
+                if argv[1:4] == [b"-I", b"-u", b"-c"] and WORKER_MARK.encode() in argv[4]:
                     return pid
             except OSError:
                 pass

@@ -46,25 +46,9 @@ PROCESSES = 64  # processes and threads of the worker's user (unprivileged-user 
 MAX_REPLY_BYTES = 64 * 2**20
 POLL_SECONDS = 0.05
 
-_LIVE: set = set()  # workers with a process, so that Ctrl-C can end them all
-_LIVE_LOCK = threading.Lock()
-_STOPPING = threading.Event()
-
-
-def kill_all_workers() -> None:
-    """End every worker (Ctrl-C while grading); start none until :func:`allow_workers`."""
-    with _LIVE_LOCK:
-        _STOPPING.set()
-        for worker in _LIVE:
-            worker.signal_kill()
-
-
-def allow_workers() -> None:
-    _STOPPING.clear()
-
-
-def stopping() -> bool:
-    return _STOPPING.is_set()
+# Set by Ctrl-C while grading: no worker starts until it is cleared. The running ones end
+# with this process (their parent-death signal), or with their user's processes.
+STOPPING = threading.Event()
 
 
 @dataclass(frozen=True)
@@ -130,9 +114,7 @@ class Worker:
         self.pid: int | None = None  # the worker interpreter's host pid
         self.uid: int | None = None
         self.workdir: str | None = None
-        self.functions: dict[str, dict] = {}
-        self.limit = limits.seconds
-        self.cpu_end = self.wall_end = float("inf")
+        self.functions: dict[str, dict] = {}  # start() fills it; the limits too
 
     def _launch(self) -> None:
         """Start the worker where the isolation level says (none once Ctrl-C came)."""
@@ -149,22 +131,19 @@ class Worker:
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
-        limits = {"output_bytes": self.limits.output_bytes}
-        limits["cpu_seconds"] = int(
-            START_SECONDS + 2 * self.limits.seconds * len(self.names)
-        )
-        limits["processes"] = PROCESSES if level == places.USER else 0
+        cpu = int(START_SECONDS + 2 * self.limits.seconds * len(self.names))
+        limits = {"FSIZE": self.limits.output_bytes, "CPU": cpu}  # serve.set_limits
+        limits["NPROC"] = PROCESSES if level == places.USER else 0
+        # (bubblewrap sets the sandbox's own TMPDIR, HOME and PATH)
         env = _environment() | {"TMPDIR": self.workdir, "HOME": self.workdir}
-        if level == places.BUBBLEWRAP:
-            env |= places.sandbox_environment()
         ours, theirs = Pipe()  # a pair of connected sockets
         arguments = [code, str(theirs.fileno()), os.path.join(workdir, self.path.name)]
         arguments.append(json.dumps({"names": self.names, "limits": limits}))
         if command[0].endswith("setpriv"):
             user = {}
-        with _LIVE_LOCK, open(self.output_path, "ab") as output:
-            if _STOPPING.is_set():
-                raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
+        if STOPPING.is_set():
+            raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
+        with open(self.output_path, "ab") as output:
             self.process = subprocess.Popen(
                 [*command, *arguments],
                 stdin=subprocess.DEVNULL,
@@ -176,7 +155,6 @@ class Worker:
                 env=env,
                 **user,
             )
-            _LIVE.add(self)
         theirs.close()
         self.conn = ours
 
@@ -194,21 +172,12 @@ class Worker:
         if ready[0] != "ready":
             self.kill()
             raise LoadFailed("the process to run your code did not start")
-        self.pid = (
-            places.find_worker(self.process.pid, 5.0)
-            if self.isolation.level == places.BUBBLEWRAP
-            else self.process.pid
-        )
-        try:
-            self.conn.send_bytes(pickle.dumps(("load", self._address_cap())))
-        except OSError:
-            self.kill()
-            raise LoadFailed(
-                "the process to run your code ended before it loaded the file"
-            ) from None
+        self.pid = self.process.pid
+        if self.isolation.level == places.BUBBLEWRAP:  # bwrap starts it a few levels down
+            self.pid = places.find_worker(self.process.pid, 5.0)
         self.begin_check(self.limits.seconds)
         try:
-            reply = self._receive()
+            reply = self.request("load", self._address_cap())
         except StudentStopped as stopped:
             timed_out = stopped.status == TIMED_OUT
             why = "loading the file " if timed_out else "while loading the file, "
@@ -251,15 +220,8 @@ class Worker:
         self.cpu_end = self._cpu() + seconds
         self.wall_end = time.monotonic() + self.wall_limit
 
-    def signal_kill(self) -> None:
-        """SIGKILL the worker's session (from any thread; :meth:`kill` cleans up)."""
-        if self.process is not None:
-            _kill_session(self.process)
-
     def kill(self) -> None:
         """End the worker and every process of its user or sandbox, then remove its folder."""
-        with _LIVE_LOCK:
-            _LIVE.discard(self)
         process, self.process, self.pid = self.process, None, None
         if process is not None:
             _kill_session(process)
@@ -277,12 +239,7 @@ class Worker:
             shutil.rmtree(workdir, ignore_errors=True)  # rmtree never follows a link
 
     def close(self) -> None:
-        if self.alive:
-            try:
-                self.conn.send_bytes(pickle.dumps(("stop",)))
-                self.process.wait(1)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
+        """End the worker (it holds nothing to save) and remove its output file."""
         self.kill()
         with contextlib.suppress(OSError):
             os.unlink(self.output_path)

@@ -1,6 +1,6 @@
 """The worker: a fresh interpreter that loads one student's file and calls its functions on request.
 
-Run as ``python -I -c START CODE FD FILE CONFIG`` (:mod:`.isolation`): ``CODE`` is the package
+Run as ``python -I -u -c START CODE FD FILE CONFIG`` (:mod:`.isolation`): ``CODE`` is the package
 copy it imports, ``FD`` its socket to the grader, ``CONFIG`` JSON (function names, limits). It
 answers in plain data (:mod:`..transport`). Nothing here is a defence: the student's code may
 change any of it. Isolation comes from where this process runs and the kernel's limits; what it
@@ -10,7 +10,6 @@ records (library attention, a call of the book's code) names a mistake, no more.
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import pickle
@@ -27,20 +26,13 @@ ALWAYS_ALLOWED = (
 
 
 def set_limits(limits: dict) -> None:
-    """Kernel limits, inherited by every child: output file size, CPU time, address space (set
-    once torch is in), processes of this user (the unprivileged-user level); no new privileges,
-    and death with the grader."""
+    """Kernel limits (``RLIMIT_`` and each key), inherited by every child: output file size
+    (FSIZE), CPU time, address space (AS, set once torch is in), processes of this user (NPROC,
+    the unprivileged-user level); no new privileges, and death with the grader."""
     import resource
 
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # too much output: the write fails
-    caps = {
-        "output_bytes": "FSIZE",
-        "cpu_seconds": "CPU",
-        "memory": "AS",
-        "processes": "NPROC",
-    }
-    for name, kind in caps.items():
-        cap = limits.get(name)
+    for kind, cap in limits.items():
         if type(cap) is int and cap > 0:
             with contextlib.suppress(ValueError, OSError):
                 resource.setrlimit(getattr(resource, "RLIMIT_" + kind), (cap, cap))
@@ -176,19 +168,6 @@ class Server:
         return ("value", self.encode(value, True))
 
 
-def _streams() -> None:
-    """Text streams on the inherited output file, and no keyboard."""
-    sys.stdin = open(os.devnull)  # noqa: SIM115
-    for fd, name in ((1, "stdout"), (2, "stderr")):
-        stream = io.TextIOWrapper(
-            os.fdopen(fd, "wb", buffering=0, closefd=False),
-            line_buffering=True,
-            errors="replace",
-            write_through=True,
-        )
-        setattr(sys, name, stream)
-
-
 def main() -> None:
     from multiprocessing.connection import Connection
 
@@ -196,8 +175,11 @@ def main() -> None:
     path, config = sys.argv[2], json.loads(sys.argv[3])
     sys.dont_write_bytecode = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the grader's to handle
-    _streams()
+    for stream in (sys.stdout, sys.stderr):  # unbuffered (python -u) on the output file
+        stream.reconfigure(errors="replace")
     set_limits(config["limits"])
+    if conn.poll(0):  # the grader's end closed before the parent-death signal was set
+        return
     import torch  # noqa: F401 - before the student's file, as in the checking process
 
     import transformer_lab  # noqa: F401 - the canonical numeric mode
@@ -208,7 +190,7 @@ def main() -> None:
     server.reply(("ready", os.getpid()))
     try:  # the file loads (and its time limit starts) when the grader asks, with the address
         # space it measured from outside (no /proc in the sandbox): our size now plus the student's
-        set_limits({"memory": pickle.loads(conn.recv_bytes())[1]})
+        set_limits({"AS": pickle.loads(conn.recv_bytes())[1]})
     except (EOFError, OSError):
         return
     try:
@@ -223,7 +205,5 @@ def main() -> None:
         try:
             message = pickle.loads(conn.recv_bytes())
         except (EOFError, OSError):
-            return
-        if message[0] == "stop":
             return
         server.reply(server.serve(message))
