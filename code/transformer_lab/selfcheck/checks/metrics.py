@@ -242,14 +242,3 @@ def check_accuracy(student: StudentFunction) -> None:
     labels = (torch.rand(len(logits), generator=g) < 0.6).float()
     _check_once(student, logits, labels)
     _check_once(student, logits, labels.long())  # integer labels work too
-
-
-def accuracy_variants(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
-    """What each typical mistake returns on ``logits``/``labels``, and the correct value ('correct')."""
-    values = {"correct": _correct(logits, labels).mean().item()}
-    for mistake in MISTAKES:
-        try:
-            values[mistake.code] = float(mistake.variant(logits, labels))
-        except LookupError:  # integer division's 0.0 is told apart by _explain_zero
-            continue
-    return values

@@ -82,8 +82,13 @@ def _reachable(corpus) -> int:
     return _ref().train_bpe_tokenizer(list(corpus), 100_000).get_vocab_size()
 
 
-def _fresh_word(draw: random.Random, letters, shortest: int, longest: int) -> str:
-    return "".join(draw.choice(letters) for _ in range(draw.randint(shortest, longest)))
+def _fresh_word(draw: random.Random, letters, shortest: int, longest: int, taken=()) -> str:
+    """A made-up word not in ``taken``: a word that happens to exist grows by a letter until it
+    is longer than every taken word, so this ends without redrawing."""
+    word = "".join(draw.choice(letters) for _ in range(draw.randint(shortest, longest)))
+    while word in taken:
+        word += draw.choice(letters)
+    return word
 
 
 def tokenizer_inputs() -> TokenizerInputs:
@@ -91,15 +96,6 @@ def tokenizer_inputs() -> TokenizerInputs:
     if answers.mode() != answers.HIDDEN:
         return PUBLIC_INPUTS
     return drawn_inputs(answers.fresh_seed(0))
-
-
-def _new_word(draw: random.Random, letters, shortest: int, longest: int, taken) -> str:
-    """A made-up word not in ``taken``: a word that happens to exist grows by a letter until it
-    is longer than every taken word, so this ends without redrawing."""
-    word = _fresh_word(draw, letters, shortest, longest)
-    while word in taken:
-        word += draw.choice(letters)
-    return word
 
 
 def drawn_inputs(seed: int) -> TokenizerInputs:
@@ -146,7 +142,7 @@ def drawn_inputs(seed: int) -> TokenizerInputs:
     characters += [draw.choice(known), strange[1]]
     words = draw.sample(known, 4)
     for _ in range(3):
-        words.append(_new_word(draw, letters, 3, 9, words))
+        words.append(_fresh_word(draw, letters, 3, 9, words))
     return TokenizerInputs(
         sizes=(first, second),
         other_corpus=other,
@@ -180,11 +176,7 @@ def _train(student: StudentFunction, corpus, vocab_size: int):
 
 
 def _pieces(pre_tokenizer, text: str) -> list[str]:
-    return (
-        [piece for piece, _ in pre_tokenizer.pre_tokenize_str(text)]
-        if pre_tokenizer is not None
-        else [text]
-    )
+    return [piece for piece, _ in pre_tokenizer.pre_tokenize_str(text)]
 
 
 def _vocab_difference(student, reference) -> tuple[str, str]:
