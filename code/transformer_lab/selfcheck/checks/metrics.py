@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import torch
@@ -34,15 +33,6 @@ def _share(predictions: torch.Tensor, labels: torch.Tensor) -> float:
 
 def _correct(logits, labels) -> torch.Tensor:
     return ((logits > 0).double() == labels.double()).double()
-
-
-def _floored(logits, labels) -> float:
-    """The accuracy rounded down; a 0.0 is not taken for it (any count of nothing gives 0.0:
-    the check tells the two apart on an input whose accuracy is 1)."""
-    value = float(math.floor(_correct(logits, labels).mean().item()))
-    if value == 0.0:
-        raise LookupError("a 0.0 alone does not show a rounding")
-    return value
 
 
 MISTAKES: list[Mistake] = [
@@ -84,12 +74,6 @@ MISTAKES: list[Mistake] = [
         "the number of correct predictions came back, not the fraction",
         "divide by len(labels), or use .mean()",
         lambda logits, labels: _correct(logits, labels).sum().item(),
-    ),
-    Mistake(
-        "integer_division",
-        "the accuracy was rounded down to a whole number: // (or int()) instead of /",
-        "divide with /, e.g. correct / len(labels)",
-        lambda logits, labels: _floored(logits, labels),
     ),
     Mistake(
         "compared_logits_with_labels",

@@ -190,10 +190,9 @@ def _vocab_difference(student, reference) -> tuple[str, str]:
             f"the same tokens in another order; ids {first}-{first + 3}: "
             f"{got[first : first + 4]}",
         )
+    including = f", including {missing}" if missing else ""
     return (
-        f"{len(expected)} tokens, including {missing}"
-        if missing
-        else f"{len(expected)} tokens",
+        f"{len(expected)} tokens{including}",
         f"{len(received)} tokens"
         + (f", including {extra}" if extra else "")
         + (f", without {missing}" if missing else ""),
