@@ -27,8 +27,8 @@ from transformer_lab.selfcheck.worker import isolation
 
 PACKAGE = Path(selfcheck.__file__).resolve().parent
 # Ceilings (the targets: 7,000 and 1,000); lower them as the code shrinks.
-LINES_BUDGET = 7_820
-PATH_BUDGET = 1_290
+LINES_BUDGET = 7_743
+PATH_BUDGET = 1_269
 
 
 def lines_of(paths) -> int:
