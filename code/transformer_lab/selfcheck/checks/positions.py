@@ -248,6 +248,12 @@ def check_toy_weights(student: StudentFunction) -> None:
 # --- Task 1 and Task 5: the character model --------------------------------------------------
 
 
+def as_parts(model) -> ModelParts:
+    """The parts of a chapter-4 model (copies), under their names, without its forward."""
+    names = ("embed", "pos", "encoder", "head")
+    return ModelParts(*(copy.deepcopy(getattr(model, name)) for name in names)).eval()
+
+
 @functools.cache
 def _model_of(broken: bool):
     """A ``PraiseClassifier`` (``broken``: a ``BrokenPraiseClassifier``), built once per process:
@@ -264,10 +270,7 @@ def model_probe(seed: int = 0, *, broken: bool = False) -> ModelParts:
     near zero, so that a forgotten bias shows. The weights come from the probe's own generator
     and are the same on every CPU (:func:`~transformer_lab.selfcheck.checks.tensors.draw_parameters`)."""
     g = torch.Generator().manual_seed(seed)
-    model = _model_of(broken)
-    names = ("embed", "pos", "encoder", "head")
-    parts = ModelParts(*(copy.deepcopy(getattr(model, name)) for name in names)).eval()
-    parts = draw_parameters(parts, g)
+    parts = draw_parameters(as_parts(_model_of(broken)), g)
     with torch.no_grad():
         parts.head.bias.fill_(0.5 + int(torch.randint(0, 1024, (), generator=g)) / 2048)
     return parts
