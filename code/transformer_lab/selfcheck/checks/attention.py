@@ -612,18 +612,8 @@ def check_attention(student: StudentFunction) -> None:
     # no padding at all, and a self-attention shape with Lq == Lk
     g = torch.Generator().manual_seed(answers.fresh_seed(21))
     x = torch.randn(3, 4, ATT_D, generator=g)
-    _check_probe(
-        student,
-        x,
-        x,
-        torch.randn(3, 4, ATT_DV, generator=g),
-        torch.zeros(3, 4, dtype=torch.bool),
-    )
+    v = torch.randn(3, 4, ATT_DV, generator=g)
+    _check_probe(student, x, x, v, torch.zeros(3, 4, dtype=torch.bool))
     _check_large_scores(student)
-    check_gradient(
-        student,
-        list(attention_probe(seed=answers.fresh_seed(22))),
-        ["q", "k", "v"],
-        "first",
-        reference.attention,
-    )
+    probe = list(attention_probe(seed=answers.fresh_seed(22)))
+    check_gradient(student, probe, ["q", "k", "v"], "first", reference.attention)
