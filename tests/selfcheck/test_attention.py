@@ -9,10 +9,10 @@ import torch.nn.functional as F
 from selfcheck.mutants import attention_masked_fill
 from transformer_lab.selfcheck import NOT_DONE, PASSED, RAISED, check_attention
 from transformer_lab.selfcheck.checks.attention import (
+    LARGE_PROBES,
     OTHER_WEIGHT_MISTAKES,
     RETURNED_WEIGHT_MISTAKES,
     attention_probe,
-    overflow_probe,
     weight_mistakes,
 )
 from transformer_lab.selfcheck.checks.tensors import close
@@ -143,13 +143,13 @@ def test_the_library_spies_are_removed_after_a_local_check():
     assert torch.nn.MultiheadAttention.forward.__qualname__ == "MultiheadAttention.forward"
 
 
-def test_the_overflow_probe_is_finite_for_the_reference_and_not_for_a_naive_softmax():
-    q, k, v, padding = overflow_probe()
-    output, weights = attention_masked_fill(q, k, v, padding)
-    assert torch.isfinite(output).all()
-    assert not torch.isfinite(
-        torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))
-    ).all()
+def test_the_large_score_probes_are_finite_for_the_reference_and_not_for_a_naive_softmax():
+    for q, k, v, padding in LARGE_PROBES:
+        output, weights = attention_masked_fill(q, k, v, padding)
+        assert torch.isfinite(output).all()
+        assert not torch.isfinite(
+            torch.exp(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))
+        ).all()
 
 
 def test_a_right_attention_built_from_helpers_passes():

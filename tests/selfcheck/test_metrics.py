@@ -1,12 +1,16 @@
 """transformer_lab.selfcheck.checks.metrics: the accuracy probe separates every mistake, and a wrong
 type is reported together with a wrong value."""
 
-from transformer_lab.selfcheck import (
-    ACCURACY_LABELS,
-    ACCURACY_LOGITS,
-    accuracy_variants,
-    check_accuracy,
-)
+from transformer_lab.selfcheck import ACCURACY_LABELS, ACCURACY_LOGITS, check_accuracy
+from transformer_lab.selfcheck.checks.metrics import MISTAKES, _correct
+
+
+def accuracy_variants(logits, labels) -> dict[str, float]:
+    """What each typical mistake returns on ``logits``/``labels``, and the right value."""
+    values = {"correct": _correct(logits, labels).mean().item()}
+    for mistake in MISTAKES:  # integer division's 0.0 is told apart by _explain_zero
+        values[mistake.code] = float(mistake.variant(logits, labels))
+    return values
 
 
 def test_the_probe_separates_every_mistake():

@@ -3,8 +3,8 @@
 The self-check has two size targets. ``selfcheck/`` holds at most 7,000 lines (``wc -l`` over its
 ``*.py``). And following one check from the command line to its message takes under 1,000
 lines. Neither is met yet (7,959 and 1,673 lines when these tests were written, from 8,858 and
-1,829; then 7,820 and 1,289 once the rare modes and the tables left the common path; then 7,742
-and 1,234 with a leaner worker and Ctrl-C left to the kernel), so the tests hold each figure
+1,829; then 7,820 and 1,289 once the rare modes and the tables left the common path; then 7,651
+and 1,213 with a leaner worker, Ctrl-C left to the kernel and leaner tables), so the tests hold each figure
 where it is, a ceiling that only comes down: a change that adds lines must take as many out.
 
 The path is measured as the lines of every self-check function that runs, in the grading
@@ -27,8 +27,8 @@ from transformer_lab.selfcheck.worker import isolation
 
 PACKAGE = Path(selfcheck.__file__).resolve().parent
 # Ceilings (the targets: 7,000 and 1,000); lower them as the code shrinks.
-LINES_BUDGET = 7_742
-PATH_BUDGET = 1_235
+LINES_BUDGET = 7_651
+PATH_BUDGET = 1_213
 
 
 def lines_of(paths) -> int:

@@ -17,7 +17,6 @@ from transformer_lab.selfcheck.checks.masks import check_causal_padding_mask
 from transformer_lab.selfcheck.checks.metrics import (
     ACCURACY_LABELS,
     ACCURACY_LOGITS,
-    accuracy_variants,
     check_accuracy,
 )
 from transformer_lab.selfcheck.checks.multihead import check_multi_head_attention
@@ -60,7 +59,6 @@ __all__ = [
     "Finding",
     "Limits",
     "Report",
-    "accuracy_variants",
     "check_accuracy",
     "check_attention",
     "check_causal_padding_mask",

@@ -554,50 +554,31 @@ LARGE_PROBES = [
 ]
 
 
-def overflow_probe():
-    """Scores in the hundreds: every query lines up with the first key (score about 400), the
-    other real keys are random and the padded keys are zero vectors (score 0). exp(400) overflows
-    float32, so a softmax written as exp(s) / sum(exp(s)) returns inf / inf = NaN, while
-    torch.softmax (which subtracts the row maximum) returns almost all weight on the first key."""
-    q, k, v, padding = attention_probe(seed=23)
-    direction = torch.nn.functional.normalize(torch.ones(ATT_D), dim=0) * 30
-    q = direction + 0.1 * q
-    k = (3 * k).masked_fill(padding[:, :, None], 0.0)
-    k[:, 0] = direction
-    return q, k, v, padding
-
-
-def _check_overflow(student: StudentFunction):
-    """Large scores: a hand-written exp(s) / sum(exp(s)) overflows to inf / inf = NaN."""
-    q, k, v, padding = overflow_probe()
-    returned = student.call(q, k, v, padding, hints=ATTENTION_HINTS)
-    output, weights = unpack_pair(returned.result, q, k, v)
-    if not (
-        torch.isfinite(weights[~padding[:, None, :].expand_as(weights)]).all()
-        and torch.isfinite(output).all()
-    ):
-        fail(
-            "softmax_overflow",
-            "with large scores the weights become NaN: a hand-written softmax overflowed",
-            "finite weights for scores in the hundreds",
-            f"{int((~torch.isfinite(weights)).sum())} non-finite weights",
-            "use torch.softmax, or subtract each row's maximum before exp",
-        )
-    expected_output, _ = reference.attention(q.double(), k.double(), v.double(), padding)
-    # Capping the scores before exp passes the probe above (one key far ahead of the rest) but
-    # not two large scores side by side: the small large-score probes catch it and show where.
+def _check_large_scores(student: StudentFunction):
+    """exp(400) overflows float32, so a softmax written as exp(s) / sum(exp(s)) returns
+    inf / inf = NaN on ``LARGE_PROBES``, where torch.softmax (which subtracts the row maximum)
+    puts almost all weight on the first key; capping the scores before exp keeps the numbers
+    finite but weights the two keys alike."""
+    for probe in LARGE_PROBES:
+        q, k, v, padding = (t.clone() for t in probe)
+        returned = student.call(q, k, v, padding, hints=ATTENTION_HINTS)
+        output, weights = unpack_pair(returned.result, q, k, v)
+        real = weights[~padding[:, None, :].expand_as(weights)]
+        if not (torch.isfinite(real).all() and torch.isfinite(output).all()):
+            fail(
+                "softmax_overflow",
+                "with large scores the weights become NaN: a hand-written softmax overflowed",
+                "finite weights for scores in the hundreds",
+                f"{int((~torch.isfinite(weights)).sum())} non-finite weights",
+                "use torch.softmax, or subtract each row's maximum before exp",
+            )
     note = _smallest_attention_note(student, LARGE_PROBES)
-    if note or not close(output, expected_output, atol=1e-3, rtol=1e-3):
-        expected, received = (
-            compare_rows("output", output, expected_output)
-            if note == ""
-            else ("almost all weight on the key with the largest score", "see above")
-        )
+    if note:
         fail(
             "large_scores_differ",
             "with large scores (in the hundreds) the output goes wrong" + note,
-            expected,
-            received,
+            "almost all weight on the key with the largest score",
+            "see above",
             "use torch.softmax and fill padded scores with float('-inf') or a value below -1e4",
         )
 
@@ -631,18 +612,8 @@ def check_attention(student: StudentFunction) -> None:
     # no padding at all, and a self-attention shape with Lq == Lk
     g = torch.Generator().manual_seed(answers.fresh_seed(21))
     x = torch.randn(3, 4, ATT_D, generator=g)
-    _check_probe(
-        student,
-        x,
-        x,
-        torch.randn(3, 4, ATT_DV, generator=g),
-        torch.zeros(3, 4, dtype=torch.bool),
-    )
-    _check_overflow(student)
-    check_gradient(
-        student,
-        list(attention_probe(seed=answers.fresh_seed(22))),
-        ["q", "k", "v"],
-        "first",
-        reference.attention,
-    )
+    v = torch.randn(3, 4, ATT_DV, generator=g)
+    _check_probe(student, x, x, v, torch.zeros(3, 4, dtype=torch.bool))
+    _check_large_scores(student)
+    probe = list(attention_probe(seed=answers.fresh_seed(22)))
+    check_gradient(student, probe, ["q", "k", "v"], "first", reference.attention)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import numbers
 
 import torch
@@ -34,15 +33,6 @@ def _share(predictions: torch.Tensor, labels: torch.Tensor) -> float:
 
 def _correct(logits, labels) -> torch.Tensor:
     return ((logits > 0).double() == labels.double()).double()
-
-
-def _floored(logits, labels) -> float:
-    """The accuracy rounded down; a 0.0 is not taken for it (any count of nothing gives 0.0:
-    the check tells the two apart on an input whose accuracy is 1)."""
-    value = float(math.floor(_correct(logits, labels).mean().item()))
-    if value == 0.0:
-        raise LookupError("a 0.0 alone does not show a rounding")
-    return value
 
 
 MISTAKES: list[Mistake] = [
@@ -84,12 +74,6 @@ MISTAKES: list[Mistake] = [
         "the number of correct predictions came back, not the fraction",
         "divide by len(labels), or use .mean()",
         lambda logits, labels: _correct(logits, labels).sum().item(),
-    ),
-    Mistake(
-        "integer_division",
-        "the accuracy was rounded down to a whole number: // (or int()) instead of /",
-        "divide with /, e.g. correct / len(labels)",
-        lambda logits, labels: _floored(logits, labels),
     ),
     Mistake(
         "compared_logits_with_labels",
@@ -242,14 +226,3 @@ def check_accuracy(student: StudentFunction) -> None:
     labels = (torch.rand(len(logits), generator=g) < 0.6).float()
     _check_once(student, logits, labels)
     _check_once(student, logits, labels.long())  # integer labels work too
-
-
-def accuracy_variants(logits: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
-    """What each typical mistake returns on ``logits``/``labels``, and the correct value ('correct')."""
-    values = {"correct": _correct(logits, labels).mean().item()}
-    for mistake in MISTAKES:
-        try:
-            values[mistake.code] = float(mistake.variant(logits, labels))
-        except LookupError:  # integer division's 0.0 is told apart by _explain_zero
-            continue
-    return values

@@ -86,6 +86,12 @@ expected_weights = functools.partial(expected_output, key="weights")
 
 _mistake = functools.partial(answers.mistake, NAME)
 
+
+def _several_ways(code: str, message: str, advice: str, ways) -> list[Mistake]:
+    """One mistake made in several ``ways``, each with its own wrong answer (key code + way)."""
+    return [_mistake(code, message, advice, key=code + way) for way in ways]
+
+
 MISTAKES: list[Mistake] = [
     _mistake(
         "no_output_projection",
@@ -150,31 +156,25 @@ MISTAKES: list[Mistake] = [
         "the padding was applied to the queries instead of the keys",
         "padding[:, None, None, :] lines up with the key axis of (B, H, Lq, Lk)",
     ),
-    *(  # each with a fill of −∞ and a finite one (a column of -1e9 spreads evenly, −∞ gives NaN)
-        _mistake(code, message, advice, key=code + fill)
-        for code, message, advice in (
-            (
-                "softmax_over_queries",
-                "the softmax ran over the queries instead of the keys (dim=-1)",
-                "torch.softmax(scores, dim=-1)",
-            ),
-            (
-                "softmax_over_heads",
-                "the softmax ran over the heads (dim=1 of (B, H, L, L)) instead of the keys",
-                "torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1",
-            ),
-        )
-        for fill in ("", ":finite")
+    # each with a fill of −∞ and a finite one (a column of -1e9 spreads evenly, −∞ gives NaN)
+    *_several_ways(
+        "softmax_over_queries",
+        "the softmax ran over the queries instead of the keys (dim=-1)",
+        "torch.softmax(scores, dim=-1)",
+        ("", ":finite"),
     ),
-    *(  # every other order of the three chunks
-        _mistake(
-            "qkv_order",
-            "the three chunks of the input projection were taken in another order than q, "
-            "k, v (mha.in_proj_weight stacks W_q, W_k, W_v in that order)",
-            "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)",
-            key=f"qkv_order:{order}",
-        )
-        for order in ("kqv", "qvk", "vkq", "kvq", "vqk")
+    *_several_ways(
+        "softmax_over_heads",
+        "the softmax ran over the heads (dim=1 of (B, H, L, L)) instead of the keys",
+        "torch.softmax(scores, dim=-1): each query's weights over the keys sum to 1",
+        ("", ":finite"),
+    ),
+    *_several_ways(  # every other order of the three chunks
+        "qkv_order",
+        "the three chunks of the input projection were taken in another order than q, "
+        "k, v (mha.in_proj_weight stacks W_q, W_k, W_v in that order)",
+        "q, k, v = (x @ mha.in_proj_weight.T + mha.in_proj_bias).chunk(3, dim=-1)",
+        (":kqv", ":qvk", ":vkq", ":kvq", ":vqk"),
     ),
     _mistake(
         "out_proj_not_transposed",

@@ -239,17 +239,10 @@ def _check_once(student: StudentFunction, x, padding):
 def check_masked_mean(student: StudentFunction) -> None:
     """Check ``masked_mean(x, padding) -> (B, D)`` against the package's version."""
     _check_once(student, *masked_mean_probe(seed=answers.fresh_seed(30)))
-    _check_once(
-        student, *masked_mean_probe(batch=4, length=6, width=2, seed=answers.fresh_seed(31))
-    )
-    x = torch.randn(
-        2, 3, 4, generator=torch.Generator().manual_seed(answers.fresh_seed(32))
-    )
+    seed = answers.fresh_seed(31)
+    _check_once(student, *masked_mean_probe(batch=4, length=6, width=2, seed=seed))
+    g = torch.Generator().manual_seed(answers.fresh_seed(32))
+    x = torch.randn(2, 3, 4, generator=g)
     _check_once(student, x, torch.zeros(2, 3, dtype=torch.bool))  # no padding at all
-    check_gradient(
-        student,
-        list(masked_mean_probe(seed=answers.fresh_seed(33))),
-        ["x"],
-        "self",
-        reference.masked_mean,
-    )
+    probe = list(masked_mean_probe(seed=answers.fresh_seed(33)))
+    check_gradient(student, probe, ["x"], "self", reference.masked_mean)

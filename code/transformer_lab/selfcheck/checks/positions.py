@@ -250,10 +250,8 @@ def check_toy_weights(student: StudentFunction) -> None:
 
 def as_parts(model) -> ModelParts:
     """The parts of a chapter-4 model (copies), under their names, without its forward."""
-    parts = [
-        copy.deepcopy(getattr(model, name)) for name in ("embed", "pos", "encoder", "head")
-    ]
-    return ModelParts(*parts).eval()
+    names = ("embed", "pos", "encoder", "head")
+    return ModelParts(*(copy.deepcopy(getattr(model, name)) for name in names)).eval()
 
 
 @functools.cache

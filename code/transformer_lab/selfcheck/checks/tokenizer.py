@@ -82,8 +82,13 @@ def _reachable(corpus) -> int:
     return _ref().train_bpe_tokenizer(list(corpus), 100_000).get_vocab_size()
 
 
-def _fresh_word(draw: random.Random, letters, shortest: int, longest: int) -> str:
-    return "".join(draw.choice(letters) for _ in range(draw.randint(shortest, longest)))
+def _fresh_word(draw: random.Random, letters, shortest: int, longest: int, taken=()) -> str:
+    """A made-up word not in ``taken``: a word that happens to exist grows by a letter until it
+    is longer than every taken word, so this ends without redrawing."""
+    word = "".join(draw.choice(letters) for _ in range(draw.randint(shortest, longest)))
+    while word in taken:
+        word += draw.choice(letters)
+    return word
 
 
 def tokenizer_inputs() -> TokenizerInputs:
@@ -91,15 +96,6 @@ def tokenizer_inputs() -> TokenizerInputs:
     if answers.mode() != answers.HIDDEN:
         return PUBLIC_INPUTS
     return drawn_inputs(answers.fresh_seed(0))
-
-
-def _new_word(draw: random.Random, letters, shortest: int, longest: int, taken) -> str:
-    """A made-up word not in ``taken``: a word that happens to exist grows by a letter until it
-    is longer than every taken word, so this ends without redrawing."""
-    word = _fresh_word(draw, letters, shortest, longest)
-    while word in taken:
-        word += draw.choice(letters)
-    return word
 
 
 def drawn_inputs(seed: int) -> TokenizerInputs:
@@ -146,7 +142,7 @@ def drawn_inputs(seed: int) -> TokenizerInputs:
     characters += [draw.choice(known), strange[1]]
     words = draw.sample(known, 4)
     for _ in range(3):
-        words.append(_new_word(draw, letters, 3, 9, words))
+        words.append(_fresh_word(draw, letters, 3, 9, words))
     return TokenizerInputs(
         sizes=(first, second),
         other_corpus=other,
@@ -157,9 +153,7 @@ def drawn_inputs(seed: int) -> TokenizerInputs:
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# Exercise 8: training
-# ---------------------------------------------------------------------------------------------
+# --- Exercise 8: training -----------------------------------------------------------------
 
 
 def _train(student: StudentFunction, corpus, vocab_size: int):
@@ -180,11 +174,7 @@ def _train(student: StudentFunction, corpus, vocab_size: int):
 
 
 def _pieces(pre_tokenizer, text: str) -> list[str]:
-    return (
-        [piece for piece, _ in pre_tokenizer.pre_tokenize_str(text)]
-        if pre_tokenizer is not None
-        else [text]
-    )
+    return [piece for piece, _ in pre_tokenizer.pre_tokenize_str(text)]
 
 
 def _vocab_difference(student, reference) -> tuple[str, str]:
@@ -198,10 +188,9 @@ def _vocab_difference(student, reference) -> tuple[str, str]:
             f"the same tokens in another order; ids {first}-{first + 3}: "
             f"{got[first : first + 4]}",
         )
+    including = f", including {missing}" if missing else ""
     return (
-        f"{len(expected)} tokens, including {missing}"
-        if missing
-        else f"{len(expected)} tokens",
+        f"{len(expected)} tokens{including}",
         f"{len(received)} tokens"
         + (f", including {extra}" if extra else "")
         + (f", without {missing}" if missing else ""),
@@ -577,9 +566,7 @@ def check_train_bpe_tokenizer(student_function: StudentFunction) -> None:
         )
 
 
-# ---------------------------------------------------------------------------------------------
-# Exercise 9: tokens per word
-# ---------------------------------------------------------------------------------------------
+# --- Exercise 9: tokens per word ----------------------------------------------------------
 
 
 def _counts(function):
