@@ -52,13 +52,15 @@ def rehearsal_uids(size: int = 16) -> range:
     folder = Path(tempfile.gettempdir()) / "selfcheck-rehearsal-uid-blocks"
     folder.mkdir(mode=0o700, exist_ok=True)
     for block in itertools.count():
-        handle = open(folder / str(block), "w")  # held until the run ends
+        # A bare descriptor, held until the run ends (a file object would be reported unclosed
+        # at exit, in every pytest worker that collects this module).
+        held = os.open(folder / str(block), os.O_WRONLY | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            handle.close()
+            os.close(held)
             continue
-        _HELD.append(handle)
+        _HELD.append(held)
         first = SPARE_UID + 1000 + size * block
         return range(first, first + size)
     raise AssertionError("unreachable")
