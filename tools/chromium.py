@@ -3,7 +3,8 @@
 Shared by the browser tests (tests/browser/, through book_site.py) and the Binder rehearsal
 (tools/binder_check.py): where chromium is, how it is started, and the guard that aborts (and
 records) every request leaving 127.0.0.1. Nothing here downloads anything: chromium comes from
-Debian (installed by `make test` / `make binder-check`), Playwright drives it through
+Debian (installed by `make browser`, which `make test-portability`, `make binder-check` and
+`make pdf` run first), Playwright drives it through
 ``executable_path`` (never ``playwright install``).
 """
 
@@ -27,7 +28,7 @@ def chromium_path() -> str:
     path = shutil.which("chromium")
     if path is None:
         raise RuntimeError(
-            "Debian's `chromium` is not installed: run `make test` (its set-up installs it with "
+            "Debian's `chromium` is not installed: run `make browser` (it installs it with "
             "apt-get), or `apt-get install -y chromium`. Never `playwright install`."
         )
     return path

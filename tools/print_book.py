@@ -7,7 +7,7 @@ and ``by-hand.pdf`` (the in-class sheet alone, to hand out on paper). Each page 
 the built site on 127.0.0.1 (the same server and request guard as the browser tests), rendered
 with the print stylesheet (the theme hides its navigation, the explorers hide themselves and
 their static figure stays, closed dropdowns such as hints print closed), and printed on A4;
-Poppler's ``pdfunite`` (Debian's poppler-utils, installed by `make test`'s set-up) joins the
+Poppler's ``pdfunite`` (Debian's poppler-utils, installed by `make browser`) joins the
 pages into one file. Nothing is downloaded: every request that leaves 127.0.0.1 is refused.
 
 The print CSS that keeps code inside the margin (long lines wrap instead of being cut) is
@@ -62,7 +62,7 @@ def require_poppler() -> str:
     if path is None:
         raise SystemExit(
             "Poppler's `pdfunite` is not installed: `apt-get install -y poppler-utils` "
-            "(`make test` and `make pdf` install it)"
+            "(`make browser`, `make pdf` and `make test-portability` install it)"
         )
     return path
 

@@ -1,7 +1,7 @@
 """The built book as a reader sees it: served on 127.0.0.1, opened in Debian's headless chromium.
 
 Shared by the browser tests (tests/browser/test_browser_*.py). Nothing here downloads anything:
-chromium comes from Debian (installed by `make test`), Playwright drives it through
+chromium comes from Debian (installed by `make browser`, as `make test-portability` does), Playwright drives it through
 ``executable_path`` (never ``playwright install``), and axe-core is read from node_modules/
 (installed by `make setup` from package-lock.json).
 
