@@ -36,7 +36,7 @@ help:
 	@echo "              Docker) and of CI's publication of the student edition: slow, so not in make test;"
 	@echo "              CI runs it on every push, and .ci/run after make test"
 	@echo "make browser  install Debian's chromium, colour emoji font and Poppler if missing (through sudo unless"
-	@echo "              root; test-portability, binder-check and pdf do it first)"
+	@echo "              root; the targets that use chromium do it first)"
 	@echo "make refresh  re-execute every page and rewrite the reference outputs in tests/references"
 	@echo "make bench    time a clean build page by page and each starter, against the budgets (_build/bench.md)"
 	@echo "make rechecks  the slow re-checks of chapters 3, 4 and 6 (longer patience, other splits and seeds:"
