@@ -19,8 +19,8 @@ from transformer_lab.reproducibility import numeric_mode_problem, numeric_mode_s
 # The tests of other places the book must work: pages or the package off the canonical numeric
 # mode (every CPU), the built HTML in chromium (tests/browser/, the print edition), the student
 # edition built in its own clone, and the rehearsals of Gradescope and of CI's publication of the
-# student edition. Slow, so `make test` leaves them out and
-# `make test-portability` (CI's job of its own) runs them alone.
+# student edition. Slow, so `make test` leaves them out and `make test-portability` (CI's job of
+# its own) runs them alone.
 PORTABILITY = "portability"
 PORTABILITY_OPTION = "--portability"
 # The tests marked `browser` (chromium) are portability tests too.
@@ -102,8 +102,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             terminalreporter.write_line(
                 f"{len(left)} portability tests (pages and the package off the canonical "
                 "numeric mode, the HTML in chromium, rehearsals of other places the book runs) "
-                "were left out: "
-                "`make test-portability` runs them."
+                "were left out: `make test-portability` runs them."
             )
     failed = terminalreporter.stats.get("failed", []) + terminalreporter.stats.get(
         "error", []

@@ -16,6 +16,10 @@ on request (``--test``), once, after the last choice.
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
+import tempfile
 import types
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -94,11 +98,6 @@ def check_in_subprocess(path: str, display: str, page: str) -> tuple[int, set[st
     and the names of the checks that passed (from the report it writes as JSON). Not in this
     process: the starter's own code has run here and may have changed the book's functions
     that the checks compare with."""
-    import json
-    import subprocess
-    import sys
-    import tempfile
-
     from transformer_lab.selfcheck import PASSED
 
     with tempfile.TemporaryDirectory() as folder:

@@ -118,16 +118,16 @@ class Worker:
 
     def _launch(self) -> None:
         """Start the worker where the isolation level says (none once Ctrl-C came)."""
+        if STOPPING.is_set():
+            raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
         level = self.isolation.level
         self.workdir = tempfile.mkdtemp(prefix="run-", dir=places.runs_folder())
         shutil.copyfile(self.path, Path(self.workdir) / self.path.name)
         os.chmod(Path(self.workdir) / self.path.name, 0o644)
-        user = {}
         if level == places.USER:
             self.uid = places.take_uid()
             places.kill_user(self.uid)
             os.chown(self.workdir, self.uid, self.uid)
-            user = {"user": self.uid, "group": self.uid, "extra_groups": []}
         command, workdir, code = places.worker_command(
             level, self.workdir, self.path.name, self.uid
         )
@@ -139,10 +139,9 @@ class Worker:
         ours, theirs = Pipe()  # a pair of connected sockets
         arguments = [code, str(theirs.fileno()), os.path.join(workdir, self.path.name)]
         arguments.append(json.dumps({"names": self.names, "limits": limits}))
-        if command[0].endswith("setpriv"):
-            user = {}
-        if STOPPING.is_set():
-            raise LoadFailed("interrupted (Ctrl-C) before the file was checked")
+        user = {}  # as the worker's uid: setpriv's flags do it, else Popen's arguments
+        if level == places.USER and not command[0].endswith("setpriv"):
+            user = {"user": self.uid, "group": self.uid, "extra_groups": []}
         with open(self.output_path, "ab") as output:
             self.process = subprocess.Popen(
                 [*command, *arguments],
