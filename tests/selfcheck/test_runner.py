@@ -190,6 +190,15 @@ def test_a_json_file_holds_the_report_while_the_text_is_printed(tmp_path, capsys
     assert [(c["check"], c["status"]) for c in data["checks"]] == [("accuracy", FAILED)]
 
 
+def test_the_json_file_is_written_beside_a_gradescope_results_file(tmp_path):
+    results, out = tmp_path / "results.json", tmp_path / "report.json"
+    path = write(tmp_path, "student.py", with_body(SOLUTION, "accuracy", "return 0.5"))
+    command = [str(path), "--only", "accuracy", "--gradescope", str(results)]
+    assert main([*command, "--json-file", str(out)]) == 1
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [(c["check"], c["status"]) for c in data["checks"]] == [("accuracy", FAILED)]
+
+
 def test_a_gradescope_results_file_is_written_next_to_the_report(tmp_path, capsys):
     results = tmp_path / "results.json"
     path = write(

@@ -248,7 +248,7 @@ def autograde(
         follow_links=not args.gradescope,  # an autograder's submission: a link is refused
     )
     report = check_file(path, only, **run)
-    _show(report, args.json)
+    _show(report, args.json, args.json_file)
     graded = None
     if args.hidden and not report.interrupted:
         seed = args.seed
