@@ -27,7 +27,7 @@ from transformer_lab.selfcheck.worker import isolation
 
 PACKAGE = Path(selfcheck.__file__).resolve().parent
 # Ceilings (the targets: 7,000 and 1,000); lower them as the code shrinks.
-LINES_BUDGET = 7_651
+LINES_BUDGET = 7_650
 PATH_BUDGET = 1_213
 
 
